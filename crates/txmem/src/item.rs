@@ -1,0 +1,393 @@
+//! Transaction items: one per (object, subobject key) a transaction touched.
+
+use std::any::TypeId;
+use std::mem::{self, MaybeUninit};
+use std::ptr::{self, NonNull};
+
+use crate::object::TObject;
+
+/// Item flag: the transaction read this subobject; `read_version` is valid.
+pub const READ: u32 = 1 << 0;
+/// Item flag: the transaction writes this subobject; the write value is set.
+pub const WRITE: u32 = 1 << 1;
+/// Item flag: the item's lock is held (set by the runtime after a successful
+/// [`TObject::lock`]).
+pub const LOCKED: u32 = 1 << 2;
+/// Item flag: call [`TObject::cleanup`] for this item when the transaction ends.
+pub const NEEDS_CLEANUP: u32 = 1 << 3;
+/// First flag bit free for the object's own use (bits 8..32).
+pub const USER_FLAG0: u32 = 1 << 8;
+
+/// A type-erased value that lives inside an item: the pending write (or any
+/// per-item state an object keeps). Values of up to 16 bytes are stored
+/// inline; larger ones are boxed.
+pub struct ItemValue {
+    buf: MaybeUninit<[usize; 2]>,
+    type_id: Option<TypeId>,
+    drop_fn: Option<unsafe fn(*mut MaybeUninit<[usize; 2]>)>,
+    clone_fn: Option<fn(&ItemValue) -> ItemValue>,
+}
+
+const fn fits_inline<T>() -> bool {
+    mem::size_of::<T>() <= mem::size_of::<[usize; 2]>()
+        && mem::align_of::<T>() <= mem::align_of::<[usize; 2]>()
+}
+
+impl ItemValue {
+    const EMPTY: ItemValue = ItemValue {
+        buf: MaybeUninit::uninit(),
+        type_id: None,
+        drop_fn: None,
+        clone_fn: None,
+    };
+
+    /// True if a value is stored.
+    #[inline]
+    pub fn is_set(&self) -> bool {
+        self.type_id.is_some()
+    }
+
+    /// Stores `value`, dropping any previous value. (`Clone` is required so
+    /// that [`Transaction::or_else`](crate::Transaction::or_else) can save and
+    /// restore pending writes.)
+    #[inline]
+    pub fn set<T: Clone + 'static>(&mut self, value: T) {
+        if self.type_id == Some(TypeId::of::<T>()) {
+            // Same type: overwrite in place (the common "write twice" case).
+            *self.get_mut::<T>().expect("type checked") = value;
+            return;
+        }
+        self.clear();
+        if fits_inline::<T>() {
+            // SAFETY: `buf` is large and aligned enough for `T` (checked by
+            // `fits_inline`) and holds no live value after `clear`.
+            unsafe { ptr::write(self.buf.as_mut_ptr().cast::<T>(), value) };
+            if mem::needs_drop::<T>() {
+                self.drop_fn = Some(drop_inline::<T>);
+            }
+        } else {
+            let boxed = Box::into_raw(Box::new(value));
+            // SAFETY: a raw pointer fits in the buffer's first word.
+            unsafe { ptr::write(self.buf.as_mut_ptr().cast::<*mut T>(), boxed) };
+            self.drop_fn = Some(drop_boxed::<T>);
+        }
+        self.type_id = Some(TypeId::of::<T>());
+        self.clone_fn = Some(clone_value::<T>);
+    }
+
+    /// A copy of the stored value (empty if none is stored).
+    pub fn duplicate(&self) -> ItemValue {
+        match self.clone_fn {
+            Some(f) => f(self),
+            None => ItemValue::EMPTY,
+        }
+    }
+
+    #[inline]
+    fn slot<T: 'static>(&self) -> Option<*mut T> {
+        if self.type_id != Some(TypeId::of::<T>()) {
+            return None;
+        }
+        let base = self.buf.as_ptr() as *mut MaybeUninit<[usize; 2]>;
+        Some(if fits_inline::<T>() {
+            base.cast::<T>()
+        } else {
+            // SAFETY: for boxed values the first word holds the box pointer,
+            // written by `set` for this very type.
+            unsafe { *base.cast::<*mut T>() }
+        })
+    }
+
+    /// The stored value, if one of type `T` is stored.
+    #[inline]
+    pub fn get<T: 'static>(&self) -> Option<&T> {
+        // SAFETY: `slot` returns a pointer to a live `T` owned by `self`.
+        self.slot::<T>().map(|p| unsafe { &*p })
+    }
+
+    /// The stored value, mutably, if one of type `T` is stored.
+    #[inline]
+    pub fn get_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        // SAFETY: as in `get`, and `&mut self` makes the access unique.
+        self.slot::<T>().map(|p| unsafe { &mut *p })
+    }
+
+    /// Moves the stored value out, leaving the slot empty.
+    #[inline]
+    pub fn take<T: 'static>(&mut self) -> Option<T> {
+        let p = self.slot::<T>()?;
+        // SAFETY: `p` points to a live `T`; after reading it we forget the
+        // slot's ownership (and free the box without dropping its content).
+        let value = unsafe { ptr::read(p) };
+        if !fits_inline::<T>() {
+            // SAFETY: `p` came from `Box::into_raw` of a `Box<T>`; the value
+            // was moved out above, so free the allocation only.
+            unsafe { drop(Box::from_raw(p.cast::<MaybeUninit<T>>())) };
+        }
+        self.type_id = None;
+        self.drop_fn = None;
+        self.clone_fn = None;
+        Some(value)
+    }
+
+    /// Drops the stored value, if any.
+    #[inline]
+    pub fn clear(&mut self) {
+        if let Some(drop_fn) = self.drop_fn.take() {
+            // SAFETY: `drop_fn` was chosen by `set` for the stored type and
+            // the value is still live.
+            unsafe { drop_fn(&mut self.buf) };
+        }
+        self.type_id = None;
+        self.clone_fn = None;
+    }
+}
+
+fn clone_value<T: Clone + 'static>(v: &ItemValue) -> ItemValue {
+    let mut out = ItemValue::EMPTY;
+    if let Some(x) = v.get::<T>() {
+        out.set(x.clone());
+    }
+    out
+}
+
+unsafe fn drop_inline<T>(buf: *mut MaybeUninit<[usize; 2]>) {
+    // SAFETY: the caller guarantees `buf` holds a live inline `T`.
+    unsafe { ptr::drop_in_place(buf.cast::<T>()) }
+}
+
+unsafe fn drop_boxed<T>(buf: *mut MaybeUninit<[usize; 2]>) {
+    // SAFETY: the caller guarantees `buf`'s first word is a pointer obtained
+    // from `Box::into_raw::<T>` that nobody else owns.
+    unsafe { drop(Box::from_raw(*buf.cast::<*mut T>())) }
+}
+
+impl Drop for ItemValue {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some(drop_fn) = self.drop_fn {
+            // SAFETY: `drop_fn` was chosen by `set` for the stored type and
+            // the value is still live (taking or clearing resets `drop_fn`).
+            unsafe { drop_fn(&mut self.buf) };
+        }
+    }
+}
+
+impl Default for ItemValue {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl std::fmt::Debug for ItemValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ItemValue")
+            .field("set", &self.is_set())
+            .finish()
+    }
+}
+
+/// One entry of a transaction's tracking set: a subobject of a transactional
+/// object, with what the transaction did to it.
+///
+/// Objects create items through [`Transaction::item`](crate::Transaction::item)
+/// and interpret their fields in their [`TObject`] callbacks. The runtime
+/// guarantees at most one item per (object, key).
+pub struct Item {
+    pub(crate) object: NonNull<dyn TObject>,
+    key: u64,
+    pub(crate) flags: u32,
+    pub(crate) read_version: u64,
+    /// The pending write value (or other per-item state of the object).
+    pub value: ItemValue,
+}
+
+// SAFETY: an `Item` only lives inside its transaction's thread-local state;
+// the object pointer refers to a `TObject`, which is `Sync`.
+unsafe impl Send for Item {}
+
+impl Item {
+    pub(crate) fn new(object: NonNull<dyn TObject>, key: u64) -> Self {
+        Item {
+            object,
+            key,
+            flags: 0,
+            read_version: 0,
+            value: ItemValue::EMPTY,
+        }
+    }
+
+    /// The address identifying the item's object.
+    #[inline]
+    pub(crate) fn object_addr(&self) -> usize {
+        self.object.as_ptr() as *const () as usize
+    }
+
+    /// The subobject key given when the item was created.
+    #[inline]
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    /// All flag bits.
+    #[inline]
+    pub fn flags(&self) -> u32 {
+        self.flags
+    }
+
+    /// True if every bit of `flag` is set.
+    #[inline]
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag == flag
+    }
+
+    /// Sets flag bits (use the `USER_FLAG*` range for object-specific flags;
+    /// `READ`/`WRITE` are set through [`observe`](Self::observe) and
+    /// [`set_write`](Self::set_write)).
+    #[inline]
+    pub fn set_flags(&mut self, flag: u32) {
+        self.flags |= flag;
+    }
+
+    /// Clears flag bits.
+    #[inline]
+    pub fn clear_flags(&mut self, flag: u32) {
+        self.flags &= !flag;
+    }
+
+    /// True if the transaction read this subobject.
+    #[inline]
+    pub fn is_read(&self) -> bool {
+        self.flags & READ != 0
+    }
+
+    /// True if the transaction writes this subobject.
+    #[inline]
+    pub fn is_write(&self) -> bool {
+        self.flags & WRITE != 0
+    }
+
+    /// True while the runtime holds this item's lock during commit.
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.flags & LOCKED != 0
+    }
+
+    /// The version recorded when the subobject was read.
+    #[inline]
+    pub fn read_version(&self) -> u64 {
+        self.read_version
+    }
+
+    /// Records a read of the subobject at `version` (adds the item to the
+    /// read set). A second call overwrites the version: objects must make
+    /// sure repeated reads are consistent, as [`Transaction::observe`] does.
+    ///
+    /// [`Transaction::observe`]: crate::Transaction::observe
+    #[inline]
+    pub fn observe(&mut self, version: u64) {
+        self.read_version = version;
+        self.flags |= READ;
+    }
+
+    /// Stores a version word in the item without adding it to the read set
+    /// (for example the word seen just before locking a write-only item).
+    #[inline]
+    pub fn remember_version(&mut self, version: u64) {
+        self.read_version = version;
+    }
+
+    /// Drops the item from the read set.
+    #[inline]
+    pub fn forget_read(&mut self) {
+        self.flags &= !READ;
+    }
+
+    /// Adds the item to the write set with `value` as its pending write.
+    #[inline]
+    pub fn set_write<T: Clone + 'static>(&mut self, value: T) {
+        self.value.set(value);
+        self.flags |= WRITE;
+    }
+
+    /// Marks the item as written without a value (objects that keep the
+    /// pending change elsewhere, such as a counter delta in the flags).
+    #[inline]
+    pub fn mark_write(&mut self) {
+        self.flags |= WRITE;
+    }
+
+    /// Removes the item from the write set and drops its pending value.
+    #[inline]
+    pub fn clear_write(&mut self) {
+        self.value.clear();
+        self.flags &= !WRITE;
+    }
+
+    /// The pending write value, if it has type `T`.
+    #[inline]
+    pub fn write_value<T: 'static>(&self) -> Option<&T> {
+        self.value.get::<T>()
+    }
+
+    #[inline]
+    pub(crate) fn set_locked(&mut self, locked: bool) {
+        if locked {
+            self.flags |= LOCKED;
+        } else {
+            self.flags &= !LOCKED;
+        }
+    }
+}
+
+impl std::fmt::Debug for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Item")
+            .field("object", &(self.object_addr() as *const ()))
+            .field("key", &self.key)
+            .field("flags", &format_args!("{:#b}", self.flags))
+            .field("read_version", &self.read_version)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    #[test]
+    fn small_and_large_values_round_trip() {
+        let mut v = ItemValue::default();
+        v.set(7u64);
+        assert_eq!(v.get::<u64>(), Some(&7));
+        assert_eq!(v.get::<u32>(), None, "wrong type is refused");
+        v.set([1u64; 8]);
+        assert_eq!(v.get::<[u64; 8]>(), Some(&[1u64; 8]));
+        *v.get_mut::<[u64; 8]>().unwrap() = [2; 8];
+        assert_eq!(v.take::<[u64; 8]>(), Some([2; 8]));
+        assert!(!v.is_set());
+    }
+
+    #[test]
+    fn values_are_dropped_exactly_once() {
+        let tracker = Rc::new(());
+        let mut v = ItemValue::default();
+        v.set(tracker.clone());
+        assert_eq!(Rc::strong_count(&tracker), 2);
+        v.set(tracker.clone()); // same type: overwrite drops the old one
+        assert_eq!(Rc::strong_count(&tracker), 2);
+        v.set(vec![tracker.clone(), tracker.clone()]); // boxed path? (24 bytes)
+        assert_eq!(Rc::strong_count(&tracker), 3);
+        let taken = v.take::<Vec<Rc<()>>>().unwrap();
+        assert_eq!(Rc::strong_count(&tracker), 3);
+        drop(taken);
+        assert_eq!(Rc::strong_count(&tracker), 1);
+        v.set(tracker.clone());
+        let copy = v.duplicate();
+        assert_eq!(Rc::strong_count(&tracker), 3);
+        drop(copy);
+        drop(v);
+        assert_eq!(Rc::strong_count(&tracker), 1);
+    }
+}

@@ -1,0 +1,157 @@
+//! Per-transaction options and the runtime-wide defaults.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::contention::ContentionPolicy;
+
+/// How a transaction keeps its reads consistent while it runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Opacity {
+    /// Opacity through a TL2-style global clock with STO's *extended check*:
+    /// a transaction reads the clock at begin; a read of a subobject whose
+    /// version is newer than that bound revalidates the read set and moves the
+    /// bound forward instead of aborting. Writers advance the clock at commit.
+    /// Read-only transactions need no commit-time validation. The default.
+    #[default]
+    Tl2,
+    /// Opacity without a clock: every read revalidates the whole read set
+    /// (quadratic in the read-set size, but no shared counter at all).
+    Revalidate,
+    /// No opacity: reads are validated only at commit, so a transaction that
+    /// will abort may observe an inconsistent state while it runs (committed
+    /// transactions are still serializable). Commits write no shared clock:
+    /// the commit version is computed from the versions the transaction saw.
+    /// For database-style code that never trusts values before commit.
+    None,
+}
+
+impl Opacity {
+    /// The mode's name as used in tables and JSON (`"tl2"`, `"revalidate"`, `"none"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Opacity::Tl2 => "tl2",
+            Opacity::Revalidate => "revalidate",
+            Opacity::None => "none",
+        }
+    }
+}
+
+impl std::str::FromStr for Opacity {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tl2" | "opaque" => Ok(Opacity::Tl2),
+            "revalidate" | "direct" => Ok(Opacity::Revalidate),
+            "none" | "off" => Ok(Opacity::None),
+            other => Err(format!(
+                "unknown opacity mode `{other}` (expected tl2, revalidate or none)"
+            )),
+        }
+    }
+}
+
+/// Options of a transaction: opacity mode, contention policy, serialization
+/// threshold and irrevocability. Build one, then run transactions with it:
+///
+/// ```
+/// use txmem::{Opacity, TBox, TxOptions};
+/// let b = TBox::new(1u64);
+/// let opts = TxOptions::new().opacity(Opacity::None).serialize_after(Some(20));
+/// let v = opts.run(|tx| b.get(tx));
+/// assert_eq!(v, 1);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct TxOptions {
+    pub(crate) opacity: Opacity,
+    pub(crate) contention: ContentionPolicy,
+    pub(crate) serialize_after: Option<u32>,
+    pub(crate) irrevocable: bool,
+}
+
+/// The default for [`TxOptions::serialize_after`]: after this many
+/// consecutive aborts a transaction runs irrevocably, alone among writers.
+pub const DEFAULT_SERIALIZE_AFTER: u32 = 100;
+
+impl Default for TxOptions {
+    fn default() -> Self {
+        TxOptions {
+            opacity: Opacity::Tl2,
+            contention: ContentionPolicy::default(),
+            serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
+            irrevocable: false,
+        }
+    }
+}
+
+impl TxOptions {
+    /// The built-in defaults: TL2 opacity, exponential backoff, serialize
+    /// after [`DEFAULT_SERIALIZE_AFTER`] consecutive aborts, revocable.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The runtime-wide defaults currently in force (see [`set_default_options`]).
+    pub fn current_defaults() -> Self {
+        DEFAULTS.read().clone()
+    }
+
+    /// Sets the opacity mode.
+    pub fn opacity(mut self, opacity: Opacity) -> Self {
+        self.opacity = opacity;
+        self
+    }
+
+    /// Sets the contention-management policy.
+    pub fn contention(mut self, policy: ContentionPolicy) -> Self {
+        self.contention = policy;
+        self
+    }
+
+    /// After `n` consecutive aborts, run the next attempt irrevocably
+    /// (`None` disables this; `Some(0)` is treated as `Some(1)`).
+    pub fn serialize_after(mut self, n: Option<u32>) -> Self {
+        self.serialize_after = n.map(|n| n.max(1));
+        self
+    }
+
+    /// Run irrevocably from the first attempt: the transaction never aborts
+    /// once it starts and may perform actions that cannot be undone.
+    pub fn irrevocable(mut self, yes: bool) -> Self {
+        self.irrevocable = yes;
+        self
+    }
+
+    /// The opacity mode.
+    pub fn opacity_mode(&self) -> Opacity {
+        self.opacity
+    }
+
+    /// The contention policy.
+    pub fn contention_policy(&self) -> &ContentionPolicy {
+        &self.contention
+    }
+}
+
+static DEFAULTS: RwLock<TxOptions> = RwLock::new(TxOptions {
+    opacity: Opacity::Tl2,
+    contention: ContentionPolicy::DEFAULT,
+    serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
+    irrevocable: false,
+});
+/// Bumped on every change of the defaults, so threads can cache them and
+/// check for changes with one relaxed load.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Replaces the runtime-wide defaults used by [`atomically`](crate::atomically)
+/// and [`try_atomically`](crate::try_atomically).
+pub fn set_default_options(options: TxOptions) {
+    *DEFAULTS.write() = options;
+    GENERATION.fetch_add(1, Ordering::Release);
+}
+
+#[inline]
+pub(crate) fn defaults_generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}

@@ -1,0 +1,230 @@
+//! Per-thread counters and their global sum.
+
+use std::fmt;
+use std::ops::Sub;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+use parking_lot::Mutex;
+
+use crate::error::AbortCause;
+
+/// A counter written by one thread and read by any: updates are a relaxed
+/// load and store, never a locked read-modify-write.
+#[derive(Default, Debug)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.0.store(
+            self.0.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+    #[inline]
+    pub fn max(&self, n: u64) {
+        if n > self.0.load(Ordering::Relaxed) {
+            self.0.store(n, Ordering::Relaxed);
+        }
+    }
+    #[inline]
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One thread's counters.
+#[derive(Default, Debug)]
+pub(crate) struct ThreadStats {
+    pub commits: Counter,
+    pub read_only_commits: Counter,
+    pub aborts: [Counter; AbortCause::COUNT],
+    pub blocking_waits: Counter,
+    pub serialized: Counter,
+    pub irrevocable_commits: Counter,
+    pub max_consecutive_aborts: Counter,
+    pub read_items: Counter,
+    pub write_items: Counter,
+    pub max_items: Counter,
+}
+
+impl ThreadStats {
+    fn add_into(&self, s: &mut Stats) {
+        s.commits += self.commits.get();
+        s.read_only_commits += self.read_only_commits.get();
+        for (i, c) in self.aborts.iter().enumerate() {
+            s.aborts[i] += c.get();
+        }
+        s.blocking_waits += self.blocking_waits.get();
+        s.serialized += self.serialized.get();
+        s.irrevocable_commits += self.irrevocable_commits.get();
+        s.max_consecutive_aborts = s
+            .max_consecutive_aborts
+            .max(self.max_consecutive_aborts.get());
+        s.read_items += self.read_items.get();
+        s.write_items += self.write_items.get();
+        s.max_items = s.max_items.max(self.max_items.get());
+    }
+}
+
+struct Registry {
+    live: Vec<Arc<CachePadded<ThreadStats>>>,
+    exited: Stats,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    live: Vec::new(),
+    exited: Stats::ZERO,
+});
+
+/// Registers a thread's counters; they stay counted after the thread exits.
+pub(crate) fn register() -> Arc<CachePadded<ThreadStats>> {
+    let s = Arc::new(CachePadded::new(ThreadStats::default()));
+    REGISTRY.lock().live.push(s.clone());
+    s
+}
+
+/// Folds an exiting thread's counters into the global total.
+pub(crate) fn retire(s: &Arc<CachePadded<ThreadStats>>) {
+    let mut reg = REGISTRY.lock();
+    let mut exited = reg.exited;
+    s.add_into(&mut exited);
+    reg.exited = exited;
+    reg.live.retain(|x| !Arc::ptr_eq(x, s));
+}
+
+pub(crate) fn snapshot() -> Stats {
+    let reg = REGISTRY.lock();
+    let mut total = reg.exited;
+    for s in &reg.live {
+        s.add_into(&mut total);
+    }
+    total
+}
+
+/// Counters summed over threads. Subtract two snapshots to measure an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Committed transactions (including read-only ones).
+    pub commits: u64,
+    /// Committed transactions that wrote nothing.
+    pub read_only_commits: u64,
+    /// Aborted attempts, indexed like [`AbortCause::ALL`]; see [`Stats::aborts_by`].
+    pub aborts: [u64; AbortCause::COUNT],
+    /// Times a transaction blocked in `retry` waiting for a change.
+    pub blocking_waits: u64,
+    /// Attempts run irrevocably because of too many consecutive aborts.
+    pub serialized: u64,
+    /// Committed irrevocable transactions (requested or serialized).
+    pub irrevocable_commits: u64,
+    /// The longest run of consecutive aborts of one transaction.
+    pub max_consecutive_aborts: u64,
+    /// Read-set items of committed transactions, summed.
+    pub read_items: u64,
+    /// Write-set items of committed transactions, summed.
+    pub write_items: u64,
+    /// The largest item count of a committed transaction.
+    pub max_items: u64,
+}
+
+impl Stats {
+    const ZERO: Stats = Stats {
+        commits: 0,
+        read_only_commits: 0,
+        aborts: [0; AbortCause::COUNT],
+        blocking_waits: 0,
+        serialized: 0,
+        irrevocable_commits: 0,
+        max_consecutive_aborts: 0,
+        read_items: 0,
+        write_items: 0,
+        max_items: 0,
+    };
+
+    /// Aborts with the given cause.
+    pub fn aborts_by(&self, cause: AbortCause) -> u64 {
+        self.aborts[cause.index()]
+    }
+
+    /// All aborts.
+    pub fn total_aborts(&self) -> u64 {
+        self.aborts.iter().sum()
+    }
+
+    /// Aborts per commit (0 when nothing committed).
+    pub fn aborts_per_commit(&self) -> f64 {
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.total_aborts() as f64 / self.commits as f64
+        }
+    }
+
+    /// Average read-set size of committed transactions.
+    pub fn avg_read_set(&self) -> f64 {
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.read_items as f64 / self.commits as f64
+        }
+    }
+
+    /// Average write-set size of committed transactions.
+    pub fn avg_write_set(&self) -> f64 {
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.write_items as f64 / self.commits as f64
+        }
+    }
+}
+
+impl Sub for Stats {
+    type Output = Stats;
+    /// The counts accumulated between two snapshots (maxima are kept from `self`).
+    fn sub(self, rhs: Stats) -> Stats {
+        let mut out = self;
+        out.commits -= rhs.commits.min(out.commits);
+        out.read_only_commits -= rhs.read_only_commits.min(out.read_only_commits);
+        for i in 0..AbortCause::COUNT {
+            out.aborts[i] -= rhs.aborts[i].min(out.aborts[i]);
+        }
+        out.blocking_waits -= rhs.blocking_waits.min(out.blocking_waits);
+        out.serialized -= rhs.serialized.min(out.serialized);
+        out.irrevocable_commits -= rhs.irrevocable_commits.min(out.irrevocable_commits);
+        out.read_items -= rhs.read_items.min(out.read_items);
+        out.write_items -= rhs.write_items.min(out.write_items);
+        out
+    }
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "commits {} (read-only {}), aborts {} ({:.3} per commit), blocking waits {}, serialized {}, irrevocable {}",
+            self.commits,
+            self.read_only_commits,
+            self.total_aborts(),
+            self.aborts_per_commit(),
+            self.blocking_waits,
+            self.serialized,
+            self.irrevocable_commits
+        )?;
+        write!(f, "aborts by cause:")?;
+        for c in AbortCause::ALL {
+            write!(f, " {}={}", c.name(), self.aborts_by(c))?;
+        }
+        writeln!(f)?;
+        write!(
+            f,
+            "avg read set {:.1}, avg write set {:.1}, max items {}, max consecutive aborts {}",
+            self.avg_read_set(),
+            self.avg_write_set(),
+            self.max_items,
+            self.max_consecutive_aborts
+        )
+    }
+}

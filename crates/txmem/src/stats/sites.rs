@@ -1,0 +1,214 @@
+//! The per-call-site profile: which `atomically` call aborts, why, how often.
+
+use std::fmt;
+use std::panic::Location;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::counters::Counter;
+use crate::error::AbortCause;
+
+/// Call sites tracked per thread; further sites share one overflow row.
+const SITES_PER_THREAD: usize = 64;
+
+#[derive(Default, Debug)]
+struct SiteCounters {
+    commits: Counter,
+    aborts: [Counter; AbortCause::COUNT],
+    serialized: Counter,
+}
+
+/// One thread's table of call sites, filled by that thread only.
+pub(crate) struct SiteTable {
+    keys: [AtomicPtr<Location<'static>>; SITES_PER_THREAD],
+    rows: [SiteCounters; SITES_PER_THREAD],
+    overflow: SiteCounters,
+}
+
+/// A handle to one row of a thread's site table.
+#[derive(Clone, Copy)]
+pub(crate) struct SiteRow(usize);
+
+impl SiteRow {
+    /// The shared row for sites beyond the table's capacity.
+    pub const OVERFLOW: SiteRow = SiteRow(SITES_PER_THREAD);
+}
+
+static TABLES: Mutex<Vec<Arc<SiteTable>>> = Mutex::new(Vec::new());
+
+impl SiteTable {
+    pub fn register() -> Arc<SiteTable> {
+        let t = Arc::new(SiteTable {
+            keys: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            rows: std::array::from_fn(|_| SiteCounters::default()),
+            overflow: SiteCounters::default(),
+        });
+        // Tables of exited threads stay registered: their rows are still part
+        // of the profile (a table is a few KiB; threads are not unbounded in
+        // the programs this targets).
+        TABLES.lock().push(t.clone());
+        t
+    }
+
+    /// Finds or creates the row for `site` (open addressing on the pointer).
+    #[inline]
+    pub fn row(&self, site: &'static Location<'static>) -> SiteRow {
+        let key = site as *const Location<'static> as *mut Location<'static>;
+        let start = ((key as usize) >> 4).wrapping_mul(0x9E37_79B9) % SITES_PER_THREAD;
+        for i in 0..SITES_PER_THREAD {
+            let idx = (start + i) % SITES_PER_THREAD;
+            let cur = self.keys[idx].load(Ordering::Relaxed);
+            if cur == key {
+                return SiteRow(idx);
+            }
+            if cur.is_null() {
+                self.keys[idx].store(key, Ordering::Release);
+                return SiteRow(idx);
+            }
+        }
+        SiteRow(SITES_PER_THREAD)
+    }
+
+    #[inline]
+    fn counters(&self, row: SiteRow) -> &SiteCounters {
+        self.rows.get(row.0).unwrap_or(&self.overflow)
+    }
+
+    #[inline]
+    pub fn commit(&self, row: SiteRow) {
+        self.counters(row).commits.add(1);
+    }
+
+    #[inline]
+    pub fn abort(&self, row: SiteRow, cause: AbortCause) {
+        self.counters(row).aborts[cause.index()].add(1);
+    }
+
+    #[inline]
+    pub fn serialized(&self, row: SiteRow) {
+        self.counters(row).serialized.add(1);
+    }
+}
+
+/// The statistics of one call site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteStats {
+    /// `file:line:column` of the call, or `"(other sites)"` for the overflow row.
+    pub location: String,
+    /// Commits.
+    pub commits: u64,
+    /// Aborts, indexed like [`AbortCause::ALL`].
+    pub aborts: [u64; AbortCause::COUNT],
+    /// Attempts serialized (run irrevocably) after too many aborts.
+    pub serialized: u64,
+}
+
+impl SiteStats {
+    /// All aborts at this site.
+    pub fn total_aborts(&self) -> u64 {
+        self.aborts.iter().sum()
+    }
+    /// Aborts at this site with the given cause.
+    pub fn aborts_by(&self, cause: AbortCause) -> u64 {
+        self.aborts[cause.index()]
+    }
+}
+
+/// The per-call-site profile, sorted by aborts (most first).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiteProfile {
+    /// One entry per call site.
+    pub sites: Vec<SiteStats>,
+}
+
+impl SiteProfile {
+    /// The row of the site whose location string ends with `suffix`
+    /// (e.g. `"bank.rs:42:5"`).
+    pub fn find(&self, suffix: &str) -> Option<&SiteStats> {
+        self.sites.iter().find(|s| s.location.ends_with(suffix))
+    }
+}
+
+fn add_row(out: &mut Vec<SiteStats>, location: String, c: &SiteCounters) {
+    let row = match out.iter_mut().position(|s| s.location == location) {
+        Some(i) => &mut out[i],
+        None => {
+            out.push(SiteStats {
+                location,
+                commits: 0,
+                aborts: [0; AbortCause::COUNT],
+                serialized: 0,
+            });
+            out.last_mut().expect("just pushed")
+        }
+    };
+    row.commits += c.commits.get();
+    for (i, a) in c.aborts.iter().enumerate() {
+        row.aborts[i] += a.get();
+    }
+    row.serialized += c.serialized.get();
+}
+
+pub(crate) fn profile() -> SiteProfile {
+    let tables = TABLES.lock();
+    let mut sites = Vec::new();
+    for t in tables.iter() {
+        for (k, row) in t.keys.iter().zip(&t.rows) {
+            let p = k.load(Ordering::Acquire);
+            if p.is_null() {
+                continue;
+            }
+            // SAFETY: keys are only ever set from `&'static Location`.
+            let loc = unsafe { &*p };
+            add_row(
+                &mut sites,
+                format!("{}:{}:{}", loc.file(), loc.line(), loc.column()),
+                row,
+            );
+        }
+        let o = &t.overflow;
+        if o.commits.get() + o.aborts.iter().map(Counter::get).sum::<u64>() > 0 {
+            add_row(&mut sites, "(other sites)".to_string(), o);
+        }
+    }
+    sites.sort_by(|a, b| {
+        b.total_aborts()
+            .cmp(&a.total_aborts())
+            .then(b.commits.cmp(&a.commits))
+    });
+    SiteProfile { sites }
+}
+
+impl fmt::Display for SiteProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .sites
+            .iter()
+            .map(|s| s.location.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        write!(f, "{:<width$} {:>10} {:>10}", "site", "commits", "aborts")?;
+        for c in AbortCause::ALL {
+            write!(f, " {:>11}", c.name())?;
+        }
+        writeln!(f, " {:>10}", "serialized")?;
+        for s in &self.sites {
+            write!(
+                f,
+                "{:<width$} {:>10} {:>10}",
+                s.location,
+                s.commits,
+                s.total_aborts()
+            )?;
+            for c in AbortCause::ALL {
+                write!(f, " {:>11}", s.aborts_by(c))?;
+            }
+            writeln!(f, " {:>10}", s.serialized)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+//! The commit protocol (STO): lock the write set, take a commit version,
+//! validate the read set, install, and wake blocked `retry`ers.
+
+use super::TxState;
+use crate::clock::{self, IRREVOCABLE};
+use crate::error::AbortCause;
+use crate::object::{Commit, LockOutcome};
+use crate::options::Opacity;
+use crate::version::{TVersion, VERSION_STEP};
+use crate::wait;
+
+/// What a successful commit did, for the statistics.
+pub(crate) struct Committed {
+    pub reads: usize,
+    pub writes: usize,
+}
+
+impl TxState {
+    /// Commits the current attempt or reports why it must abort. On failure
+    /// every lock taken has been released; the items stay for the caller's
+    /// blocking wait or cleanup.
+    pub(crate) fn commit(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
+        // Phase 1: lock the write set (bounded spinning keeps it
+        // deadlock-free), counting the sets on the way. Read-only
+        // transactions lock nothing.
+        let mut reads = 0;
+        let mut writes = 0;
+        let mut unlocked_reads = 0;
+        let mut failure = None;
+        {
+            let ctx = Commit {
+                version: 0,
+                irrevocable: self.irrevocable.is_some(),
+                guard: &self.guard,
+            };
+            let mut before_lock = Some(before_lock);
+            for it in self.items.iter_mut() {
+                let read = it.is_read();
+                reads += read as usize;
+                if !it.is_write() {
+                    unlocked_reads += read as usize;
+                    continue;
+                }
+                writes += 1;
+                if let Some(hook) = before_lock.take() {
+                    hook();
+                }
+                // SAFETY: objects outlive the transaction (`Transaction<'env>`).
+                let obj = unsafe { it.object.as_ref() };
+                match obj.lock(it, &ctx) {
+                    LockOutcome::Acquired => it.set_locked(true),
+                    LockOutcome::Busy => {
+                        failure = Some(AbortCause::LockBusy);
+                        break;
+                    }
+                    LockOutcome::Stale => {
+                        failure = Some(AbortCause::Validation);
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(cause) = failure {
+            self.unlock_all();
+            return Err(cause);
+        }
+        if writes == 0 {
+            // Opaque modes validated every read against the snapshot when it
+            // was made, so a read-only transaction is serializable at its
+            // snapshot and needs no commit-time validation.
+            if self.opacity == Opacity::None && !self.validate_reads() {
+                return Err(AbortCause::Validation);
+            }
+            return Ok(Committed { reads, writes });
+        }
+
+        // Phase 2: the commit version. Its SeqCst access to the clock word,
+        // after the SeqCst lock RMWs, is also where a closed irrevocability
+        // gate is seen (see `clock`).
+        let word = match self.opacity {
+            Opacity::Tl2 => clock::tick(),
+            Opacity::Revalidate | Opacity::None => clock::now_seqcst(),
+        };
+        if word.has(IRREVOCABLE) && self.irrevocable.is_none() {
+            self.unlock_all();
+            return Err(AbortCause::Irrevocable);
+        }
+        let version = match self.opacity {
+            Opacity::Tl2 => word.time(),
+            // Silo-style: larger than every version this transaction saw and
+            // than the clock, without writing any shared word.
+            Opacity::Revalidate | Opacity::None => {
+                let seen = self
+                    .items
+                    .iter()
+                    .map(|it| TVersion::version_of(it.read_version()))
+                    .max()
+                    .unwrap_or(0);
+                seen.max(word.time()) + VERSION_STEP
+            }
+        };
+        let wake = wait::waiters_present();
+
+        // Phase 3: validate reads not already covered by a lock on the same
+        // item (a read item is locked only if its version was unchanged).
+        let valid = unlocked_reads == 0 || {
+            let ctx = self.commit_ctx(version);
+            self.items.iter().all(|it| {
+                !it.is_read() || it.is_locked() || {
+                    // SAFETY: as above.
+                    let obj = unsafe { it.object.as_ref() };
+                    obj.check(it, &ctx)
+                }
+            })
+        };
+        if !valid {
+            assert!(
+                self.irrevocable.is_none(),
+                "txmem: an irrevocable transaction failed validation (a TObject broke the protocol)"
+            );
+            self.unlock_all();
+            return Err(AbortCause::Validation);
+        }
+
+        // Phase 4: install (the commit point has passed); install also unlocks.
+        {
+            let ctx = Commit {
+                version,
+                irrevocable: self.irrevocable.is_some(),
+                guard: &self.guard,
+            };
+            for it in self.items.iter_mut() {
+                if it.is_locked() {
+                    // SAFETY: as above.
+                    let obj = unsafe { it.object.as_ref() };
+                    obj.install(it, &ctx);
+                    it.set_locked(false);
+                }
+            }
+        }
+        if wake {
+            wait::wake_readers_of(
+                self.items
+                    .iter()
+                    .filter(|it| it.is_write())
+                    .map(|it| it.object_addr()),
+            );
+        }
+        Ok(Committed { reads, writes })
+    }
+
+    fn unlock_all(&mut self) {
+        for it in self.items.iter_mut() {
+            if it.is_locked() {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                obj.unlock(it);
+                it.set_locked(false);
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! Item lookup: a linear scan for small transactions, a hash index past a cutoff.
+//!
+//! STO found that below about 16 items a scan beats hashing; txmem's own
+//! measurement (`cargo bench --bench lookup_cutoff`) agrees closely (see the README).
+
+/// Item count at which the hash index is built.
+pub(crate) const HASH_CUTOFF: usize = 16;
+
+/// An open-addressing table mapping (object address, key) to item positions.
+#[derive(Default)]
+pub(crate) struct ItemIndex {
+    /// Slot values are item position + 1; 0 marks an empty slot.
+    slots: Vec<u32>,
+    mask: usize,
+    len: usize,
+}
+
+#[inline]
+fn hash(addr: usize, key: u64) -> usize {
+    let h =
+        (addr as u64 ^ key.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    (h ^ (h >> 32)) as usize
+}
+
+impl ItemIndex {
+    pub fn clear(&mut self) {
+        if self.len > 0 {
+            self.slots.iter_mut().for_each(|s| *s = 0);
+            self.len = 0;
+        }
+    }
+
+    /// Finds the position of (addr, key) given a way to read the key of a position.
+    #[inline]
+    pub fn find(
+        &self,
+        addr: usize,
+        key: u64,
+        key_of: impl Fn(usize) -> (usize, u64),
+    ) -> Option<usize> {
+        let mut i = hash(addr, key) & self.mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                return None;
+            }
+            let pos = (s - 1) as usize;
+            if key_of(pos) == (addr, key) {
+                return Some(pos);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Adds a position; grows (rehashing everything through `key_of`) at half load.
+    pub fn insert(
+        &mut self,
+        addr: usize,
+        key: u64,
+        pos: usize,
+        key_of: impl Fn(usize) -> (usize, u64),
+    ) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let new_cap = (self.slots.len() * 2).max(64);
+            self.slots = vec![0; new_cap];
+            self.mask = new_cap - 1;
+            self.len = 0;
+            for p in 0..pos {
+                let (a, k) = key_of(p);
+                self.put(a, k, p);
+            }
+        }
+        self.put(addr, key, pos);
+    }
+
+    #[inline]
+    fn put(&mut self, addr: usize, key: u64, pos: usize) {
+        let mut i = hash(addr, key) & self.mask;
+        while self.slots[i] != 0 {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = pos as u32 + 1;
+        self.len += 1;
+    }
+
+    /// Indexes positions `0..n` from scratch (when crossing the cutoff).
+    pub fn build(&mut self, n: usize, key_of: impl Fn(usize) -> (usize, u64)) {
+        let cap = (n * 4).next_power_of_two().max(64);
+        if self.slots.len() < cap {
+            self.slots = vec![0; cap];
+            self.mask = cap - 1;
+        }
+        self.len = 0;
+        for p in 0..n {
+            let (a, k) = key_of(p);
+            self.put(a, k, p);
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! Transactions: the tracking set, the read protocol and the public API that
+//! datatypes and programs use inside `atomically`.
+
+mod commit;
+mod index;
+mod run;
+mod savepoint;
+
+pub use run::{atomically, try_atomically};
+
+use std::cell::{Cell, OnceCell};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crossbeam_epoch::Guard;
+use parking_lot::MutexGuard;
+
+use crate::clock::{self, IRREVOCABLE};
+use crate::error::{Abort, AbortCause, TxResult};
+use crate::item::Item;
+use crate::object::{Commit, TObject};
+use crate::options::Opacity;
+use crate::version::{TVersion, LOCK_SPINS};
+use index::{ItemIndex, HASH_CUTOFF};
+use savepoint::Savepoint;
+
+/// A handle to an item of the current transaction (its position in the
+/// tracking set), returned by [`Transaction::item`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemId(usize);
+
+type Handler = Box<dyn FnOnce()>;
+
+/// Serializes irrevocable transactions: at most one runs at a time.
+static IRREVOCABLE_TOKEN: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// The state of one thread's transaction, reused across transactions so that
+/// a steady-state transaction allocates nothing.
+pub(crate) struct TxState {
+    items: Vec<Item>,
+    index: ItemIndex,
+    indexed: bool,
+    /// Snapshot bound for TL2 opacity.
+    start: u64,
+    opacity: Opacity,
+    irrevocable: Option<MutexGuard<'static, ()>>,
+    /// Set by `become_irrevocable` when the attempt must restart irrevocably.
+    wants_irrevocable: bool,
+    guard: OnceCell<Guard>,
+    on_commit: Vec<Handler>,
+    on_abort: Vec<Handler>,
+    savepoints: Vec<Savepoint>,
+}
+
+impl TxState {
+    pub(crate) fn new() -> Self {
+        TxState {
+            items: Vec::with_capacity(16),
+            index: ItemIndex::default(),
+            indexed: false,
+            start: 0,
+            opacity: Opacity::Tl2,
+            irrevocable: None,
+            wants_irrevocable: false,
+            guard: OnceCell::new(),
+            on_commit: Vec::new(),
+            on_abort: Vec::new(),
+            savepoints: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn commit_ctx(&self, version: u64) -> Commit<'_> {
+        Commit {
+            version,
+            irrevocable: self.irrevocable.is_some(),
+            guard: &self.guard,
+        }
+    }
+
+    #[inline]
+    fn key_of(items: &[Item]) -> impl Fn(usize) -> (usize, u64) + '_ {
+        move |p| (items[p].object_addr(), items[p].key())
+    }
+
+    #[inline]
+    fn find(&self, addr: usize, key: u64) -> Option<usize> {
+        if self.indexed {
+            self.index.find(addr, key, Self::key_of(&self.items))
+        } else {
+            self.items
+                .iter()
+                .position(|it| it.object_addr() == addr && it.key() == key)
+        }
+    }
+
+    #[inline]
+    fn find_or_insert(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        let addr = object.as_ptr() as *const () as usize;
+        if let Some(p) = self.find(addr, key) {
+            return p;
+        }
+        let pos = self.items.len();
+        self.items.push(Item::new(object, key));
+        if self.indexed {
+            self.index.insert(addr, key, pos, Self::key_of(&self.items));
+        } else if self.items.len() > HASH_CUTOFF {
+            self.index
+                .build(self.items.len(), Self::key_of(&self.items));
+            self.indexed = true;
+        }
+        pos
+    }
+
+    /// Validates every read item; true if all reads are still current.
+    pub(crate) fn validate_reads(&self) -> bool {
+        let ctx = self.commit_ctx(0);
+        self.items.iter().all(|it| {
+            !it.is_read() || {
+                // SAFETY: objects outlive the transaction (`Transaction<'env>`).
+                let obj = unsafe { it.object.as_ref() };
+                obj.check(it, &ctx)
+            }
+        })
+    }
+
+    /// Prepares an attempt: clock snapshot, gates, irrevocability.
+    pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool) {
+        self.opacity = opacity;
+        self.wants_irrevocable = false;
+        if irrevocable && self.irrevocable.is_none() {
+            self.acquire_irrevocability();
+        }
+        self.start = clock::now().time();
+    }
+
+    fn acquire_irrevocability(&mut self) {
+        let token = IRREVOCABLE_TOKEN.lock();
+        let closed = clock::try_close(IRREVOCABLE);
+        debug_assert!(
+            closed,
+            "the irrevocable gate is only closed by the token holder"
+        );
+        self.irrevocable = Some(token);
+    }
+
+    /// Ends an attempt: drops items (running cleanups), releases the guard
+    /// and irrevocability, and returns the handlers for the outcome.
+    pub(crate) fn finish(&mut self, committed: bool) -> Vec<Handler> {
+        for it in self.items.iter_mut() {
+            if it.has(crate::item::NEEDS_CLEANUP) {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                obj.cleanup(it, committed);
+            }
+        }
+        self.items.clear();
+        if self.indexed {
+            self.index.clear();
+            self.indexed = false;
+        }
+        if !self.savepoints.is_empty() {
+            self.savepoints.clear();
+        }
+        if self.guard.get().is_some() {
+            drop(self.guard.take());
+        }
+        if self.irrevocable.take().is_some() {
+            clock::open(IRREVOCABLE);
+        }
+        if self.on_commit.is_empty() && self.on_abort.is_empty() {
+            return Vec::new();
+        }
+        let (keep, discard) = if committed {
+            (&mut self.on_commit, &mut self.on_abort)
+        } else {
+            (&mut self.on_abort, &mut self.on_commit)
+        };
+        discard.clear();
+        std::mem::take(keep)
+    }
+
+    pub(crate) fn item_count(&self) -> usize {
+        self.items.len()
+    }
+}
+
+/// A running transaction, handed to the closure of [`atomically`].
+///
+/// Datatype operations take `&mut Transaction` and return [`TxResult`];
+/// propagate aborts with `?`. The lifetime `'env` is the environment of the
+/// `atomically` call: every transactional object the transaction touches must
+/// outlive the whole call, which the borrow checker enforces.
+#[repr(transparent)]
+pub struct Transaction<'env> {
+    st: TxState,
+    _env: PhantomData<Cell<&'env ()>>,
+}
+
+impl<'env> Transaction<'env> {
+    #[inline]
+    pub(crate) fn from_state(st: &mut TxState) -> &mut Transaction<'env> {
+        // SAFETY: `Transaction` is a transparent wrapper around `TxState`;
+        // the lifetime only restricts what the caller may register.
+        unsafe { &mut *(st as *mut TxState as *mut Transaction<'env>) }
+    }
+
+    /// Returns the item for (`object`, `key`), creating it if the
+    /// transaction has not touched that subobject yet. There is exactly one
+    /// item per (object, key).
+    #[inline]
+    pub fn item<O: TObject + 'env>(&mut self, object: &'env O, key: u64) -> ItemId {
+        let dynref: &'env (dyn TObject + 'env) = object;
+        // SAFETY: only the lifetime bound of the trait object is erased; the
+        // item never outlives 'env because `atomically` clears the tracking
+        // set before it returns (and on unwind).
+        let erased: NonNull<dyn TObject> = unsafe {
+            std::mem::transmute::<NonNull<dyn TObject + 'env>, NonNull<dyn TObject + 'static>>(
+                NonNull::from(dynref),
+            )
+        };
+        ItemId(self.st.find_or_insert(erased, key))
+    }
+
+    /// Looks up the item for (`object`, `key`) without creating it.
+    #[inline]
+    pub fn find_item<O: TObject>(&self, object: &O, key: u64) -> Option<ItemId> {
+        self.st
+            .find(object as *const O as *const () as usize, key)
+            .map(ItemId)
+    }
+
+    /// The item behind `id`.
+    #[inline]
+    pub fn item_ref(&self, id: ItemId) -> &Item {
+        &self.st.items[id.0]
+    }
+
+    /// The item behind `id`, mutably.
+    #[inline]
+    pub fn item_mut(&mut self, id: ItemId) -> &mut Item {
+        if !self.st.savepoints.is_empty() {
+            savepoint::log_before_change(&mut self.st, id.0);
+        }
+        &mut self.st.items[id.0]
+    }
+
+    /// The standard transactional read of a value protected by `version`.
+    ///
+    /// Calls `load` between two reads of the version word until both agree
+    /// and the word is unlocked (a lock held past a bounded spin aborts with
+    /// [`AbortCause::LockBusy`]), records the read in item `id`, and applies
+    /// the transaction's opacity check. A second read of the same item must
+    /// see the same version, or the attempt aborts.
+    #[inline]
+    pub fn observe<R>(
+        &mut self,
+        id: ItemId,
+        version: &TVersion,
+        mut load: impl FnMut() -> R,
+    ) -> TxResult<R> {
+        let mut spins = 0u32;
+        let irrevocable = self.st.irrevocable.is_some();
+        let (word, value) = loop {
+            // An irrevocable reader pairs this load with a no-clock committer's
+            // SeqCst read of the gate (Dekker), so it must be SeqCst too.
+            let w1 = if irrevocable {
+                version.load_seqcst()
+            } else {
+                version.load()
+            };
+            if TVersion::is_locked(w1) {
+                if !irrevocable && spins >= LOCK_SPINS {
+                    return Err(Abort::new(AbortCause::LockBusy));
+                }
+                spins += 1;
+                std::hint::spin_loop();
+                continue;
+            }
+            let value = load();
+            if version.load() == w1 {
+                break (w1, value);
+            }
+        };
+        self.record_read(id, word)?;
+        Ok(value)
+    }
+
+    /// Records a read of item `id` at a version word the caller obtained
+    /// itself (for objects with their own read protocol), with the same
+    /// repeated-read and opacity checks as [`observe`](Self::observe).
+    #[inline]
+    pub fn record_read(&mut self, id: ItemId, word: u64) -> TxResult<()> {
+        let item = &mut self.st.items[id.0];
+        if item.is_read() {
+            return if item.read_version() == word {
+                Ok(())
+            } else {
+                Err(Abort::new(AbortCause::Opacity))
+            };
+        }
+        item.observe(word);
+        match self.st.opacity {
+            Opacity::Tl2 => {
+                if TVersion::version_of(word) > self.st.start {
+                    self.extend_snapshot()?;
+                }
+            }
+            Opacity::Revalidate => {
+                if !self.st.validate_reads() {
+                    return Err(Abort::new(AbortCause::Opacity));
+                }
+            }
+            Opacity::None => {}
+        }
+        Ok(())
+    }
+
+    /// STO's extended check: instead of aborting on a version newer than
+    /// the snapshot, move the snapshot to now if every read is still valid.
+    #[cold]
+    fn extend_snapshot(&mut self) -> TxResult<()> {
+        let now = clock::now().time();
+        if self.st.validate_reads() {
+            self.st.start = now;
+            Ok(())
+        } else {
+            Err(Abort::new(AbortCause::Opacity))
+        }
+    }
+
+    /// Aborts the attempt: return the value with `?` or `Err(..)`. The
+    /// runtime retries the transaction (counted as [`AbortCause::Explicit`]).
+    /// To give up instead, use [`try_atomically`] with your own error.
+    pub fn abort(&self) -> Abort {
+        Abort::new(AbortCause::Explicit)
+    }
+
+    /// Blocks until something this transaction read changes, then reruns it
+    /// (Haskell STM's `retry`): `return Err(tx.retry())`. The thread sleeps
+    /// without spinning and is woken by the commit that changes one of the
+    /// objects read. Panics in an irrevocable transaction, and if nothing
+    /// was read (the wait could never end).
+    pub fn retry(&self) -> Abort {
+        Abort::new(AbortCause::Retry)
+    }
+
+    /// `retry` unless `condition` holds (Haskell's `check`/`guard`).
+    ///
+    /// ```
+    /// # use txmem::{atomically, TBox};
+    /// let stock = TBox::new(3u32);
+    /// let left = atomically(|tx| {
+    ///     let n = stock.get(tx)?;
+    ///     tx.check(n > 0)?; // waits for stock instead of going negative
+    ///     stock.set(tx, n - 1)?;
+    ///     Ok(n - 1)
+    /// });
+    /// assert_eq!(left, 2);
+    /// ```
+    #[inline]
+    pub fn check(&self, condition: bool) -> TxResult<()> {
+        if condition {
+            Ok(())
+        } else {
+            Err(self.retry())
+        }
+    }
+
+    /// Runs `first`; if it calls [`retry`](Self::retry), undoes its effects
+    /// and runs `second` instead (Haskell's `orElse`). If both retry, the
+    /// transaction waits for a change to anything either branch read.
+    /// Handlers registered inside a rolled-back branch are discarded.
+    ///
+    /// ```
+    /// # use txmem::{atomically, TBox};
+    /// let a = TBox::new(0u32);
+    /// let b = TBox::new(5u32);
+    /// let taken = atomically(|tx| {
+    ///     tx.or_else(
+    ///         |tx| { let n = a.get(tx)?; tx.check(n > 0)?; a.set(tx, n - 1)?; Ok("a") },
+    ///         |tx| { let n = b.get(tx)?; tx.check(n > 0)?; b.set(tx, n - 1)?; Ok("b") },
+    ///     )
+    /// });
+    /// assert_eq!(taken, "b");
+    /// ```
+    pub fn or_else<R>(
+        &mut self,
+        first: impl FnOnce(&mut Self) -> TxResult<R>,
+        second: impl FnOnce(&mut Self) -> TxResult<R>,
+    ) -> TxResult<R> {
+        savepoint::push(&mut self.st);
+        match first(self) {
+            Err(a) if a.cause() == AbortCause::Retry => {
+                savepoint::roll_back(&mut self.st);
+                second(self)
+            }
+            other => {
+                savepoint::release(&mut self.st);
+                other
+            }
+        }
+    }
+
+    /// Registers `f` to run once, after this transaction commits (after its
+    /// locks are released). Use it for I/O and wake-ups that must not happen
+    /// if the transaction aborts.
+    pub fn on_commit(&mut self, f: impl FnOnce() + 'env) {
+        self.st.on_commit.push(erase_handler(Box::new(f)));
+    }
+
+    /// Registers `f` to run once if this attempt aborts (after the abort is
+    /// final; the transaction is then retried and may register it again).
+    pub fn on_abort(&mut self, f: impl FnOnce() + 'env) {
+        self.st.on_abort.push(erase_handler(Box::new(f)));
+    }
+
+    /// Makes the transaction irrevocable: from now on it cannot abort, so it
+    /// may perform actions that cannot be undone. No other transaction
+    /// commits a write while it runs. If reads made before this call are no
+    /// longer valid, the attempt aborts and restarts irrevocably from the
+    /// beginning (so code before this call must not have done anything
+    /// irreversible).
+    pub fn become_irrevocable(&mut self) -> TxResult<()> {
+        if self.st.irrevocable.is_some() {
+            return Ok(());
+        }
+        self.st.acquire_irrevocability();
+        // Writers that passed the gate before it closed hold their locks
+        // until they install; wait for them, then check our reads.
+        for it in &self.st.items {
+            if it.is_read() {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                let ctx = self.st.commit_ctx(0);
+                let mut tries = 0;
+                while !obj.check(it, &ctx) {
+                    tries += 1;
+                    if tries > 1000 {
+                        self.st.wants_irrevocable = true;
+                        return Err(Abort::new(AbortCause::Opacity));
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+        self.st.start = clock::now().time();
+        Ok(())
+    }
+
+    /// True if the transaction runs irrevocably.
+    pub fn is_irrevocable(&self) -> bool {
+        self.st.irrevocable.is_some()
+    }
+
+    /// The opacity mode of this transaction.
+    pub fn opacity(&self) -> Opacity {
+        self.st.opacity
+    }
+
+    /// The number of items (distinct subobjects touched) so far.
+    pub fn len(&self) -> usize {
+        self.st.items.len()
+    }
+
+    /// True if the transaction has touched nothing yet.
+    pub fn is_empty(&self) -> bool {
+        self.st.items.is_empty()
+    }
+
+    /// An epoch guard pinned for the rest of the transaction, for objects
+    /// that hand out references to epoch-managed memory.
+    pub fn guard(&self) -> &Guard {
+        self.st.guard.get_or_init(crossbeam_epoch::pin)
+    }
+}
+
+fn erase_handler<'env>(f: Box<dyn FnOnce() + 'env>) -> Handler {
+    // SAFETY: handlers are run or dropped before `atomically` returns (or
+    // unwinds), so nothing they borrow from 'env is used after 'env ends.
+    unsafe { std::mem::transmute::<Box<dyn FnOnce() + 'env>, Box<dyn FnOnce() + 'static>>(f) }
+}

@@ -1,0 +1,331 @@
+//! `atomically`: run a closure as a transaction until it commits.
+
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::panic::{self, AssertUnwindSafe, Location};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crossbeam_utils::CachePadded;
+
+use super::{Transaction, TxState};
+use crate::clock::{self, IRREVOCABLE};
+use crate::contention::Contention;
+use crate::error::{AbortCause, TxError, TxResult};
+use crate::options::{self, TxOptions};
+use crate::stats::{self, SiteRow, SiteTable, ThreadStats};
+use crate::wait;
+
+/// Everything a thread keeps between transactions.
+struct ThreadContext {
+    state: UnsafeCell<TxState>,
+    active: Cell<bool>,
+    stats: Arc<CachePadded<ThreadStats>>,
+    sites: Arc<SiteTable>,
+    /// This thread's copy of the runtime-wide defaults and their generation.
+    defaults: RefCell<(u64, Rc<TxOptions>)>,
+    /// The last call site and its row in `sites` (most loops call one site).
+    last_site: Cell<(*const Location<'static>, SiteRow)>,
+    seed: Cell<u64>,
+}
+
+impl ThreadContext {
+    fn new() -> Self {
+        ThreadContext {
+            state: UnsafeCell::new(TxState::new()),
+            active: Cell::new(false),
+            stats: stats::register_thread(),
+            sites: SiteTable::register(),
+            defaults: RefCell::new((u64::MAX, Rc::new(TxOptions::default()))),
+            last_site: Cell::new((std::ptr::null(), SiteRow::OVERFLOW)),
+            seed: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (&() as *const () as u64)),
+        }
+    }
+}
+
+impl ThreadContext {
+    /// The runtime-wide defaults, refreshed if they changed since last use.
+    #[inline]
+    fn current_defaults(&self) -> Rc<TxOptions> {
+        let generation = options::defaults_generation();
+        let mut d = self.defaults.borrow_mut();
+        if d.0 != generation {
+            *d = (generation, Rc::new(TxOptions::current_defaults()));
+        }
+        d.1.clone()
+    }
+
+    #[inline]
+    fn site_row(&self, site: &'static Location<'static>) -> SiteRow {
+        let (last, row) = self.last_site.get();
+        if std::ptr::eq(last, site) {
+            return row;
+        }
+        let row = self.sites.row(site);
+        self.last_site.set((site, row));
+        row
+    }
+}
+
+impl Drop for ThreadContext {
+    fn drop(&mut self) {
+        stats::retire_thread(&self.stats);
+    }
+}
+
+thread_local! {
+    static CONTEXT: ThreadContext = ThreadContext::new();
+}
+
+/// Clears the "a transaction runs on this thread" flag and the tracking set
+/// when the run loop exits, also by unwinding.
+struct ActiveGuard<'a>(&'a ThreadContext);
+
+impl Drop for ActiveGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the run loop holds no reference into the state when this
+        // guard drops (it is declared before any such borrow and the loop's
+        // borrows end at each iteration).
+        let st = unsafe { &mut *self.0.state.get() };
+        if !st.items.is_empty() || st.irrevocable.is_some() {
+            drop(st.finish(false));
+        }
+        self.0.active.set(false);
+    }
+}
+
+/// Runs `f` as a transaction, retrying until it commits, and returns its result.
+///
+/// Operations on transactional objects return [`TxResult`]; an abort travels
+/// out of `f` with `?` and the attempt is retried (with the contention
+/// policy's backoff). Uses the runtime-wide defaults
+/// ([`set_default_options`](crate::set_default_options)); use
+/// [`TxOptions::run`] for per-transaction options.
+///
+/// Transactions do not nest: calling `atomically` inside a transaction on the
+/// same thread panics (pass the `&mut Transaction` down instead).
+///
+/// A panic inside `f` aborts the attempt. If the attempt's reads were no
+/// longer valid (it was doomed and may have seen an inconsistent state) the
+/// panic is swallowed and the transaction retried; otherwise the panic
+/// propagates after the attempt's abort handlers run. Either way no lock is
+/// left held and nothing is half-installed.
+///
+/// ```
+/// use txmem::{atomically, TBox};
+/// let from = TBox::new(100i64);
+/// let to = TBox::new(0i64);
+/// atomically(|tx| {
+///     let amount = 30;
+///     from.set(tx, from.get(tx)? - amount)?;
+///     to.set(tx, to.get(tx)? + amount)?;
+///     Ok(())
+/// });
+/// assert_eq!(from.load() + to.load(), 100);
+/// ```
+#[track_caller]
+pub fn atomically<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+    let result: Result<R, std::convert::Infallible> =
+        run_with(None, Location::caller(), |tx| f(tx).map_err(TxError::Abort));
+    match result {
+        Ok(v) => v,
+        Err(never) => match never {},
+    }
+}
+
+/// Like [`atomically`], but the closure may fail with the program's own
+/// error: `Err(TxError::User(e))` discards the transaction's writes and
+/// returns `Err(e)`. Aborts (`TxError::Abort`, what `?` makes of an
+/// [`Abort`](crate::Abort)) are retried as usual.
+///
+/// ```
+/// use txmem::{try_atomically, TBox, TxError};
+/// let balance = TBox::new(10u64);
+/// let r: Result<(), &str> = try_atomically(|tx| {
+///     let b = balance.get(tx)?;
+///     if b < 50 { return Err(TxError::User("insufficient funds")); }
+///     balance.set(tx, b - 50)?;
+///     Ok(())
+/// });
+/// assert_eq!(r, Err("insufficient funds"));
+/// assert_eq!(balance.load(), 10);
+/// ```
+#[track_caller]
+pub fn try_atomically<'env, R, E>(
+    f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
+) -> Result<R, E> {
+    run_with(None, Location::caller(), f)
+}
+
+impl TxOptions {
+    /// Runs `f` as a transaction with these options (see [`atomically`]).
+    #[track_caller]
+    pub fn run<'env, R>(&self, mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+        let r: Result<R, std::convert::Infallible> =
+            run_with(Some(self), Location::caller(), |tx| {
+                f(tx).map_err(TxError::Abort)
+            });
+        match r {
+            Ok(v) => v,
+            Err(never) => match never {},
+        }
+    }
+
+    /// Runs `f` as a transaction with these options (see [`try_atomically`]).
+    #[track_caller]
+    pub fn try_run<'env, R, E>(
+        &self,
+        f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
+    ) -> Result<R, E> {
+        run_with(Some(self), Location::caller(), f)
+    }
+}
+
+/// The retry loop shared by every entry point.
+///
+/// `options` are the transaction's options, or `None` for the runtime-wide
+/// defaults (cached per thread and refreshed when they change).
+pub(crate) fn run_with<'env, R, E>(
+    options: Option<&TxOptions>,
+    site: &'static Location<'static>,
+    mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
+) -> Result<R, E> {
+    CONTEXT.with(|ctx| {
+        assert!(
+            !ctx.active.replace(true),
+            "txmem: transactions do not nest; pass the `&mut Transaction` to the inner code instead \
+             of calling `atomically` again"
+        );
+        let active = ActiveGuard(ctx);
+        let defaults;
+        let opts = match options {
+            Some(o) => o,
+            None => {
+                defaults = ctx.current_defaults();
+                &*defaults
+            }
+        };
+        let counting = stats::enabled();
+        let row = if counting { ctx.site_row(site) } else { SiteRow::OVERFLOW };
+        let mut cm = Contention::default();
+        let mut irrevocable = opts.irrevocable;
+        let mut serialized = false;
+
+        loop {
+            // SAFETY: `active` guarantees this is the only live reference to
+            // the thread's state; it is not used across the closure call by
+            // anything else, and handlers run only after it is released.
+            let st = unsafe { &mut *ctx.state.get() };
+            cm.before_begin(clock::now());
+            st.begin(opts.opacity, irrevocable);
+            let tx = Transaction::from_state(st);
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
+
+            let cause = match outcome {
+                Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
+                    Ok(done) => {
+                        if counting {
+                            let s = &ctx.stats;
+                            s.commits.add(1);
+                            s.read_only_commits.add((done.writes == 0) as u64);
+                            s.read_items.add(done.reads as u64);
+                            s.write_items.add(done.writes as u64);
+                            s.max_items.max(st.item_count() as u64);
+                            s.max_consecutive_aborts.max(cm.consecutive as u64);
+                            if st.irrevocable.is_some() {
+                                s.irrevocable_commits.add(1);
+                            }
+                            ctx.sites.commit(row);
+                        }
+                        let handlers = st.finish(true);
+                        cm.finish();
+                        drop(active);
+                        run_handlers(handlers);
+                        return Ok(value);
+                    }
+                    Err(cause) => cause,
+                },
+                Ok(Err(TxError::User(e))) => {
+                    let handlers = st.finish(false);
+                    cm.finish();
+                    drop(active);
+                    run_handlers(handlers);
+                    return Err(e);
+                }
+                Ok(Err(TxError::Abort(a))) => a.cause(),
+                Err(payload) => {
+                    if st.irrevocable.is_some() || st.validate_reads() {
+                        // A valid transaction panicked: abort it and propagate.
+                        let handlers = st.finish(false);
+                        cm.finish();
+                        drop(active);
+                        run_handlers(handlers);
+                        panic::resume_unwind(payload);
+                    }
+                    AbortCause::Panic
+                }
+            };
+
+            // The attempt aborted.
+            let items = st.item_count();
+            if cause == AbortCause::Retry {
+                assert!(
+                    st.irrevocable.is_none(),
+                    "txmem: retry() in an irrevocable transaction would block every writer forever"
+                );
+                if counting {
+                    ctx.stats.blocking_waits.add(1);
+                }
+                let objects = st.items.iter().filter(|it| it.is_read()).map(|it| it.object_addr()).collect();
+                let st_ref: &TxState = st;
+                wait::block_until_changed(objects, || st_ref.reads_still_valid());
+            }
+            if st.wants_irrevocable {
+                irrevocable = true;
+            }
+            let handlers = st.finish(false);
+            if !handlers.is_empty() {
+                // Abort handlers may run transactions of their own.
+                ctx.active.set(false);
+                run_handlers(handlers);
+                ctx.active.set(true);
+            }
+            if counting {
+                ctx.stats.aborts[cause.index()].add(1);
+                ctx.sites.abort(row, cause);
+            }
+            if cause == AbortCause::Irrevocable {
+                clock::wait_open(IRREVOCABLE);
+            }
+            if cm.consecutive == 0 {
+                let seed = ctx.seed.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+                ctx.seed.set(seed);
+                cm.reset(seed);
+            }
+            cm.after_abort(&opts.contention, cause, items);
+            if let Some(n) = opts.serialize_after {
+                if !irrevocable && cm.consecutive >= n {
+                    irrevocable = true;
+                    if !serialized && counting {
+                        ctx.stats.serialized.add(1);
+                        ctx.sites.serialized(row);
+                    }
+                    serialized = true;
+                }
+            }
+        }
+    })
+}
+
+impl TxState {
+    /// For blocking retry: true while every read is unchanged and unlocked.
+    fn reads_still_valid(&self) -> bool {
+        self.validate_reads()
+    }
+}
+
+#[inline]
+fn run_handlers(handlers: Vec<Box<dyn FnOnce()>>) {
+    if !handlers.is_empty() {
+        handlers.into_iter().for_each(|h| h());
+    }
+}

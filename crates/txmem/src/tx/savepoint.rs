@@ -1,0 +1,73 @@
+//! Savepoints for `or_else`: undo a branch's effects on the tracking set while
+//! keeping what it read (a transaction that retries in both branches must
+//! wake on a change to anything either branch read).
+
+use super::TxState;
+use crate::item::{ItemValue, NEEDS_CLEANUP, READ};
+
+struct Saved {
+    pos: usize,
+    flags: u32,
+    read_version: u64,
+    value: ItemValue,
+}
+
+pub(super) struct Savepoint {
+    len: usize,
+    commit_handlers: usize,
+    abort_handlers: usize,
+    log: Vec<Saved>,
+}
+
+pub(super) fn push(st: &mut TxState) {
+    st.savepoints.push(Savepoint {
+        len: st.items.len(),
+        commit_handlers: st.on_commit.len(),
+        abort_handlers: st.on_abort.len(),
+        log: Vec::new(),
+    });
+}
+
+/// Saves item `pos` in every open savepoint that predates it and has not
+/// saved it yet; called before an object mutates an item.
+pub(super) fn log_before_change(st: &mut TxState, pos: usize) {
+    let item = &st.items[pos];
+    for sp in st.savepoints.iter_mut() {
+        if pos < sp.len && !sp.log.iter().any(|s| s.pos == pos) {
+            sp.log.push(Saved {
+                pos,
+                flags: item.flags,
+                read_version: item.read_version,
+                value: item.value.duplicate(),
+            });
+        }
+    }
+}
+
+pub(super) fn roll_back(st: &mut TxState) {
+    let sp = st.savepoints.pop().expect("roll_back without savepoint");
+    for item in &mut st.items[sp.len..] {
+        if item.has(NEEDS_CLEANUP) {
+            // SAFETY: objects outlive the transaction.
+            let obj = unsafe { item.object.as_ref() };
+            obj.cleanup(item, false);
+        }
+        item.flags &= READ;
+        item.value.clear();
+    }
+    for saved in sp.log.into_iter().rev() {
+        let item = &mut st.items[saved.pos];
+        let read_now = item.flags & READ;
+        if saved.flags & READ != 0 || read_now == 0 {
+            item.read_version = saved.read_version;
+        }
+        item.flags = saved.flags | read_now;
+        item.value = saved.value;
+    }
+    st.on_commit.truncate(sp.commit_handlers);
+    st.on_abort.truncate(sp.abort_handlers);
+}
+
+pub(super) fn release(st: &mut TxState) {
+    st.savepoints.pop();
+}

@@ -1,0 +1,125 @@
+//! A versioned value slot: the building block of `TBox` and `TArray`.
+//!
+//! One [`TVersion`] guards one [`ValueCell`]. The functions here implement the
+//! slot's side of every transactional operation and of the commit protocol,
+//! so each datatype made of slots only maps its keys to slots.
+
+use crate::error::TxResult;
+use crate::item::Item;
+use crate::object::{Commit, LockOutcome};
+use crate::tx::{ItemId, Transaction};
+use crate::version::TVersion;
+
+use super::cell::ValueCell;
+
+pub(crate) struct Slot<T> {
+    pub version: TVersion,
+    pub cell: ValueCell<T>,
+}
+
+impl<T: Clone + Send + Sync + 'static> Slot<T> {
+    pub fn new(value: T) -> Self {
+        Slot {
+            version: TVersion::new(),
+            cell: ValueCell::new(value),
+        }
+    }
+
+    /// Transactional read by reference: the pending write if this
+    /// transaction wrote the slot, else the committed value (recorded in
+    /// the read set).
+    #[inline]
+    pub fn read_with<R>(
+        &self,
+        tx: &mut Transaction<'_>,
+        id: ItemId,
+        f: impl FnOnce(&T) -> R,
+    ) -> TxResult<R> {
+        if let Some(v) = tx.item_ref(id).write_value::<T>() {
+            return Ok(f(v));
+        }
+        if ValueCell::<T>::INLINE {
+            // Copying an inline value is a register move: read it under the
+            // version check, then call `f` outside the retry loop.
+            let copy = tx.observe(id, &self.version, || {
+                self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v)))
+            })?;
+            Ok(f(&*copy))
+        } else {
+            // Heap values: pin, then borrow. The allocation a validated read
+            // saw stays live while the transaction's guard is pinned.
+            let _pinned = tx.guard();
+            let ptr = tx.observe(id, &self.version, || self.cell.with(|v| v as *const T))?;
+            // SAFETY: `ptr` was published by a committed write observed under
+            // a stable version; the transaction's epoch guard (pinned above,
+            // before the read) keeps it from being freed until the
+            // transaction ends, and published values are never mutated.
+            Ok(f(unsafe { &*ptr }))
+        }
+    }
+
+    /// Transactional read returning a clone.
+    #[inline]
+    pub fn get(&self, tx: &mut Transaction<'_>, id: ItemId) -> TxResult<T> {
+        self.read_with(tx, id, T::clone)
+    }
+
+    /// Buffers a write.
+    #[inline]
+    pub fn set(&self, tx: &mut Transaction<'_>, id: ItemId, value: T) {
+        tx.item_mut(id).set_write(value);
+    }
+
+    /// A consistent non-transactional read (a seqlock-style snapshot).
+    pub fn load(&self) -> T {
+        loop {
+            let w1 = self.version.load();
+            if TVersion::is_locked(w1) {
+                std::hint::spin_loop();
+                continue;
+            }
+            let v = self.cell.with(T::clone);
+            if self.version.load() == w1 {
+                return v;
+            }
+        }
+    }
+
+    // ---- the commit protocol for one slot ----
+
+    #[inline]
+    pub fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        commit.lock_version(&self.version, item)
+    }
+
+    #[inline]
+    pub fn check(&self, item: &Item) -> bool {
+        self.version
+            .still_valid(item.read_version(), item.is_locked())
+    }
+
+    #[inline]
+    pub fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+        let value = item
+            .value
+            .take::<T>()
+            .expect("a written slot item holds a value of the slot's type");
+        self.cell.store(value, || commit.guard());
+        self.version
+            .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
+    }
+
+    #[inline]
+    pub fn unlock(&self, item: &mut Item) {
+        self.version.unlock_unchanged(item.read_version());
+    }
+}
+
+/// Bitwise copy of an inline value (which has no drop glue and so owns nothing).
+#[inline]
+fn v_copy<T>(v: &T) -> T {
+    // SAFETY: only called for `ValueCell::<T>::INLINE` types, which have no
+    // drop glue; the copy is wrapped in ManuallyDrop by the caller and only
+    // lent out by reference.
+    unsafe { std::ptr::read(v) }
+}

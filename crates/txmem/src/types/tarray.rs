@@ -1,0 +1,146 @@
+//! `TArray<T>`: a fixed-length array with one version per element.
+
+use std::fmt;
+
+use crate::error::TxResult;
+use crate::item::Item;
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::Transaction;
+
+use super::slot::Slot;
+
+/// A fixed-length transactional array. Each element is its own subobject
+/// with its own version, so transactions touching different elements never
+/// conflict.
+///
+/// Indexing out of bounds panics, as slices do.
+///
+/// ```
+/// use txmem::{atomically, TArray};
+/// let a = TArray::from_fn(4, |i| i as u64);
+/// atomically(|tx| {
+///     let x = a.get(tx, 1)?;
+///     a.set(tx, 2, x + 10)
+/// });
+/// assert_eq!(a.load(2), 11);
+/// ```
+pub struct TArray<T> {
+    slots: Box<[Slot<T>]>,
+}
+
+impl<T: Clone + Send + Sync + 'static> TArray<T> {
+    /// An array of `len` elements, element `i` initialised to `f(i)`.
+    pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
+        TArray {
+            slots: (0..len).map(|i| Slot::new(f(i))).collect(),
+        }
+    }
+
+    /// An array of `len` copies of `value`.
+    pub fn new(len: usize, value: T) -> Self {
+        Self::from_fn(len, |_| value.clone())
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True if the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    #[inline]
+    fn slot(&self, index: usize) -> &Slot<T> {
+        let len = self.slots.len();
+        self.slots
+            .get(index)
+            .unwrap_or_else(|| panic!("TArray index {index} out of bounds (len {len})"))
+    }
+
+    /// Reads element `index`.
+    #[inline]
+    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, index: usize) -> TxResult<T> {
+        let slot = self.slot(index);
+        let id = tx.item(self, index as u64);
+        slot.get(tx, id)
+    }
+
+    /// Calls `f` with a reference to element `index`.
+    #[inline]
+    pub fn read_with<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        index: usize,
+        f: impl FnOnce(&T) -> R,
+    ) -> TxResult<R> {
+        let slot = self.slot(index);
+        let id = tx.item(self, index as u64);
+        slot.read_with(tx, id, f)
+    }
+
+    /// Writes element `index`.
+    #[inline]
+    pub fn set<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        index: usize,
+        value: T,
+    ) -> TxResult<()> {
+        let slot = self.slot(index);
+        let id = tx.item(self, index as u64);
+        slot.set(tx, id, value);
+        Ok(())
+    }
+
+    /// Replaces element `index` with `f(old)`.
+    #[inline]
+    pub fn modify<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        index: usize,
+        f: impl FnOnce(T) -> T,
+    ) -> TxResult<()> {
+        let old = self.get(tx, index)?;
+        self.set(tx, index, f(old))
+    }
+
+    /// Reads element `index` outside any transaction.
+    pub fn load(&self, index: usize) -> T {
+        self.slot(index).load()
+    }
+
+    /// Mutable access to element `index` when the array is not shared.
+    pub fn get_mut(&mut self, index: usize) -> &mut T {
+        let len = self.slots.len();
+        self.slots
+            .get_mut(index)
+            .unwrap_or_else(|| panic!("TArray index {index} out of bounds (len {len})"))
+            .cell
+            .get_mut()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> TObject for TArray<T> {
+    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        self.slots[item.key() as usize].lock(item, commit)
+    }
+    fn check(&self, item: &Item, _: &Commit<'_>) -> bool {
+        self.slots[item.key() as usize].check(item)
+    }
+    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+        self.slots[item.key() as usize].install(item, commit)
+    }
+    fn unlock(&self, item: &mut Item) {
+        self.slots[item.key() as usize].unlock(item)
+    }
+}
+
+impl<T: Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries((0..self.len()).map(|i| self.load(i)))
+            .finish()
+    }
+}
