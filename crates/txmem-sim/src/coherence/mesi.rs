@@ -1,0 +1,291 @@
+//! MESI coherence with broadcast snooping on one shared, serialized bus.
+
+use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
+use crate::config::CoherenceConfig;
+use crate::engine::time::Cycle;
+use crate::stats::CoherenceStats;
+
+const NO_OWNER: u8 = u8::MAX;
+
+/// Coherence state of one line across all cores.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    /// Cores holding a valid copy.
+    holders: u64,
+    /// The core holding it in E or M, or `NO_OWNER`.
+    owner: u8,
+    /// Whether the owner's copy is Modified.
+    dirty: bool,
+}
+
+/// MESI snooping protocol. Every request is a bus tenure that every other cache snoops; the
+/// bus is one resource, so requests queue behind each other. Lines held in M or E are
+/// supplied cache to cache; Shared lines come from the shared levels. Clean evictions are
+/// silent; dirty ones write back over the bus (buffered, so the core does not wait).
+#[derive(Debug)]
+pub struct MesiSnooping {
+    cores: usize,
+    cfg: CoherenceConfig,
+    lines: Vec<Line>,
+    bus_free_at: Cycle,
+    stats: CoherenceStats,
+}
+
+impl MesiSnooping {
+    /// A protocol instance for `cores` cores and `lines` memory lines.
+    pub fn new(cores: usize, lines: usize, cfg: CoherenceConfig) -> Self {
+        MesiSnooping {
+            cores,
+            cfg,
+            lines: vec![
+                Line {
+                    holders: 0,
+                    owner: NO_OWNER,
+                    dirty: false
+                };
+                lines
+            ],
+            bus_free_at: 0,
+            stats: CoherenceStats::default(),
+        }
+    }
+
+    /// Occupies the bus for `cycles` starting no earlier than `now`; returns the wait.
+    fn bus(&mut self, now: Cycle, cycles: Cycle) -> Cycle {
+        let start = now.max(self.bus_free_at);
+        self.bus_free_at = start + cycles;
+        self.stats.bus_transactions += 1;
+        self.stats.bus_busy_cycles += cycles;
+        self.stats.bus_wait_cycles += start - now;
+        // Broadcast: every other cache looks the address up.
+        self.stats.snoops += self.cores as u64 - 1;
+        start - now
+    }
+}
+
+impl CoherenceProtocol for MesiSnooping {
+    fn name(&self) -> &'static str {
+        "mesi-snooping"
+    }
+
+    #[inline]
+    fn state(&self, core: usize, line: u64) -> LineState {
+        let l = &self.lines[line as usize];
+        if l.holders & (1 << core) == 0 {
+            LineState::Invalid
+        } else if l.owner as usize == core {
+            if l.dirty {
+                LineState::Modified
+            } else {
+                LineState::Exclusive
+            }
+        } else {
+            LineState::Shared
+        }
+    }
+
+    fn request(&mut self, req: Request) -> Response {
+        let me = 1u64 << req.core;
+        let l = self.lines[req.line as usize];
+        let others = l.holders & !me;
+        let owner = if l.owner != NO_OWNER && l.owner as usize != req.core {
+            Some(l.owner as usize)
+        } else {
+            None
+        };
+        let c = self.cfg.clone();
+        match req.kind {
+            RequestKind::GetS => {
+                self.stats.get_s += 1;
+                let wait = self.bus(req.now, c.bus_request_cycles + c.bus_data_cycles);
+                // request + data response
+                self.stats.messages += 2;
+                let (source, latency, downgraded) = match owner {
+                    Some(o) => {
+                        self.stats.cache_to_cache += 1;
+                        if l.dirty {
+                            // The owner's dirty data also goes back to the shared level.
+                            self.stats.writebacks += 1;
+                            self.stats.messages += 1;
+                        }
+                        (DataSource::Peer(o), c.cache_to_cache_latency, 1u64 << o)
+                    }
+                    None => {
+                        self.stats.from_shared += 1;
+                        (DataSource::Shared, 0, 0)
+                    }
+                };
+                let line = &mut self.lines[req.line as usize];
+                let granted = if others == 0 {
+                    line.owner = req.core as u8;
+                    line.dirty = false;
+                    LineState::Exclusive
+                } else {
+                    line.owner = NO_OWNER;
+                    line.dirty = false;
+                    LineState::Shared
+                };
+                line.holders |= me;
+                Response {
+                    latency: wait + c.bus_request_cycles + c.bus_data_cycles + latency,
+                    source,
+                    invalidated: 0,
+                    downgraded,
+                    granted,
+                }
+            }
+            RequestKind::GetM | RequestKind::Upgrade => {
+                let has_copy = l.holders & me != 0;
+                let upgrade = req.kind == RequestKind::Upgrade && has_copy;
+                let data = !upgrade;
+                if upgrade {
+                    self.stats.upgrades += 1;
+                } else {
+                    self.stats.get_m += 1;
+                }
+                let occupancy = c.bus_request_cycles + if data { c.bus_data_cycles } else { 0 };
+                let wait = self.bus(req.now, occupancy);
+                let invalidated = others;
+                self.stats.invalidations += u64::from(invalidated.count_ones());
+                // request, one ack per invalidated copy, data response when data moves
+                self.stats.messages += 1 + u64::from(invalidated.count_ones()) + u64::from(data);
+                let (source, extra) = if !data {
+                    (DataSource::None, 0)
+                } else if let Some(o) = owner {
+                    self.stats.cache_to_cache += 1;
+                    (DataSource::Peer(o), c.cache_to_cache_latency)
+                } else {
+                    self.stats.from_shared += 1;
+                    (DataSource::Shared, 0)
+                };
+                let line = &mut self.lines[req.line as usize];
+                line.holders = me;
+                line.owner = req.core as u8;
+                line.dirty = true;
+                Response {
+                    latency: wait + occupancy + extra,
+                    source,
+                    invalidated,
+                    downgraded: 0,
+                    granted: LineState::Modified,
+                }
+            }
+        }
+    }
+
+    fn silent_upgrade(&mut self, core: usize, line: u64) {
+        let l = &mut self.lines[line as usize];
+        debug_assert_eq!(l.owner as usize, core);
+        l.dirty = true;
+    }
+
+    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
+        let l = self.lines[line as usize];
+        let me = 1u64 << core;
+        if l.holders & me == 0 {
+            return 0;
+        }
+        let entry = &mut self.lines[line as usize];
+        entry.holders &= !me;
+        if l.owner as usize == core {
+            entry.owner = NO_OWNER;
+            entry.dirty = false;
+            if l.dirty {
+                self.stats.writebacks += 1;
+                self.stats.messages += 1;
+                let cycles = self.cfg.bus_request_cycles + self.cfg.bus_data_cycles;
+                self.bus(now, cycles);
+                return 0;
+            }
+        }
+        self.stats.clean_evictions += 1;
+        0
+    }
+
+    fn stats(&self) -> &CoherenceStats {
+        &self.stats
+    }
+
+    fn check_line(&self, line: u64) -> Result<(), String> {
+        let l = &self.lines[line as usize];
+        if l.owner != NO_OWNER {
+            let o = l.owner as usize;
+            if l.holders != 1u64 << o {
+                return Err(format!(
+                    "line {line}: core {o} holds it in {} but holder mask is {:#b}",
+                    if l.dirty { "M" } else { "E" },
+                    l.holders
+                ));
+            }
+        } else if l.dirty {
+            return Err(format!("line {line}: dirty without an owner"));
+        }
+        if self.cores < 64 && l.holders >> self.cores != 0 {
+            return Err(format!(
+                "line {line}: holder mask {:#b} names a core that does not exist",
+                l.holders
+            ));
+        }
+        Ok(())
+    }
+
+    fn holders(&self, line: u64) -> u64 {
+        self.lines[line as usize].holders
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(core: usize, line: u64, kind: RequestKind) -> Request {
+        Request {
+            core,
+            line,
+            kind,
+            now: 0,
+        }
+    }
+
+    #[test]
+    fn mesi_transitions() {
+        let mut p = MesiSnooping::new(4, 8, CoherenceConfig::default());
+        let r = p.request(req(0, 3, RequestKind::GetS));
+        assert_eq!(r.granted, LineState::Exclusive);
+        assert_eq!(r.source, DataSource::Shared);
+        p.silent_upgrade(0, 3);
+        assert_eq!(p.state(0, 3), LineState::Modified);
+        let r = p.request(req(1, 3, RequestKind::GetS));
+        assert_eq!(r.source, DataSource::Peer(0));
+        assert_eq!(r.downgraded, 1);
+        assert_eq!(
+            (p.state(0, 3), p.state(1, 3)),
+            (LineState::Shared, LineState::Shared)
+        );
+        let r = p.request(req(1, 3, RequestKind::Upgrade));
+        assert_eq!(r.invalidated, 1);
+        assert_eq!(r.source, DataSource::None);
+        assert_eq!(
+            (p.state(0, 3), p.state(1, 3)),
+            (LineState::Invalid, LineState::Modified)
+        );
+        p.check_line(3).unwrap();
+        assert_eq!(p.stats().writebacks, 1);
+        p.evict(1, 3, 100);
+        assert_eq!(p.state(1, 3), LineState::Invalid);
+        assert_eq!(p.stats().writebacks, 2);
+        p.check_line(3).unwrap();
+    }
+
+    #[test]
+    fn bus_serializes_requests() {
+        let cfg = CoherenceConfig::default();
+        let mut p = MesiSnooping::new(2, 8, cfg.clone());
+        let a = p.request(req(0, 1, RequestKind::GetM));
+        let b = p.request(req(1, 2, RequestKind::GetM));
+        let occ = cfg.bus_request_cycles + cfg.bus_data_cycles;
+        assert_eq!(a.latency, occ);
+        assert_eq!(b.latency, 2 * occ);
+        assert_eq!(p.stats().bus_wait_cycles, occ);
+    }
+}

@@ -1,0 +1,118 @@
+//! Cache coherence behind a protocol trait.
+//!
+//! The private hierarchy of each core (L1 and optional L2) asks the protocol for permission
+//! when it lacks it; the protocol answers with the latency it costs on its interconnect, where
+//! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
+//! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
+//! [`mesi::MesiSnooping`]; directory, token and Flask protocols can implement the same trait.
+
+pub mod mesi;
+
+use crate::engine::time::Cycle;
+use crate::stats::CoherenceStats;
+
+/// Stable state of a line in one core's private hierarchy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineState {
+    /// Not present.
+    Invalid,
+    /// Read-only, possibly shared.
+    Shared,
+    /// Read-write, clean, the only copy.
+    Exclusive,
+    /// Read-write, dirty, the only copy.
+    Modified,
+}
+
+impl LineState {
+    /// Whether a load may be served locally.
+    #[inline]
+    pub fn readable(self) -> bool {
+        self != LineState::Invalid
+    }
+
+    /// Whether a store may be served locally (E upgrades to M silently).
+    #[inline]
+    pub fn writable(self) -> bool {
+        matches!(self, LineState::Exclusive | LineState::Modified)
+    }
+}
+
+/// What a core asks of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// Read permission and data.
+    GetS,
+    /// Write permission and data.
+    GetM,
+    /// Write permission for a line held Shared (no data needed).
+    Upgrade,
+}
+
+/// A coherence request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Requesting core.
+    pub core: usize,
+    /// Line number (address / line size).
+    pub line: u64,
+    /// What is asked.
+    pub kind: RequestKind,
+    /// Simulated time of the request.
+    pub now: Cycle,
+}
+
+/// Where the data of a response comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataSource {
+    /// No data moves (upgrade).
+    None,
+    /// A peer cache supplies the line.
+    Peer(usize),
+    /// The shared levels (LLC, then memory) supply the line; the hierarchy adds their latency.
+    Shared,
+}
+
+/// The protocol's answer to a [`Request`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// Cycles spent in the protocol and interconnect (queueing, transfer, peer latency),
+    /// excluding the shared levels' latency when `source` is [`DataSource::Shared`].
+    pub latency: Cycle,
+    /// Where the data comes from.
+    pub source: DataSource,
+    /// Cores whose copies must be invalidated (bit per core).
+    pub invalidated: u64,
+    /// Cores whose copies drop to Shared (bit per core).
+    pub downgraded: u64,
+    /// State granted to the requester.
+    pub granted: LineState,
+}
+
+/// A cache-coherence protocol.
+pub trait CoherenceProtocol {
+    /// Short name, e.g. `"mesi-snooping"`.
+    fn name(&self) -> &'static str;
+
+    /// State of `line` in `core`'s private hierarchy.
+    fn state(&self, core: usize, line: u64) -> LineState;
+
+    /// Serves a request, updating the protocol state and counters.
+    fn request(&mut self, req: Request) -> Response;
+
+    /// A store hit a line held Exclusive: it becomes Modified without traffic.
+    fn silent_upgrade(&mut self, core: usize, line: u64);
+
+    /// `core`'s private hierarchy dropped `line` for capacity; returns cycles the core waits
+    /// (0 when the writeback is buffered).
+    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle;
+
+    /// Traffic counters so far.
+    fn stats(&self) -> &CoherenceStats;
+
+    /// Checks the protocol invariants of `line`: at most one writer, or any number of readers.
+    fn check_line(&self, line: u64) -> Result<(), String>;
+
+    /// Bit mask of cores holding `line` in any valid state.
+    fn holders(&self, line: u64) -> u64;
+}

@@ -1,0 +1,521 @@
+//! Simulator configuration: every parameter of the machine, with MetaTM §6 defaults.
+//!
+//! Every struct here is serde-(de)serializable, so a configuration can be read from TOML or
+//! JSON, written into experiment reports, and changed field by field with
+//! [`SimConfig::set_path`] (which `txmem sim sweep` uses).
+
+use serde::{Deserialize, Serialize};
+
+/// Largest number of simulated cores (core sets are kept in 64-bit masks).
+pub const MAX_CORES: usize = 64;
+
+/// Geometry and hit latency of one set-associative cache.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    /// Capacity in bytes.
+    pub size_bytes: u64,
+    /// Associativity (ways per set).
+    pub ways: u32,
+    /// Latency in cycles added when an access is served by this level.
+    pub latency: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        // MetaTM §6: 16 KB, 4-way L1 with a 1-cycle hit.
+        CacheConfig {
+            size_bytes: 16 * 1024,
+            ways: 4,
+            latency: 1,
+        }
+    }
+}
+
+/// Optional private (per-core) second-level cache.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PrivateL2Config {
+    /// Whether each core has a private L2 between its L1 and the bus.
+    pub enabled: bool,
+    /// Geometry and latency of the private L2.
+    pub cache: CacheConfig,
+}
+
+impl Default for PrivateL2Config {
+    fn default() -> Self {
+        PrivateL2Config {
+            enabled: false,
+            cache: CacheConfig {
+                size_bytes: 256 * 1024,
+                ways: 8,
+                latency: 8,
+            },
+        }
+    }
+}
+
+/// Which coherence protocol connects the private caches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProtocolKind {
+    /// MESI with broadcast snooping on one shared, serialized bus.
+    MesiSnooping,
+}
+
+/// Coherence protocol and interconnect timing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoherenceConfig {
+    /// Protocol in use.
+    pub protocol: ProtocolKind,
+    /// Cycles a request (address phase) occupies the bus.
+    pub bus_request_cycles: u64,
+    /// Extra cycles a cache line of data occupies the bus.
+    pub bus_data_cycles: u64,
+    /// Latency for a peer cache to supply a line it holds in M or E.
+    pub cache_to_cache_latency: u64,
+}
+
+impl Default for CoherenceConfig {
+    fn default() -> Self {
+        CoherenceConfig {
+            protocol: ProtocolKind::MesiSnooping,
+            bus_request_cycles: 2,
+            bus_data_cycles: 8,
+            cache_to_cache_latency: 16,
+        }
+    }
+}
+
+/// Where speculative values live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Versioning {
+    /// New values written in place; old values kept in an undo log (LogTM, MetaTM).
+    Eager,
+    /// New values kept in a private write buffer and written at commit (TCC).
+    Lazy,
+}
+
+/// When conflicts are detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Detection {
+    /// At the conflicting access, through the coherence request.
+    Eager,
+    /// At commit: the committer wins and dooms every transaction that touched its writes.
+    Lazy,
+}
+
+/// Conflict-detection granularity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Granularity {
+    /// Whole cache lines (false sharing causes conflicts).
+    Line,
+    /// 8-byte words.
+    Word,
+}
+
+/// What happens when a transactional line leaves the L1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Capacity {
+    /// Transactions are bounded by the L1 geometry: evicting a transactional line aborts.
+    Bounded,
+    /// Transactions overflow into memory: the first overflow costs `overflow_penalty`
+    /// cycles and later references to overflowed lines go to memory.
+    Unbounded,
+}
+
+/// Contention-management policy (MetaTM Table 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// The requesting access always wins.
+    RequesterWins,
+    /// The requester defers (restarts with backoff) up to `polite_threshold` times, then wins.
+    Polite,
+    /// The transaction with fewer unique references (kept across restarts) loses.
+    Karma,
+    /// Karma, and the winner's priority is added to the loser's.
+    Eruption,
+    /// Each transaction defers to another once; then timestamp.
+    Kindergarten,
+    /// The oldest transaction (first start, not refreshed on restart) wins.
+    Timestamp,
+    /// Writes win over reads; write/write conflicts by Karma; loser backs off by the priority gap.
+    Polka,
+    /// The larger working set (unique bytes) wins; timestamp after `size_matters_threshold` restarts.
+    SizeMatters,
+}
+
+impl PolicyKind {
+    /// All policies, in a fixed order.
+    pub const ALL: [PolicyKind; 8] = [
+        PolicyKind::RequesterWins,
+        PolicyKind::Polite,
+        PolicyKind::Karma,
+        PolicyKind::Eruption,
+        PolicyKind::Kindergarten,
+        PolicyKind::Timestamp,
+        PolicyKind::Polka,
+        PolicyKind::SizeMatters,
+    ];
+
+    /// The kebab-case name used in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::RequesterWins => "requester-wins",
+            PolicyKind::Polite => "polite",
+            PolicyKind::Karma => "karma",
+            PolicyKind::Eruption => "eruption",
+            PolicyKind::Kindergarten => "kindergarten",
+            PolicyKind::Timestamp => "timestamp",
+            PolicyKind::Polka => "polka",
+            PolicyKind::SizeMatters => "size-matters",
+        }
+    }
+}
+
+/// Backoff before a restarted transaction runs again (MetaTM §2.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BackoffKind {
+    /// `seed * 2^n` cycles, seed uniform in 1..=10, n = backoffs so far.
+    Exponential,
+    /// `seed * n` cycles, seed uniform in 1..=10.
+    Linear,
+    /// Uniform in 1..=`random_max` cycles.
+    Random,
+    /// Restart at once.
+    None,
+}
+
+impl BackoffKind {
+    /// All kinds, in a fixed order.
+    pub const ALL: [BackoffKind; 4] = [
+        BackoffKind::Exponential,
+        BackoffKind::Linear,
+        BackoffKind::None,
+        BackoffKind::Random,
+    ];
+
+    /// The kebab-case name used in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackoffKind::Exponential => "exponential",
+            BackoffKind::Linear => "linear",
+            BackoffKind::Random => "random",
+            BackoffKind::None => "none",
+        }
+    }
+}
+
+/// Hardware transactional memory knobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HtmConfig {
+    /// Version management.
+    pub versioning: Versioning,
+    /// Conflict detection. `lazy` requires `versioning = "lazy"`.
+    pub detection: Detection,
+    /// Conflict-detection granularity.
+    pub granularity: Granularity,
+    /// Capacity model.
+    pub capacity: Capacity,
+    /// Cycles charged once per transaction on its first overflow (MetaTM: 500).
+    pub overflow_penalty: u64,
+    /// Contention-management policy.
+    pub policy: PolicyKind,
+    /// Backoff policy applied before restarts.
+    pub backoff: BackoffKind,
+    /// Upper bound of the `random` backoff (MetaTM: 1000).
+    pub random_backoff_max: u64,
+    /// Cap on the exponent of the exponential backoff.
+    pub max_backoff_exponent: u32,
+    /// Polite: number of deferrals before the requester wins (MetaTM: 10).
+    pub polite_threshold: u32,
+    /// SizeMatters: restarts after which a transaction reverts to timestamp.
+    pub size_matters_threshold: u32,
+    /// Stall a transactional requester that loses a conflict instead of restarting it,
+    /// unless stalling would close a waits-for cycle.
+    pub stall_on_conflict: bool,
+    /// Cycles between retries of a stalled access.
+    pub stall_retry_cycles: u64,
+    /// Cycles charged at every commit.
+    pub commit_penalty: u64,
+    /// Cycles charged at every abort, before backoff.
+    pub abort_penalty: u64,
+    /// Cycles of `xbegin` (register checkpoint).
+    pub begin_cycles: u64,
+    /// Deepest flat nesting before a `nesting` abort.
+    pub max_nesting: u32,
+    /// Deepest stack of suspended transactions (xpush / tsuspend) per core.
+    pub max_suspended: u32,
+}
+
+impl Default for HtmConfig {
+    fn default() -> Self {
+        HtmConfig {
+            versioning: Versioning::Eager,
+            detection: Detection::Eager,
+            granularity: Granularity::Line,
+            capacity: Capacity::Bounded,
+            overflow_penalty: 500,
+            policy: PolicyKind::SizeMatters,
+            backoff: BackoffKind::Linear,
+            random_backoff_max: 1000,
+            max_backoff_exponent: 16,
+            polite_threshold: 10,
+            size_matters_threshold: 10,
+            stall_on_conflict: false,
+            stall_retry_cycles: 10,
+            commit_penalty: 0,
+            abort_penalty: 0,
+            begin_cycles: 1,
+            max_nesting: 8,
+            max_suspended: 8,
+        }
+    }
+}
+
+/// What the hardware does to a running transaction when an interrupt arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterruptMode {
+    /// Suspend it with `xpush` before the handler and resume it with `xpop` after (TxLinux).
+    Xpush,
+    /// Abort it with cause `interrupt` (most commercial HTMs).
+    Abort,
+}
+
+/// Per-core periodic timer interrupts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterruptConfig {
+    /// Timer period in cycles; 0 disables interrupts.
+    pub period: u64,
+    /// Treatment of a transaction running when the interrupt is taken.
+    pub mode: InterruptMode,
+    /// Cycles to enter and to leave the handler.
+    pub entry_cycles: u64,
+}
+
+impl Default for InterruptConfig {
+    fn default() -> Self {
+        InterruptConfig {
+            period: 0,
+            mode: InterruptMode::Xpush,
+            entry_cycles: 20,
+        }
+    }
+}
+
+/// The whole simulated machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// Number of simulated cores (1..=64).
+    pub cores: usize,
+    /// Seed of every pseudo-random choice (backoff seeds, workload choices).
+    pub seed: u64,
+    /// Simulated memory size in bytes (a multiple of the line size).
+    pub memory_bytes: u64,
+    /// Cache-line size in bytes, shared by every level (power of two, >= 8).
+    pub line_bytes: u64,
+    /// Private L1 data cache.
+    pub l1: CacheConfig,
+    /// Optional private L2.
+    pub l2: PrivateL2Config,
+    /// Shared last-level cache.
+    pub llc: CacheConfig,
+    /// Cycles to main memory, added after an LLC miss.
+    pub memory_latency: u64,
+    /// Coherence protocol and interconnect.
+    pub coherence: CoherenceConfig,
+    /// Hardware transactional memory.
+    pub htm: HtmConfig,
+    /// Timer interrupts.
+    pub interrupts: InterruptConfig,
+    /// Stop the run at this simulated time (a safety net against livelocked workloads).
+    pub max_cycles: u64,
+    /// Check coherence and value invariants after every event (slow; for tests).
+    pub check_invariants: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            cores: 8,
+            seed: 1,
+            memory_bytes: 1 << 22,
+            line_bytes: 64,
+            l1: CacheConfig::default(),
+            l2: PrivateL2Config::default(),
+            llc: CacheConfig {
+                size_bytes: 4 << 20,
+                ways: 8,
+                latency: 16,
+            },
+            memory_latency: 200,
+            coherence: CoherenceConfig::default(),
+            htm: HtmConfig::default(),
+            interrupts: InterruptConfig::default(),
+            max_cycles: 1 << 40,
+            check_invariants: false,
+        }
+    }
+}
+
+/// A configuration that cannot be simulated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid simulator configuration: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn check_cache(name: &str, c: &CacheConfig, line: u64) -> Result<(), ConfigError> {
+    if c.ways == 0 {
+        return Err(ConfigError(format!("{name}.ways must be at least 1")));
+    }
+    let lines = c.size_bytes / line;
+    if c.size_bytes % line != 0 || lines == 0 || lines % u64::from(c.ways) != 0 {
+        return Err(ConfigError(format!(
+            "{name}.size_bytes ({}) must be a positive multiple of line_bytes * ways ({})",
+            c.size_bytes,
+            line * u64::from(c.ways)
+        )));
+    }
+    let sets = lines / u64::from(c.ways);
+    if !sets.is_power_of_two() {
+        return Err(ConfigError(format!(
+            "{name} must have a power-of-two number of sets (has {sets})"
+        )));
+    }
+    Ok(())
+}
+
+impl SimConfig {
+    /// Checks that the configuration describes a machine the simulator can run.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.cores == 0 || self.cores > MAX_CORES {
+            return Err(ConfigError(format!(
+                "cores must be in 1..={MAX_CORES} (got {})",
+                self.cores
+            )));
+        }
+        if !self.line_bytes.is_power_of_two() || self.line_bytes < 8 || self.line_bytes > 4096 {
+            return Err(ConfigError(format!(
+                "line_bytes must be a power of two in 8..=4096 (got {})",
+                self.line_bytes
+            )));
+        }
+        if self.memory_bytes == 0
+            || self.memory_bytes % self.line_bytes != 0
+            || self.memory_bytes > 1 << 34
+        {
+            return Err(ConfigError(format!(
+                "memory_bytes must be a positive multiple of line_bytes, at most 16 GiB (got {})",
+                self.memory_bytes
+            )));
+        }
+        check_cache("l1", &self.l1, self.line_bytes)?;
+        if self.l2.enabled {
+            check_cache("l2.cache", &self.l2.cache, self.line_bytes)?;
+            if self.l2.cache.size_bytes < self.l1.size_bytes {
+                return Err(ConfigError(
+                    "l2.cache must be at least as large as l1 (it is inclusive)".into(),
+                ));
+            }
+        }
+        check_cache("llc", &self.llc, self.line_bytes)?;
+        if self.htm.detection == Detection::Lazy && self.htm.versioning == Versioning::Eager {
+            return Err(ConfigError(
+                "htm.detection = \"lazy\" needs htm.versioning = \"lazy\": eager versioning writes \
+                 in place, so other cores would see uncommitted values"
+                    .into(),
+            ));
+        }
+        if self.htm.stall_on_conflict && self.htm.stall_retry_cycles == 0 {
+            return Err(ConfigError(
+                "htm.stall_retry_cycles must be at least 1".into(),
+            ));
+        }
+        if self.htm.max_nesting == 0 {
+            return Err(ConfigError("htm.max_nesting must be at least 1".into()));
+        }
+        if self.htm.random_backoff_max == 0 {
+            return Err(ConfigError(
+                "htm.random_backoff_max must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sets one field, named by a dotted path such as `htm.policy` or `l1.size_bytes`, from a
+    /// string: numbers, booleans and names are recognised.
+    ///
+    /// ```
+    /// use txmem_sim::config::SimConfig;
+    /// let mut c = SimConfig::default();
+    /// c.set_path("htm.policy", "polka").unwrap();
+    /// c.set_path("l1.ways", "8").unwrap();
+    /// assert_eq!(c.l1.ways, 8);
+    /// assert!(c.set_path("htm.no_such_knob", "1").is_err());
+    /// ```
+    pub fn set_path(&mut self, path: &str, value: &str) -> Result<(), ConfigError> {
+        let mut doc = serde_json::to_value(&*self).map_err(|e| ConfigError(e.to_string()))?;
+        set_json_path(&mut doc, path, value)?;
+        *self = serde_json::from_value(doc)
+            .map_err(|e| ConfigError(format!("cannot set {path} = {value}: {e}")))?;
+        Ok(())
+    }
+}
+
+/// Sets `path` (dot-separated) inside a JSON document to `value`, parsed as a number, a
+/// boolean or else a string. The path must already exist.
+pub fn set_json_path(
+    doc: &mut serde_json::Value,
+    path: &str,
+    value: &str,
+) -> Result<(), ConfigError> {
+    let mut cur = doc;
+    for part in path.split('.') {
+        cur = match cur.get_mut(part) {
+            Some(v) => v,
+            None => {
+                return Err(ConfigError(format!(
+                    "unknown parameter `{path}` (no field `{part}`)"
+                )))
+            }
+        };
+    }
+    *cur = parse_scalar(value);
+    Ok(())
+}
+
+/// Parses a command-line scalar: integer, float, boolean, or string.
+pub fn parse_scalar(value: &str) -> serde_json::Value {
+    let clean = value.replace('_', "");
+    if let Ok(i) = clean.parse::<u64>() {
+        return serde_json::Value::from(i);
+    }
+    if let Ok(i) = clean.parse::<i64>() {
+        return serde_json::Value::from(i);
+    }
+    if let Ok(f) = clean.parse::<f64>() {
+        return serde_json::Value::from(f);
+    }
+    match value {
+        "true" => serde_json::Value::Bool(true),
+        "false" => serde_json::Value::Bool(false),
+        _ => serde_json::Value::String(value.to_string()),
+    }
+}

@@ -1,0 +1,351 @@
+//! The interface simulated code uses: a [`Cpu`] handle with memory operations, computation,
+//! and hardware transactions.
+//!
+//! # How transactions restart
+//!
+//! Rust `async` code cannot be rolled back to an earlier point, so a transactional region is
+//! always a closure that builds the body future: [`Cpu::xbegin`] runs it once as a
+//! transaction and returns `Ok(value)` if it committed or `Err(status)` if it aborted — like
+//! RTM's `xbegin` returning an abort status to the fallback path. On abort the body future is
+//! dropped at once, wherever it was suspended, which discards its local variables exactly as
+//! hardware discards registers; memory is rolled back by the HTM. [`Cpu::transaction`] is
+//! MetaTM's behaviour: it re-runs the body after each abort (with the configured backoff)
+//! until it commits, and after a persistent abort (capacity, nesting) it runs the body once
+//! in serial mode (all other transactions aborted and held off) so it always finishes.
+//! A transaction started while another is active on the same core is flat-nested into it.
+//!
+//! `xabort` inside a body never returns; outside a transaction it does nothing.
+
+use crate::engine::executor::Shared;
+use crate::htm::AbortStatus;
+use crate::machine::{Issue, OpKind};
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+/// Handle of one simulated core, given to the code that runs on it. Cheap to clone.
+#[derive(Clone)]
+pub struct Cpu {
+    shared: Rc<Shared>,
+    core: usize,
+}
+
+impl std::fmt::Debug for Cpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cpu").field("core", &self.core).finish()
+    }
+}
+
+/// Conversion from an operation's raw 64-bit result to the type its future yields.
+pub trait OpOutput {
+    /// Converts.
+    fn from_raw(raw: u64) -> Self;
+}
+
+impl OpOutput for u64 {
+    #[inline]
+    fn from_raw(raw: u64) -> Self {
+        raw
+    }
+}
+
+impl OpOutput for () {
+    #[inline]
+    fn from_raw(_: u64) -> Self {}
+}
+
+/// Future of one machine operation; completes at the simulated time the machine decides.
+#[must_use = "simulator operations do nothing unless awaited"]
+pub struct Op<'a, O> {
+    cpu: &'a Cpu,
+    kind: OpKind,
+    /// 0 before issue; the wake-up token while pending; `u64::MAX` after an abort.
+    token: u64,
+    retrying: bool,
+    _out: PhantomData<fn() -> O>,
+}
+
+impl<O: OpOutput> Future for Op<'_, O> {
+    type Output = O;
+
+    #[inline]
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<O> {
+        let this = &mut *self;
+        let mut m = this.cpu.shared.machine.borrow_mut();
+        if this.token != 0 {
+            let c = &m.cores[this.cpu.core];
+            if c.completed != this.token {
+                return Poll::Pending;
+            }
+            if !c.retry {
+                return Poll::Ready(O::from_raw(c.result));
+            }
+            this.retrying = true;
+        }
+        match m.issue(this.cpu.core, &this.kind, this.retrying) {
+            Issue::Done(v) => Poll::Ready(O::from_raw(v)),
+            Issue::Pending(token) => {
+                this.token = token;
+                Poll::Pending
+            }
+            Issue::Aborted => {
+                this.token = u64::MAX;
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Runs a transaction body and stops it as soon as its transaction aborts.
+struct Abortable<'a, 'b, F> {
+    cpu: &'a Cpu,
+    id: u64,
+    outermost: bool,
+    fut: Pin<&'b mut F>,
+}
+
+impl<F: Future> Future for Abortable<'_, '_, F> {
+    type Output = Result<F::Output, AbortStatus>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Some(r) = self.check() {
+            return r;
+        }
+        match self.fut.as_mut().poll(cx) {
+            Poll::Ready(v) => Poll::Ready(Ok(v)),
+            Poll::Pending => self.check().unwrap_or(Poll::Pending),
+        }
+    }
+}
+
+impl<F: Future> Abortable<'_, '_, F> {
+    fn check(&self) -> Option<Poll<Result<F::Output, AbortStatus>>> {
+        let mut m = self.cpu.shared.machine.borrow_mut();
+        let st = m.pending_abort(self.cpu.core, self.id, self.outermost)?;
+        // Only the outermost level of a (flat-nested) transaction takes the abort.
+        Some(if self.outermost {
+            Poll::Ready(Err(st))
+        } else {
+            Poll::Pending
+        })
+    }
+}
+
+impl Cpu {
+    pub(crate) fn new(shared: Rc<Shared>, core: usize) -> Self {
+        Cpu { shared, core }
+    }
+
+    #[inline]
+    fn op<O>(&self, kind: OpKind) -> Op<'_, O> {
+        Op {
+            cpu: self,
+            kind,
+            token: 0,
+            retrying: false,
+            _out: PhantomData,
+        }
+    }
+
+    /// The core this handle runs on.
+    pub fn core(&self) -> usize {
+        self.core
+    }
+
+    /// Number of cores of the machine.
+    pub fn cores(&self) -> usize {
+        self.shared.machine.borrow().cfg.cores
+    }
+
+    /// The core's current simulated time.
+    pub fn now(&self) -> u64 {
+        self.shared.machine.borrow().cores[self.core].now
+    }
+
+    /// A deterministic pseudo-random number from the core's own stream.
+    pub fn random(&self) -> u64 {
+        self.shared.machine.borrow_mut().cores[self.core]
+            .rng
+            .next_u64()
+    }
+
+    /// A deterministic pseudo-random number in `0..n` (`n > 0`).
+    pub fn random_below(&self, n: u64) -> u64 {
+        self.shared.machine.borrow_mut().cores[self.core]
+            .rng
+            .below(n)
+    }
+
+    /// Loads the 8-byte word at `addr` (8-byte aligned).
+    pub fn load(&self, addr: u64) -> Op<'_, u64> {
+        self.op(OpKind::Load(addr))
+    }
+
+    /// Stores `value` at `addr`.
+    pub fn store(&self, addr: u64, value: u64) -> Op<'_, ()> {
+        self.op(OpKind::Store(addr, value))
+    }
+
+    /// Atomically replaces the word at `addr` by `new` if it equals `expected`; yields the
+    /// old value.
+    pub fn cas(&self, addr: u64, expected: u64, new: u64) -> Op<'_, u64> {
+        self.op(OpKind::Cas(addr, expected, new))
+    }
+
+    /// Atomically adds `delta` (wrapping) to the word at `addr`; yields the old value.
+    pub fn fetch_add(&self, addr: u64, delta: u64) -> Op<'_, u64> {
+        self.op(OpKind::FetchAdd(addr, delta))
+    }
+
+    /// A memory fence (accesses are sequentially consistent already; costs an L1 hit).
+    pub fn fence(&self) -> Op<'_, ()> {
+        self.op(OpKind::Fence)
+    }
+
+    /// Computes locally for `cycles` cycles.
+    pub fn compute(&self, cycles: u64) -> Op<'_, ()> {
+        self.op(OpKind::Compute(cycles))
+    }
+
+    /// Whether a transaction is running on this core (not suspended), like RTM `xtest`.
+    pub fn xtest(&self) -> bool {
+        self.shared.machine.borrow().htm.active(self.core).is_some()
+    }
+
+    /// Explicitly aborts the running transaction with `code`; never completes inside a
+    /// transaction. Outside one it does nothing.
+    pub fn xabort(&self, code: u32) -> Op<'_, ()> {
+        self.op(OpKind::XAbort(code))
+    }
+
+    /// MetaTM `xpush`: suspends the running transaction (if any) so that the following code
+    /// runs independently of it and may start new, independent transactions.
+    pub fn xpush(&self) -> Op<'_, ()> {
+        self.op(OpKind::XPush)
+    }
+
+    /// MetaTM `xpop`: resumes the transaction suspended by the matching `xpush`. If it lost a
+    /// conflict meanwhile it aborts now (and this future never completes).
+    pub fn xpop(&self) -> Op<'_, ()> {
+        self.op(OpKind::XPop)
+    }
+
+    /// POWER8 `tsuspend`: accesses until `tresume` are non-transactional.
+    pub fn tsuspend(&self) -> Op<'_, ()> {
+        self.op(OpKind::TSuspend)
+    }
+
+    /// POWER8 `tresume`: resumes the suspended transaction; if anything conflicted with it
+    /// while suspended, it aborts now.
+    pub fn tresume(&self) -> Op<'_, ()> {
+        self.op(OpKind::TResume)
+    }
+
+    async fn attempt<F, Fut, T>(&self, rot: bool, body: F) -> Result<T, AbortStatus>
+    where
+        F: FnOnce(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let begin = self.shared.machine.borrow().cfg.htm.begin_cycles;
+        if begin > 0 {
+            self.compute(begin).await;
+        }
+        let code: u64 = self.op(OpKind::XBegin(rot)).await;
+        let (id, outermost) = (code >> 1, code & 1 == 1);
+        let fut = pin!(body(self.clone()));
+        let r = Abortable {
+            cpu: self,
+            id,
+            outermost,
+            fut,
+        }
+        .await;
+        match r {
+            Ok(v) => {
+                self.op::<()>(OpKind::XEnd(id)).await;
+                Ok(v)
+            }
+            Err(st) => {
+                let penalty = self
+                    .shared
+                    .machine
+                    .borrow_mut()
+                    .finish_abort(self.core, id, st);
+                if penalty > 0 {
+                    self.compute(penalty).await;
+                }
+                Err(st)
+            }
+        }
+    }
+
+    /// Runs `body` once as a hardware transaction: `Ok` with its value if it committed,
+    /// `Err` with the abort status if it aborted (its effects are gone). The caller decides
+    /// whether to retry — a following `xbegin` on this core at the same suspension depth
+    /// counts as a restart of the aborted transaction (for statistics and for policies that
+    /// remember age or karma).
+    pub async fn xbegin<F, Fut, T>(&self, body: F) -> Result<T, AbortStatus>
+    where
+        F: FnOnce(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.attempt(false, body).await
+    }
+
+    /// As [`Cpu::xbegin`] for a POWER8 rollback-only transaction: stores are tracked and
+    /// buffered, loads are not tracked.
+    pub async fn xbegin_rot<F, Fut, T>(&self, body: F) -> Result<T, AbortStatus>
+    where
+        F: FnOnce(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.attempt(true, body).await
+    }
+
+    /// Runs `body` as a transaction until it commits (MetaTM semantics), backing off by the
+    /// configured policy between attempts. After a persistent abort the body runs once in
+    /// serial mode, so this always completes.
+    pub async fn transaction<F, Fut, T>(&self, body: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.retry_loop(false, body).await
+    }
+
+    /// As [`Cpu::transaction`] with rollback-only transactions.
+    pub async fn transaction_rot<F, Fut, T>(&self, body: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        self.retry_loop(true, body).await
+    }
+
+    async fn retry_loop<F, Fut, T>(&self, rot: bool, mut body: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        loop {
+            match self.attempt(rot, |c| body(c)).await {
+                Ok(v) => return v,
+                Err(st) if st.persistent => {
+                    self.shared.machine.borrow_mut().forget_retry(self.core);
+                    self.op::<()>(OpKind::SerialAcquire).await;
+                    let v = body(self.clone()).await;
+                    self.op::<()>(OpKind::SerialRelease).await;
+                    return v;
+                }
+                Err(_) => {
+                    let b = self.shared.machine.borrow_mut().backoff_for(self.core);
+                    if b > 0 {
+                        self.op::<()>(OpKind::Backoff(b)).await;
+                    }
+                }
+            }
+        }
+    }
+}

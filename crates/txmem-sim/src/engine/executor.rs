@@ -1,0 +1,313 @@
+//! The simulator's own single-threaded executor.
+//!
+//! Each core runs one simulated thread (an `async` task) and, while it takes a timer
+//! interrupt, a handler task on top of it. Operation futures ([`crate::cpu::Op`]) issue their
+//! operation to the [`Machine`] on first poll; the machine either completes it at once (when
+//! no other event can come first) or schedules a wake-up event keyed by (time, sequence).
+//! The executor pops events in order and polls the task of the core concerned; no wakers are
+//! needed because the executor always knows which core an event belongs to.
+
+use crate::config::{ConfigError, SimConfig};
+use crate::cpu::Cpu;
+use crate::engine::event_queue::EventKind;
+use crate::machine::Machine;
+use crate::stats::Stats;
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+type Task = Pin<Box<dyn Future<Output = ()>>>;
+type HandlerFactory = Rc<dyn Fn(Cpu) -> Task>;
+
+/// State shared between the executor and the [`Cpu`] handles of simulated code.
+#[derive(Debug)]
+pub struct Shared {
+    /// The machine. Borrowed only for the duration of one operation, never across an await.
+    pub machine: RefCell<Machine>,
+}
+
+/// Why a run could not complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// The configuration is invalid.
+    Config(ConfigError),
+    /// Threads are blocked but nothing is scheduled.
+    Stuck(String),
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Config(e) => e.fmt(f),
+            SimError::Stuck(m) => write!(f, "simulation stuck: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+impl From<ConfigError> for SimError {
+    fn from(e: ConfigError) -> Self {
+        SimError::Config(e)
+    }
+}
+
+/// A simulated machine plus the simulated threads to run on it.
+///
+/// ```
+/// use txmem_sim::{Sim, SimConfig};
+/// let mut sim = Sim::new(SimConfig { cores: 2, ..SimConfig::default() }).unwrap();
+/// let counter = sim.alloc_lines(1);
+/// for core in 0..2 {
+///     sim.spawn(core, move |cpu| async move {
+///         for _ in 0..10 {
+///             cpu.transaction(|cpu| async move {
+///                 let v = cpu.load(counter).await;
+///                 cpu.store(counter, v + 1).await;
+///             })
+///             .await;
+///         }
+///     });
+/// }
+/// let stats = sim.run().unwrap();
+/// assert_eq!(sim.read(counter), 20);
+/// assert_eq!(stats.tx.commits, 20);
+/// ```
+pub struct Sim {
+    shared: Rc<Shared>,
+    threads: Vec<Option<Task>>,
+    handlers: Vec<Option<Task>>,
+    handler: Option<HandlerFactory>,
+    ran: bool,
+}
+
+impl std::fmt::Debug for Sim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sim")
+            .field("cores", &self.threads.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sim {
+    /// A machine built from `cfg`, with no threads yet.
+    pub fn new(cfg: SimConfig) -> Result<Sim, ConfigError> {
+        cfg.validate()?;
+        let cores = cfg.cores;
+        Ok(Sim {
+            shared: Rc::new(Shared {
+                machine: RefCell::new(Machine::new(cfg)),
+            }),
+            threads: (0..cores).map(|_| None).collect(),
+            handlers: (0..cores).map(|_| None).collect(),
+            handler: None,
+            ran: false,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> SimConfig {
+        self.shared.machine.borrow().cfg.clone()
+    }
+
+    /// Reserves `bytes` bytes of simulated memory aligned to `align`; panics when memory is
+    /// exhausted (raise `memory_bytes`).
+    pub fn alloc(&mut self, bytes: u64, align: u64) -> u64 {
+        let mut m = self.shared.machine.borrow_mut();
+        let size = m.mem.size_bytes();
+        m.mem.alloc(bytes, align).unwrap_or_else(|| {
+            panic!("simulated memory ({size} bytes) exhausted; raise memory_bytes")
+        })
+    }
+
+    /// Reserves `n` whole cache lines (line-aligned) and returns the first address.
+    pub fn alloc_lines(&mut self, n: u64) -> u64 {
+        let lb = self.shared.machine.borrow().cfg.line_bytes;
+        self.alloc(n * lb, lb)
+    }
+
+    /// Reads a word of simulated memory (committed state after a run).
+    pub fn read(&self, addr: u64) -> u64 {
+        let m = self.shared.machine.borrow();
+        match m.mem.word_index(addr) {
+            Ok(w) => m.mem.get(w),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// Writes a word of simulated memory (initial values, before the run).
+    pub fn write(&mut self, addr: u64, value: u64) {
+        if let Err(e) = self.shared.machine.borrow_mut().poke(addr, value) {
+            panic!("{e}");
+        }
+    }
+
+    /// A handle for code running on `core` (also usable to build futures before `run`).
+    pub fn cpu(&self, core: usize) -> Cpu {
+        Cpu::new(self.shared.clone(), core)
+    }
+
+    /// Runs `f(cpu)` as the thread of `core`. Panics if the core has a thread already.
+    pub fn spawn<F, Fut>(&mut self, core: usize, f: F)
+    where
+        F: FnOnce(Cpu) -> Fut,
+        Fut: Future<Output = ()> + 'static,
+    {
+        assert!(
+            core < self.threads.len(),
+            "core {core} does not exist ({} cores)",
+            self.threads.len()
+        );
+        assert!(
+            self.threads[core].is_none(),
+            "core {core} already has a thread"
+        );
+        self.threads[core] = Some(Box::pin(f(self.cpu(core))));
+    }
+
+    /// Code run by every timer interrupt (see `interrupts.period`). In `xpush` mode the
+    /// interrupted transaction is suspended around it, and it may run its own transactions.
+    pub fn set_interrupt_handler<F, Fut>(&mut self, f: F)
+    where
+        F: Fn(Cpu) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        self.handler = Some(Rc::new(move |cpu| Box::pin(f(cpu)) as Task));
+    }
+
+    /// Runs until every thread finishes (or `max_cycles`), and returns the statistics.
+    pub fn run(&mut self) -> Result<Stats, SimError> {
+        assert!(!self.ran, "Sim::run may be called once");
+        self.ran = true;
+        let mut live = 0usize;
+        {
+            let mut m = self.shared.machine.borrow_mut();
+            let period = m.cfg.interrupts.period;
+            for c in 0..self.threads.len() {
+                if self.threads[c].is_some() {
+                    live += 1;
+                    m.cores[c].token = 1;
+                    m.cores[c].waiting = true;
+                    m.queue.push(0, c, EventKind::Wake { token: 1 });
+                    if period > 0 {
+                        m.queue.push(period, c, EventKind::Timer);
+                    }
+                } else {
+                    m.cores[c].finished = true;
+                }
+            }
+        }
+        let mut timed_out = false;
+        let mut events = 0u64;
+        while live > 0 {
+            let ev = {
+                let mut m = self.shared.machine.borrow_mut();
+                match m.queue.pop() {
+                    Some(ev) => ev,
+                    None => break,
+                }
+            };
+            let c = ev.core as usize;
+            {
+                let mut m = self.shared.machine.borrow_mut();
+                if ev.time > m.cfg.max_cycles {
+                    timed_out = true;
+                    break;
+                }
+                events += 1;
+                match ev.kind {
+                    EventKind::Timer => {
+                        m.on_timer(c, ev.time);
+                        continue;
+                    }
+                    EventKind::Wake { token } => {
+                        if token != m.cores[c].token {
+                            continue;
+                        }
+                        let core = &mut m.cores[c];
+                        core.now = ev.time;
+                        core.completed = token;
+                        core.waiting = false;
+                        if core.pending_interrupt && !core.in_handler && !core.finished {
+                            m.take_interrupt(c);
+                            let entry = m.cfg.interrupts.entry_cycles;
+                            let user = self.handler.clone();
+                            let cpu = self.cpu(c);
+                            self.handlers[c] = Some(Box::pin(async move {
+                                cpu.compute(entry).await;
+                                if let Some(h) = user {
+                                    h(cpu.clone()).await;
+                                }
+                                cpu.compute(entry).await;
+                            }));
+                        }
+                    }
+                }
+            }
+            if self.poll_core(c)? {
+                live -= 1;
+            }
+        }
+        let mut m = self.shared.machine.borrow_mut();
+        if live > 0 && !timed_out {
+            return Err(SimError::Stuck(format!(
+                "{live} threads blocked with no pending event"
+            )));
+        }
+        if m.cfg.check_invariants {
+            if let Err(e) = m.check_all() {
+                panic!("coherence invariant violated at the end of the run: {e}");
+            }
+        }
+        m.stats.events = events;
+        let mut s = m.final_stats();
+        s.timed_out = timed_out;
+        if timed_out {
+            s.total_cycles = s.total_cycles.max(m.cfg.max_cycles);
+        }
+        Ok(s)
+    }
+
+    /// Polls the task running on core `c`; returns true when the core's thread finished.
+    fn poll_core(&mut self, c: usize) -> Result<bool, SimError> {
+        let mut cx = Context::from_waker(Waker::noop());
+        loop {
+            if let Some(h) = &mut self.handlers[c] {
+                match h.as_mut().poll(&mut cx) {
+                    Poll::Ready(()) => {
+                        self.handlers[c] = None;
+                        self.shared.machine.borrow_mut().end_interrupt(c);
+                        continue;
+                    }
+                    Poll::Pending => return self.check_waiting(c).map(|_| false),
+                }
+            }
+            let Some(t) = &mut self.threads[c] else {
+                return Ok(false);
+            };
+            return match t.as_mut().poll(&mut cx) {
+                Poll::Ready(()) => {
+                    self.threads[c] = None;
+                    let mut m = self.shared.machine.borrow_mut();
+                    let core = &mut m.cores[c];
+                    core.finished = true;
+                    core.stats.cycles = core.now;
+                    Ok(true)
+                }
+                Poll::Pending => self.check_waiting(c).map(|_| false),
+            };
+        }
+    }
+
+    fn check_waiting(&self, c: usize) -> Result<(), SimError> {
+        if self.shared.machine.borrow().cores[c].waiting {
+            Ok(())
+        } else {
+            Err(SimError::Stuck(format!(
+                "core {c}: simulated code awaited a future that is not a simulator operation"
+            )))
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! The discrete-event engine: simulated time, the event queue, the seeded random generator
+//! and the single-threaded executor that runs simulated threads as Rust `async` tasks.
+
+pub mod event_queue;
+pub mod executor;
+pub mod rng;
+pub mod time;

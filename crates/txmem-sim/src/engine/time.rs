@@ -1,0 +1,4 @@
+//! Simulated time.
+
+/// Simulated time, in processor cycles.
+pub type Cycle = u64;

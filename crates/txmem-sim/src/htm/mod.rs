@@ -1,0 +1,365 @@
+//! Hardware transactional memory: transaction frames, read/write sets, conflict lookup,
+//! contention policies, backoff, abort statuses and suspended transactions.
+//!
+//! Each core has a stack of frames. The top frame, when it is neither suspended nor doomed,
+//! is the core's *active* transaction; frames below it are suspended (by `xpush`, by an
+//! interrupt in `xpush` mode, or by POWER8 `tsuspend`). `xpush` with no active transaction
+//! pushes a *marker* frame so that the matching `xpop` finds its entry (MetaTM §2.2).
+//!
+//! Read and write sets are kept per frame at word (8-byte) and line granularity; per-line
+//! core masks say which cores have a frame holding a line, so conflict lookup is a mask test
+//! on the common path.
+
+pub mod backoff;
+pub mod policy;
+pub mod set;
+pub mod status;
+pub mod suspend;
+
+use crate::config::HtmConfig;
+use crate::engine::time::Cycle;
+use set::U64Map;
+pub use status::{AbortCause, AbortStatus};
+
+/// How a frame was suspended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuspendKind {
+    /// MetaTM `xpush` (explicit or by an interrupt): it can win or lose conflicts.
+    Xpush,
+    /// POWER8 `tsuspend`: any conflict dooms it, reported at `tresume`.
+    Tsuspend,
+}
+
+/// State of a transaction that survives its restarts (timestamp, karma, deferrals).
+#[derive(Clone, Debug, Default)]
+pub struct LogicalTx {
+    /// Identity of the logical transaction.
+    pub lid: u64,
+    /// Time of its first attempt (timestamp policy; not refreshed on restart).
+    pub start: Cycle,
+    /// Karma: unique references over all attempts.
+    pub karma: u64,
+    /// Attempts that aborted so far.
+    pub restarts: u32,
+    /// Logical transactions this one has deferred to (Kindergarten).
+    pub deferred_to: Vec<u64>,
+    /// Backoff seed chosen by the policy that made it lose (Polka), if any.
+    pub seed_override: Option<u64>,
+}
+
+/// One transaction attempt (or a marker left by `xpush` with no transaction).
+#[derive(Clone, Debug, Default)]
+pub struct TxFrame {
+    /// Unique attempt id (0 for markers).
+    pub id: u64,
+    /// A marker pushed by `xpush` when no transaction was active.
+    pub marker: bool,
+    /// Rollback-only transaction: loads are not tracked, stores are buffered.
+    pub rot: bool,
+    /// Suspension, if suspended.
+    pub suspended: Option<SuspendKind>,
+    /// Set when the attempt has lost; it is rolled back already and reports this status.
+    pub doomed: Option<AbortStatus>,
+    /// Flat nesting depth (1 for an outermost transaction).
+    pub nesting: u32,
+    /// State kept across restarts.
+    pub logical: LogicalTx,
+    /// Words read (word index -> unused).
+    pub read_words: U64Map,
+    /// Words written (word index -> unused).
+    pub write_words: U64Map,
+    /// Lines read.
+    pub read_lines: U64Map,
+    /// Lines written.
+    pub write_lines: U64Map,
+    /// Words read or written.
+    pub touched_words: U64Map,
+    /// Lines read or written.
+    pub touched_lines: U64Map,
+    /// Undo log (eager versioning): word index -> old value, first write only.
+    pub undo: U64Map,
+    /// Write buffer (lazy versioning, rollback-only): word index -> new value.
+    pub wbuf: U64Map,
+    /// Whether it overflowed the L1 (unbounded capacity).
+    pub overflowed: bool,
+    /// Transactional lines that left the L1 (unbounded capacity).
+    pub overflow_lines: U64Map,
+    /// Whether a tracked line was seen conflicting while suspended.
+    pub doomed_while_suspended: bool,
+}
+
+impl TxFrame {
+    /// Whether this frame runs transactionally now.
+    #[inline]
+    pub fn is_live_active(&self) -> bool {
+        !self.marker && self.suspended.is_none() && self.doomed.is_none()
+    }
+
+    /// Whether the frame's tracked footprint conflicts with an access to `word`/`line`.
+    /// `write` is the access kind; `word_granularity` refines line matches to words.
+    #[inline]
+    pub fn conflicts_with(
+        &self,
+        line: u64,
+        word: u64,
+        write: bool,
+        word_granularity: bool,
+    ) -> bool {
+        if self.marker || self.doomed.is_some() {
+            return false;
+        }
+        if word_granularity {
+            self.write_words.contains(word) || (write && self.read_words.contains(word))
+        } else {
+            self.write_lines.contains(line) || (write && self.read_lines.contains(line))
+        }
+    }
+
+    /// Whether the frame holds `line` in its tracked sets.
+    #[inline]
+    pub fn tracks_line(&self, line: u64) -> bool {
+        self.read_lines.contains(line) || self.write_lines.contains(line)
+    }
+
+    /// Working-set size in unique bytes (SizeMatters).
+    #[inline]
+    pub fn size_bytes(&self) -> u64 {
+        self.touched_words.len() as u64 * 8
+    }
+
+    fn reset(&mut self) {
+        self.id = 0;
+        self.marker = false;
+        self.rot = false;
+        self.suspended = None;
+        self.doomed = None;
+        self.nesting = 0;
+        self.logical = LogicalTx::default();
+        self.read_words.clear();
+        self.write_words.clear();
+        self.read_lines.clear();
+        self.write_lines.clear();
+        self.touched_words.clear();
+        self.touched_lines.clear();
+        self.undo.clear();
+        self.wbuf.clear();
+        self.overflowed = false;
+        self.overflow_lines.clear();
+        self.doomed_while_suspended = false;
+    }
+}
+
+/// All transactional state of the machine.
+#[derive(Debug)]
+pub struct Htm {
+    /// The knobs.
+    pub cfg: HtmConfig,
+    /// Frame stack per core (top = last).
+    pub stacks: Vec<Vec<TxFrame>>,
+    pool: Vec<TxFrame>,
+    /// Per line: cores with a frame that read it.
+    pub line_r: Vec<u64>,
+    /// Per line: cores with a frame that wrote it.
+    pub line_w: Vec<u64>,
+    /// Per core, per stack depth: the logical transaction of the last aborted attempt,
+    /// which the next `xbegin` at that depth continues.
+    pub retry: Vec<Vec<Option<LogicalTx>>>,
+    next_id: u64,
+    next_lid: u64,
+}
+
+impl Htm {
+    /// Transactional state for `cores` cores and `lines` memory lines.
+    pub fn new(cfg: HtmConfig, cores: usize, lines: usize) -> Self {
+        Htm {
+            cfg,
+            stacks: vec![Vec::new(); cores],
+            pool: Vec::new(),
+            line_r: vec![0; lines],
+            line_w: vec![0; lines],
+            retry: vec![Vec::new(); cores],
+            next_id: 1,
+            next_lid: 1,
+        }
+    }
+
+    /// Index of `core`'s active transaction frame, if any.
+    #[inline]
+    pub fn active(&self, core: usize) -> Option<usize> {
+        let s = &self.stacks[core];
+        match s.last() {
+            Some(f) if f.is_live_active() => Some(s.len() - 1),
+            _ => None,
+        }
+    }
+
+    /// Index of the frame with attempt id `id` on `core`.
+    pub fn find(&self, core: usize, id: u64) -> Option<usize> {
+        self.stacks[core]
+            .iter()
+            .rposition(|f| f.id == id && !f.marker)
+    }
+
+    /// Pushes a fresh frame (from the pool) and returns its index.
+    pub fn push_frame(&mut self, core: usize) -> usize {
+        let mut f = self.pool.pop().unwrap_or_default();
+        f.reset();
+        self.stacks[core].push(f);
+        self.stacks[core].len() - 1
+    }
+
+    /// Starts an outermost transaction attempt on `core` at time `now`; continues the logical
+    /// transaction of the last abort at this depth if there is one. Returns (index, id).
+    pub fn begin(&mut self, core: usize, rot: bool, now: Cycle) -> (usize, u64) {
+        let depth = self.stacks[core].len();
+        let retry = self.retry[core].get_mut(depth).and_then(Option::take);
+        let idx = self.push_frame(core);
+        let id = self.next_id;
+        self.next_id += 1;
+        let logical = match retry {
+            Some(l) => l,
+            None => {
+                let lid = self.next_lid;
+                self.next_lid += 1;
+                LogicalTx {
+                    lid,
+                    start: now,
+                    ..LogicalTx::default()
+                }
+            }
+        };
+        let f = &mut self.stacks[core][idx];
+        f.id = id;
+        f.rot = rot;
+        f.nesting = 1;
+        f.logical = logical;
+        (idx, id)
+    }
+
+    /// Removes frame `idx` of `core` (its tracking must be cleared already) and returns it
+    /// to the pool; returns its logical state.
+    pub fn pop_frame(&mut self, core: usize, idx: usize) -> LogicalTx {
+        let mut f = self.stacks[core].remove(idx);
+        let l = std::mem::take(&mut f.logical);
+        self.pool.push(f);
+        l
+    }
+
+    /// Remembers the logical transaction of an aborted attempt at stack depth `depth`.
+    pub fn remember_retry(&mut self, core: usize, depth: usize, l: LogicalTx) {
+        let r = &mut self.retry[core];
+        if r.len() <= depth {
+            r.resize(depth + 1, None);
+        }
+        r[depth] = Some(l);
+    }
+
+    /// Forgets any remembered retry state of `core` (the caller gave up on the transaction).
+    pub fn forget_retry(&mut self, core: usize) {
+        self.retry[core].iter_mut().for_each(|r| *r = None);
+    }
+
+    /// Records a transactional read of `word` in `line` by frame `idx` of `core`.
+    #[inline]
+    pub fn record_read(&mut self, core: usize, idx: usize, word: u64, line: u64) {
+        let f = &mut self.stacks[core][idx];
+        if f.touched_words.insert(word, 0) {
+            f.logical.karma += 1;
+        }
+        f.touched_lines.insert(line, 0);
+        if f.rot {
+            return;
+        }
+        f.read_words.insert(word, 0);
+        if f.read_lines.insert(line, 0) {
+            self.line_r[line as usize] |= 1 << core;
+        }
+    }
+
+    /// Records a transactional write of `word` in `line`; returns true on the first write
+    /// of that word by this frame.
+    #[inline]
+    pub fn record_write(&mut self, core: usize, idx: usize, word: u64, line: u64) -> bool {
+        let f = &mut self.stacks[core][idx];
+        if f.touched_words.insert(word, 0) {
+            f.logical.karma += 1;
+        }
+        f.touched_lines.insert(line, 0);
+        let first = f.write_words.insert(word, 0);
+        if f.write_lines.insert(line, 0) {
+            self.line_w[line as usize] |= 1 << core;
+        }
+        first
+    }
+
+    /// Clears the per-line masks of frame `idx` of `core` (keeping bits other frames of the
+    /// same core still need), and empties its read/write line sets.
+    pub fn clear_tracking(&mut self, core: usize, idx: usize) {
+        let bit = 1u64 << core;
+        let multi = self.stacks[core].len() > 1;
+        let f = &self.stacks[core][idx];
+        for line in f.read_lines.keys() {
+            let keep = multi
+                && self.stacks[core]
+                    .iter()
+                    .enumerate()
+                    .any(|(j, g)| j != idx && g.read_lines.contains(line));
+            if !keep {
+                self.line_r[line as usize] &= !bit;
+            }
+        }
+        for line in f.write_lines.keys() {
+            let keep = multi
+                && self.stacks[core]
+                    .iter()
+                    .enumerate()
+                    .any(|(j, g)| j != idx && g.write_lines.contains(line));
+            if !keep {
+                self.line_w[line as usize] &= !bit;
+            }
+        }
+        let f = &mut self.stacks[core][idx];
+        f.read_lines.clear();
+        f.write_lines.clear();
+        f.read_words.clear();
+        f.write_words.clear();
+    }
+
+    /// Appends to `out` every frame `(core, index)` whose footprint conflicts with an access
+    /// by `core` to `word`/`line`, except frame `skip` of `core` (the requester itself).
+    pub fn conflicts(
+        &self,
+        core: usize,
+        skip: Option<usize>,
+        line: u64,
+        word: u64,
+        write: bool,
+        out: &mut Vec<(usize, usize)>,
+    ) {
+        let mut mask = self.line_w[line as usize];
+        if write {
+            mask |= self.line_r[line as usize];
+        }
+        if mask == 0 {
+            return;
+        }
+        let wg = self.cfg.granularity == crate::config::Granularity::Word;
+        while mask != 0 {
+            let d = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            for (j, f) in self.stacks[d].iter().enumerate() {
+                if d == core && Some(j) == skip {
+                    continue;
+                }
+                if f.conflicts_with(line, word, write, wg) {
+                    out.push((d, j));
+                }
+            }
+        }
+    }
+
+    /// Number of frames (including markers) on `core`.
+    pub fn depth(&self, core: usize) -> usize {
+        self.stacks[core].len()
+    }
+}

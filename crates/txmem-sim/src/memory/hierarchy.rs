@@ -1,0 +1,221 @@
+//! Per-core private caches (L1, optional L2), the shared last-level cache, main memory, and
+//! the coherence protocol that keeps the private caches consistent.
+
+use super::cache::SetAssocCache;
+use crate::coherence::mesi::MesiSnooping;
+use crate::coherence::{CoherenceProtocol, DataSource, LineState, Request, RequestKind};
+use crate::config::{ProtocolKind, SimConfig};
+use crate::engine::time::Cycle;
+use crate::stats::CacheStats;
+
+/// Result of one access to the hierarchy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessResult {
+    /// Cycles until the data (and permission) is available.
+    pub latency: Cycle,
+    /// Lines that left the requester's L1 for capacity (0, 1 or 2 of them).
+    pub evicted: [u64; 2],
+    /// How many entries of `evicted` are valid.
+    pub n_evicted: usize,
+    /// Bit mask of peer cores whose copy was invalidated.
+    pub invalidated: u64,
+}
+
+/// The whole cache hierarchy of the machine.
+pub struct Hierarchy {
+    l1: Vec<SetAssocCache>,
+    l1_latency: Cycle,
+    l2: Option<Vec<SetAssocCache>>,
+    l2_latency: Cycle,
+    llc: SetAssocCache,
+    llc_latency: Cycle,
+    memory_latency: Cycle,
+    /// The coherence protocol.
+    pub proto: Box<dyn CoherenceProtocol>,
+    /// Hit and miss counters.
+    pub stats: CacheStats,
+}
+
+impl std::fmt::Debug for Hierarchy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hierarchy")
+            .field("protocol", &self.proto.name())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+fn cache(size: u64, ways: u32, line: u64) -> SetAssocCache {
+    SetAssocCache::new((size / line) as usize, ways as usize)
+}
+
+impl Hierarchy {
+    /// Builds the hierarchy described by a validated configuration.
+    pub fn new(cfg: &SimConfig) -> Self {
+        let lb = cfg.line_bytes;
+        let lines = (cfg.memory_bytes / lb) as usize;
+        let proto: Box<dyn CoherenceProtocol> = match cfg.coherence.protocol {
+            ProtocolKind::MesiSnooping => {
+                Box::new(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
+            }
+        };
+        Hierarchy {
+            l1: (0..cfg.cores)
+                .map(|_| cache(cfg.l1.size_bytes, cfg.l1.ways, lb))
+                .collect(),
+            l1_latency: cfg.l1.latency,
+            l2: cfg.l2.enabled.then(|| {
+                (0..cfg.cores)
+                    .map(|_| cache(cfg.l2.cache.size_bytes, cfg.l2.cache.ways, lb))
+                    .collect()
+            }),
+            l2_latency: cfg.l2.cache.latency,
+            llc: cache(cfg.llc.size_bytes, cfg.llc.ways, lb),
+            llc_latency: cfg.llc.latency,
+            memory_latency: cfg.memory_latency,
+            proto,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Latency of an access that must go all the way to memory (used for overflowed lines).
+    pub fn memory_path_latency(&self) -> Cycle {
+        self.l1_latency + self.llc_latency + self.memory_latency
+    }
+
+    /// Whether `core`'s L1 holds `line`.
+    pub fn l1_contains(&self, core: usize, line: u64) -> bool {
+        self.l1[core].contains(line)
+    }
+
+    /// Performs an access by `core` to `line` at time `now`, moving lines and coherence
+    /// permissions as needed, and returns its latency and the lines it pushed out of the L1.
+    pub fn access(&mut self, core: usize, line: u64, write: bool, now: Cycle) -> AccessResult {
+        let st = self.proto.state(core, line);
+        let mut res = AccessResult {
+            latency: self.l1_latency,
+            ..AccessResult::default()
+        };
+        let permitted = if write { st.writable() } else { st.readable() };
+        if self.l1[core].touch(line) && permitted {
+            self.stats.l1.hits += 1;
+            if write && st == LineState::Exclusive {
+                self.proto.silent_upgrade(core, line);
+            }
+            return res;
+        }
+        self.stats.l1.misses += 1;
+        if let Some(l2) = &mut self.l2 {
+            res.latency += self.l2_latency;
+            if l2[core].touch(line) && permitted {
+                self.stats.l2.hits += 1;
+                if write && st == LineState::Exclusive {
+                    self.proto.silent_upgrade(core, line);
+                }
+                self.fill_l1(core, line, now, &mut res);
+                return res;
+            }
+            self.stats.l2.misses += 1;
+        }
+        let kind = if !write {
+            RequestKind::GetS
+        } else if st == LineState::Shared {
+            RequestKind::Upgrade
+        } else {
+            RequestKind::GetM
+        };
+        let r = self.proto.request(Request {
+            core,
+            line,
+            kind,
+            now: now + res.latency,
+        });
+        res.latency += r.latency;
+        match r.source {
+            DataSource::Shared => {
+                if self.llc.touch(line) {
+                    self.stats.llc.hits += 1;
+                    res.latency += self.llc_latency;
+                } else {
+                    self.stats.llc.misses += 1;
+                    res.latency += self.llc_latency + self.memory_latency;
+                    self.llc.insert(line);
+                }
+            }
+            DataSource::Peer(_) => {
+                // A dirty owner's data is written back to the shared level as it moves.
+                self.llc.insert(line);
+            }
+            DataSource::None => {}
+        }
+        let mut inv = r.invalidated;
+        res.invalidated = inv;
+        while inv != 0 {
+            let d = inv.trailing_zeros() as usize;
+            inv &= inv - 1;
+            self.l1[d].remove(line);
+            if let Some(l2) = &mut self.l2 {
+                l2[d].remove(line);
+            }
+        }
+        if let Some(l2) = &mut self.l2 {
+            if let Some(v) = l2[core].insert(line) {
+                // Inclusive L2: the victim leaves the L1 as well.
+                if self.l1[core].remove(v) {
+                    res.evicted[res.n_evicted] = v;
+                    res.n_evicted += 1;
+                    self.stats.l1_evictions += 1;
+                }
+                self.proto.evict(core, v, now);
+                self.llc.insert(v);
+            }
+        }
+        self.fill_l1(core, line, now, &mut res);
+        res
+    }
+
+    fn fill_l1(&mut self, core: usize, line: u64, now: Cycle, res: &mut AccessResult) {
+        if let Some(v) = self.l1[core].insert(line) {
+            self.stats.l1_evictions += 1;
+            res.evicted[res.n_evicted] = v;
+            res.n_evicted += 1;
+            if self.l2.is_none() {
+                self.proto.evict(core, v, now);
+                self.llc.insert(v);
+            }
+        }
+    }
+
+    /// Checks that caches and protocol agree about `line`: a private cache holds it exactly
+    /// when the protocol says the core has a valid copy, and the protocol's own invariants.
+    pub fn check_line(&self, line: u64) -> Result<(), String> {
+        self.proto.check_line(line)?;
+        let holders = self.proto.holders(line);
+        for (c, l1) in self.l1.iter().enumerate() {
+            let in_private =
+                l1.contains(line) || self.l2.as_ref().is_some_and(|l2| l2[c].contains(line));
+            if in_private != (holders & (1 << c) != 0) {
+                return Err(format!(
+                    "line {line}: core {c} private caches {} it but the protocol says {:?}",
+                    if in_private { "hold" } else { "do not hold" },
+                    self.proto.state(c, line)
+                ));
+            }
+            if l1.contains(line) && !self.proto.state(c, line).readable() {
+                return Err(format!("line {line}: core {c} L1 holds an invalid line"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every line present in some private cache.
+    pub fn private_lines(&self) -> Vec<u64> {
+        let mut v: Vec<u64> = self.l1.iter().flat_map(|c| c.lines()).collect();
+        if let Some(l2) = &self.l2 {
+            v.extend(l2.iter().flat_map(|c| c.lines()));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}

@@ -1,0 +1,254 @@
+//! Statistics of one simulation run, serde-serializable and comparable bit for bit.
+
+use serde::{Deserialize, Serialize};
+
+/// A histogram with power-of-two buckets: bucket 0 counts zeros, bucket `i > 0` counts values
+/// in `2^(i-1) ..= 2^i - 1`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// Counts per bucket (trailing empty buckets omitted).
+    pub buckets: Vec<u64>,
+    /// Number of samples.
+    pub count: u64,
+    /// Sum of all samples.
+    pub sum: u64,
+    /// Largest sample.
+    pub max: u64,
+}
+
+impl Histogram {
+    /// Adds one sample.
+    pub fn record(&mut self, value: u64) {
+        let b = (64 - value.leading_zeros()) as usize;
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += 1;
+        self.count += 1;
+        self.sum += value;
+        self.max = self.max.max(value);
+    }
+
+    /// Mean of the samples (0 when empty).
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.count as f64
+        }
+    }
+
+    /// Human-readable label of bucket `i`, e.g. `"4-7"`.
+    pub fn bucket_label(i: usize) -> String {
+        match i {
+            0 => "0".into(),
+            1 => "1".into(),
+            _ => format!("{}-{}", 1u64 << (i - 1), (1u64 << i) - 1),
+        }
+    }
+}
+
+/// Aborts counted by cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortCounts {
+    /// `xabort(code)`.
+    pub explicit: u64,
+    /// Lost a conflict with another transaction or a non-transactional access.
+    pub conflict: u64,
+    /// A transactional line left the L1 (bounded capacity).
+    pub capacity: u64,
+    /// Flat nesting or the suspend stack went too deep.
+    pub nesting: u64,
+    /// Aborted by an interrupt (interrupt mode `abort`).
+    pub interrupt: u64,
+}
+
+impl AbortCounts {
+    /// Sum over all causes.
+    pub fn total(&self) -> u64 {
+        self.explicit + self.conflict + self.capacity + self.nesting + self.interrupt
+    }
+}
+
+/// Transactional statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxStats {
+    /// Transaction attempts started (`xbegin` of an outermost transaction).
+    pub begins: u64,
+    /// Committed transactions ("Total Transactions" in TxLinux: unique transactions).
+    pub commits: u64,
+    /// Rollback-only transactions among the commits.
+    pub rot_commits: u64,
+    /// Aborted attempts (TxLinux's non-unique restarts).
+    pub restarts: u64,
+    /// Committed transactions that restarted at least once (TxLinux's unique restarts).
+    pub unique_restarts: u64,
+    /// Aborts by cause.
+    pub aborts: AbortCounts,
+    /// Aborts whose status carried the persistent hint.
+    pub persistent_aborts: u64,
+    /// Cycles spent in backoff before restarts.
+    pub backoff_cycles: u64,
+    /// Number of backoff periods.
+    pub backoffs: u64,
+    /// Cycles spent stalled on conflicts (stall-on-conflict).
+    pub stall_cycles: u64,
+    /// Accesses that stalled at least once.
+    pub stalls: u64,
+    /// Stalls refused because they would have closed a waits-for cycle.
+    pub deadlocks_avoided: u64,
+    /// Transactions that overflowed the L1 (unbounded capacity).
+    pub overflows: u64,
+    /// Transactions running when an interrupt was taken.
+    pub interrupted_transactions: u64,
+    /// Suspended transactions (xpush or tsuspend) doomed by a conflict while suspended.
+    pub doomed_while_suspended: u64,
+    /// Committed read sets, unique bytes.
+    pub read_set_bytes: Histogram,
+    /// Committed read sets, unique lines.
+    pub read_set_lines: Histogram,
+    /// Committed write sets, unique bytes.
+    pub write_set_bytes: Histogram,
+    /// Committed write sets, unique lines.
+    pub write_set_lines: Histogram,
+    /// Committed working sets (read ∪ write), unique bytes.
+    pub working_set_bytes: Histogram,
+    /// Committed working sets (read ∪ write), unique lines.
+    pub working_set_lines: Histogram,
+}
+
+impl TxStats {
+    /// Restart rate as TxLinux defines it: restarts / (restarts + transactions).
+    pub fn restart_rate(&self) -> f64 {
+        let d = self.restarts + self.commits;
+        if d == 0 {
+            0.0
+        } else {
+            self.restarts as f64 / d as f64
+        }
+    }
+
+    /// Unique restarts / transactions.
+    pub fn unique_restart_rate(&self) -> f64 {
+        if self.commits == 0 {
+            0.0
+        } else {
+            self.unique_restarts as f64 / self.commits as f64
+        }
+    }
+}
+
+/// Hits and misses of one cache level.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelStats {
+    /// Accesses served at this level.
+    pub hits: u64,
+    /// Accesses that went past this level.
+    pub misses: u64,
+}
+
+impl LevelStats {
+    /// misses / (hits + misses).
+    pub fn miss_rate(&self) -> f64 {
+        let t = self.hits + self.misses;
+        if t == 0 {
+            0.0
+        } else {
+            self.misses as f64 / t as f64
+        }
+    }
+}
+
+/// Cache statistics of the whole hierarchy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheStats {
+    /// Private L1s (summed over cores). A hit needs the right permission too.
+    pub l1: LevelStats,
+    /// Private L2s (zero when disabled).
+    pub l2: LevelStats,
+    /// Shared last-level cache.
+    pub llc: LevelStats,
+    /// Lines evicted from L1s.
+    pub l1_evictions: u64,
+}
+
+/// Coherence traffic, counted honestly for the protocol in use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoherenceStats {
+    /// Read requests (GetS).
+    pub get_s: u64,
+    /// Read-for-ownership requests (GetM).
+    pub get_m: u64,
+    /// Upgrades from S to M (no data).
+    pub upgrades: u64,
+    /// Writebacks of dirty lines (PutM).
+    pub writebacks: u64,
+    /// Clean evictions that the protocol was told about (PutS/PutE).
+    pub clean_evictions: u64,
+    /// Messages on the interconnect (requests, data responses, invalidation acks...).
+    pub messages: u64,
+    /// Cache tag lookups caused by other cores' requests (snoops).
+    pub snoops: u64,
+    /// Copies invalidated in peer caches.
+    pub invalidations: u64,
+    /// Lines supplied by a peer cache.
+    pub cache_to_cache: u64,
+    /// Lines supplied by the LLC or memory.
+    pub from_shared: u64,
+    /// Interconnect transactions (bus tenures).
+    pub bus_transactions: u64,
+    /// Cycles requests waited for the interconnect.
+    pub bus_wait_cycles: u64,
+    /// Cycles the interconnect was busy.
+    pub bus_busy_cycles: u64,
+}
+
+/// Per-core summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoreStats {
+    /// Simulated time at which the core's thread finished.
+    pub cycles: u64,
+    /// Memory operations (loads, stores, CAS, fetch-add, fences) issued.
+    pub mem_ops: u64,
+    /// Commits on this core.
+    pub commits: u64,
+    /// Aborted attempts on this core.
+    pub restarts: u64,
+    /// Backoff cycles on this core.
+    pub backoff_cycles: u64,
+    /// Stall cycles on this core.
+    pub stall_cycles: u64,
+    /// Interrupts taken.
+    pub interrupts: u64,
+}
+
+/// Everything a run measured. Equal configurations and seeds give equal `Stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    /// Simulated time at which the last thread finished.
+    pub total_cycles: u64,
+    /// Whether the run stopped at `max_cycles` before every thread finished.
+    pub timed_out: bool,
+    /// Per-core figures.
+    pub per_core: Vec<CoreStats>,
+    /// Memory operations issued (all cores).
+    pub mem_ops: u64,
+    /// Loads.
+    pub loads: u64,
+    /// Stores.
+    pub stores: u64,
+    /// Read-modify-writes (CAS, fetch-add).
+    pub rmws: u64,
+    /// Fences.
+    pub fences: u64,
+    /// Events processed by the executor.
+    pub events: u64,
+    /// Interrupts taken.
+    pub interrupts: u64,
+    /// Transactions.
+    pub tx: TxStats,
+    /// Caches.
+    pub cache: CacheStats,
+    /// Coherence traffic.
+    pub coherence: CoherenceStats,
+}
