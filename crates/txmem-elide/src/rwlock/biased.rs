@@ -1,0 +1,319 @@
+//! A scalable reader-biased reader-writer lock (BRAVO over `parking_lot`'s `RawRwLock`).
+//!
+//! While *reader bias* is on, a reader does not touch the shared lock word: it increments a
+//! counter in its own cache-padded *reader slot* (picked by a per-thread index, as in a
+//! big-reader lock), then checks that the bias is still on. Readers on different slots share
+//! no written cache line, so read-mostly workloads scale. A writer takes the underlying lock,
+//! *revokes* the bias and waits for every slot to drain; readers that arrive meanwhile see the
+//! bias off and queue on the underlying lock. To keep write-heavy phases from paying a
+//! revocation each time, the bias stays off for a while after a revocation (nine times as
+//! long as the revocation took, as in BRAVO) and is turned back on by a reader on the slow
+//! path once that time has passed.
+//!
+//! The handshake: a reader does `slot += 1` then reads `bias`; a writer does `bias = false`
+//! then reads every slot; all four are sequentially consistent, so either the reader sees the
+//! bias off (and backs out) or the writer sees the reader's slot (and waits for it).
+//!
+//! Writers cannot starve: once a writer has revoked the bias no new reader takes the fast
+//! path, and `parking_lot`'s lock is task-fair (new readers queue behind a waiting writer).
+
+use super::holds::{self, Hold};
+use crossbeam_utils::{Backoff, CachePadded};
+use lock_api::RawRwLock as _;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// Number of reader slots per lock. Threads beyond this share slots (correct, but they then
+/// share a cache line).
+pub const READER_SLOTS: usize = 32;
+
+/// How many times the revocation time the bias stays off after a revocation.
+const INHIBIT_FACTOR: u64 = 9;
+
+/// The fields every reader reads, and writers write only while revoking.
+struct Header {
+    inner: parking_lot::RawRwLock,
+    bias: AtomicBool,
+    inhibit_until: AtomicU64,
+    revocations: AtomicU64,
+}
+
+/// A reader-biased raw reader-writer lock; the fallback of
+/// [`RawElidedRwLock`](crate::RawElidedRwLock), and usable on its own through
+/// [`BiasedRwLock`].
+///
+/// It is large (a cache line per reader slot, about 4 KiB): meant for a few hot,
+/// read-mostly locks, not for one lock per object.
+pub struct RawBiasedRwLock {
+    header: CachePadded<Header>,
+    slots: [CachePadded<AtomicUsize>; READER_SLOTS],
+}
+
+/// A reader-writer lock with BRAVO-style reader bias: `lock_api::RwLock` over
+/// [`RawBiasedRwLock`].
+///
+/// ```
+/// use txmem_elide::BiasedRwLock;
+///
+/// let l = BiasedRwLock::new(5);
+/// assert_eq!(*l.read(), 5);
+/// *l.write() += 1;
+/// assert_eq!(*l.read(), 6);
+/// ```
+pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
+
+thread_local! {
+    static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+#[inline]
+fn my_slot() -> usize {
+    SLOT.with(|s| {
+        let v = s.get();
+        if v != usize::MAX {
+            v
+        } else {
+            let v = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % READER_SLOTS;
+            s.set(v);
+            v
+        }
+    })
+}
+
+/// A cheap monotonic tick count (the time-stamp counter on x86-64).
+#[inline]
+fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: RDTSC exists on every x86-64 CPU and only reads the time-stamp counter. The
+        // intrinsic is an `unsafe fn` on older toolchains, hence the allow.
+        #[allow(unused_unsafe)]
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+}
+
+impl RawBiasedRwLock {
+    /// An unlocked lock with reader bias on.
+    pub const fn new() -> Self {
+        RawBiasedRwLock {
+            header: CachePadded::new(Header {
+                inner: parking_lot::RawRwLock::INIT,
+                bias: AtomicBool::new(true),
+                inhibit_until: AtomicU64::new(0),
+                revocations: AtomicU64::new(0),
+            }),
+            slots: [const { CachePadded::new(AtomicUsize::new(0)) }; READER_SLOTS],
+        }
+    }
+
+    #[inline]
+    pub(crate) fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Whether reader bias is currently on.
+    pub fn reader_bias(&self) -> bool {
+        self.header.bias.load(Ordering::Relaxed)
+    }
+
+    /// How many times writers have revoked the reader bias.
+    pub fn revocations(&self) -> u64 {
+        self.header.revocations.load(Ordering::Relaxed)
+    }
+
+    /// True if the underlying lock is held for writing.
+    #[inline]
+    pub(crate) fn write_locked(&self) -> bool {
+        self.header.inner.is_locked_exclusive()
+    }
+
+    /// True if a writer could not enter now: the underlying lock is held (by a writer or
+    /// slow readers), or fast readers are inside. Reads every slot while bias is on, so a
+    /// transaction calling it conflicts with any fast reader that arrives later.
+    #[inline]
+    pub(crate) fn writer_busy(&self) -> bool {
+        self.header.inner.is_locked()
+            || (self.header.bias.load(Ordering::SeqCst)
+                && self.slots.iter().any(|s| s.load(Ordering::SeqCst) != 0))
+    }
+
+    /// Tries the fast path: succeeds (and records a `Fast` hold) if bias is on.
+    #[inline]
+    fn try_read_fast(&self) -> bool {
+        if !self.header.bias.load(Ordering::Relaxed) || !holds::try_push(self.addr(), Hold::Fast) {
+            return false;
+        }
+        let slot = &self.slots[my_slot()];
+        slot.fetch_add(1, Ordering::SeqCst);
+        if self.header.bias.load(Ordering::SeqCst) {
+            return true;
+        }
+        // A writer revoked the bias in between: back out, it may be waiting for us.
+        slot.fetch_sub(1, Ordering::Release);
+        holds::take(self.addr());
+        false
+    }
+
+    #[inline]
+    fn maybe_restore_bias(&self) {
+        // Called with the underlying lock held for reading, so no writer is revoking.
+        let h = &self.header;
+        if !h.bias.load(Ordering::Relaxed) && ticks() >= h.inhibit_until.load(Ordering::Relaxed) {
+            h.bias.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[cold]
+    fn lock_shared_slow(&self) {
+        self.header.inner.lock_shared();
+        self.maybe_restore_bias();
+    }
+
+    /// Turns the bias off and waits for fast readers to leave. Requires the underlying lock
+    /// held exclusively.
+    #[cold]
+    fn revoke(&self) {
+        let start = ticks();
+        self.header.bias.store(false, Ordering::SeqCst);
+        for slot in &self.slots {
+            let backoff = Backoff::new();
+            while slot.load(Ordering::SeqCst) != 0 {
+                backoff.snooze();
+            }
+        }
+        let end = ticks();
+        let took = end.saturating_sub(start).max(1);
+        self.header
+            .inhibit_until
+            .store(end.saturating_add(took * INHIBIT_FACTOR), Ordering::Relaxed);
+        let r = &self.header.revocations;
+        // Written only by the exclusive holder.
+        r.store(r.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Releases a read lock whose kind is `hold` (from the thread's records).
+    ///
+    /// # Safety
+    ///
+    /// The thread must hold a read lock of this kind (`None`: through the underlying lock).
+    #[inline]
+    pub(crate) unsafe fn release_read(&self, hold: Option<Hold>) {
+        match hold {
+            Some(Hold::Fast) => {
+                self.slots[my_slot()].fetch_sub(1, Ordering::Release);
+            }
+            // SAFETY: no record means the read lock was taken on the underlying lock.
+            None => unsafe { self.header.inner.unlock_shared() },
+            Some(Hold::Elided) => unreachable!("elided hold on a plain biased lock"),
+        }
+    }
+}
+
+impl Default for RawBiasedRwLock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for RawBiasedRwLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawBiasedRwLock")
+            .field("reader_bias", &self.reader_bias())
+            .field("revocations", &self.revocations())
+            .finish()
+    }
+}
+
+// SAFETY: readers and writers exclude each other. A writer holds the underlying lock
+// exclusively, which excludes slow readers and other writers; fast readers are excluded by
+// the Dekker-style handshake in the module documentation (SeqCst slot increment then bias
+// load, against SeqCst bias store then slot loads): a fast reader either sees the bias off
+// and leaves before reading data, or is seen by the writer, which waits until its slot's
+// Release decrement (read with SeqCst, so the reader's reads happen before the writer's
+// writes). A fast reader that sees the bias on after a writer has released synchronizes with
+// that writer through the reader that restored the bias while holding the underlying read
+// lock. Releases are matched with acquisitions through the per-thread hold records.
+unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+
+    type GuardMarker = lock_api::GuardNoSend;
+
+    #[inline]
+    fn lock_shared(&self) {
+        if !self.try_read_fast() {
+            self.lock_shared_slow();
+        }
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> bool {
+        if self.try_read_fast() {
+            return true;
+        }
+        if self.header.inner.try_lock_shared() {
+            self.maybe_restore_bias();
+            true
+        } else {
+            false
+        }
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self) {
+        let hold = holds::take(self.addr());
+        // SAFETY: the caller holds a read lock; the records say which kind.
+        unsafe { self.release_read(hold) }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) {
+        self.header.inner.lock_exclusive();
+        if self.header.bias.load(Ordering::Relaxed) {
+            self.revoke();
+        }
+    }
+
+    fn try_lock_exclusive(&self) -> bool {
+        if !self.header.inner.try_lock_exclusive() {
+            return false;
+        }
+        if self.header.bias.load(Ordering::Relaxed) {
+            self.header.bias.store(false, Ordering::SeqCst);
+            if self.slots.iter().any(|s| s.load(Ordering::SeqCst) != 0) {
+                // Readers inside: give up rather than wait. The bias stays off until a slow
+                // reader restores it.
+                // SAFETY: acquired above by this thread.
+                unsafe { self.header.inner.unlock_exclusive() };
+                return false;
+            }
+        }
+        true
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self) {
+        // SAFETY: the caller holds the write lock, i.e. the underlying lock exclusively.
+        unsafe { self.header.inner.unlock_exclusive() }
+    }
+
+    fn is_locked(&self) -> bool {
+        self.header.inner.is_locked() || self.slots.iter().any(|s| s.load(Ordering::Relaxed) != 0)
+    }
+
+    fn is_locked_exclusive(&self) -> bool {
+        self.header.inner.is_locked_exclusive()
+    }
+}

@@ -1,0 +1,288 @@
+//! Elision statistics, per lock and per thread.
+//!
+//! Every elided lock keeps a [`Counters`] block (read it with
+//! [`ElisionStatsExt::elision_stats`](crate::ElisionStatsExt::elision_stats)), and every thread
+//! that runs the elision machinery keeps one too, cache-padded and registered in a global
+//! list so [`global`] can sum them ([`thread`] reads the calling thread's).
+//!
+//! Costs: per-thread counters are written only by their owner (a plain load and store, no
+//! atomic read-modify-write). Per-lock fallback acquisitions of exclusive locks are counted
+//! while the lock is held, which also needs no read-modify-write. Per-lock elided commits and
+//! aborts use one relaxed `fetch_add` on a cache line that no transaction reads. Read-side
+//! acquisitions of the reader-writer lock's biased fast path are not counted per lock (that
+//! would put a shared write back on the path the bias exists to keep private).
+
+use crate::htm::{AbortCause, AbortStatus};
+use crossbeam_utils::CachePadded;
+use std::ops::Add;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Aborts broken down by cause.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AbortCounts {
+    /// Explicit aborts other than lock-busy (user code, or a backend refusing).
+    pub explicit: u64,
+    /// Sections that found the fallback lock held and aborted to wait for it.
+    pub lock_busy: u64,
+    /// Data conflicts.
+    pub conflict: u64,
+    /// Capacity overflows.
+    pub capacity: u64,
+    /// Debug-breakpoint aborts.
+    pub debug: u64,
+    /// Everything else (interrupts, faults, nested, unknown, no HTM).
+    pub other: u64,
+}
+
+impl AbortCounts {
+    /// All aborts.
+    pub fn total(&self) -> u64 {
+        self.explicit + self.lock_busy + self.conflict + self.capacity + self.debug + self.other
+    }
+}
+
+impl Add for AbortCounts {
+    type Output = AbortCounts;
+    fn add(self, o: AbortCounts) -> AbortCounts {
+        AbortCounts {
+            explicit: self.explicit + o.explicit,
+            lock_busy: self.lock_busy + o.lock_busy,
+            conflict: self.conflict + o.conflict,
+            capacity: self.capacity + o.capacity,
+            debug: self.debug + o.debug,
+            other: self.other + o.other,
+        }
+    }
+}
+
+/// A snapshot of elision statistics (of one lock, one thread, or all threads).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElisionStats {
+    /// Hardware transactions started for sections (outermost begins that succeeded or
+    /// failed).
+    pub attempts: u64,
+    /// Sections (or coarsened groups) that committed in hardware.
+    pub elided_commits: u64,
+    /// Aborts by cause.
+    pub aborts: AbortCounts,
+    /// Sections that ran under the real (fallback) lock.
+    pub fallback_acquisitions: u64,
+    /// Sections that committed as part of a coarsened group of two or more.
+    pub coarsened_sections: u64,
+    /// Reader-bias revocations by writers (reader-writer locks only).
+    pub bias_revocations: u64,
+}
+
+impl Add for ElisionStats {
+    type Output = ElisionStats;
+    fn add(self, o: ElisionStats) -> ElisionStats {
+        ElisionStats {
+            attempts: self.attempts + o.attempts,
+            elided_commits: self.elided_commits + o.elided_commits,
+            aborts: self.aborts + o.aborts,
+            fallback_acquisitions: self.fallback_acquisitions + o.fallback_acquisitions,
+            coarsened_sections: self.coarsened_sections + o.coarsened_sections,
+            bias_revocations: self.bias_revocations + o.bias_revocations,
+        }
+    }
+}
+
+/// A block of statistics counters (the live form of [`ElisionStats`]).
+#[derive(Debug, Default)]
+pub struct Counters {
+    attempts: AtomicU64,
+    commits: AtomicU64,
+    aborts: [AtomicU64; 6],
+    fallback: AtomicU64,
+    coarsened: AtomicU64,
+}
+
+/// Which counter to bump.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Stat {
+    Attempt,
+    Commit,
+    Abort(AbortStatus),
+    Fallback,
+    Coarsened(u64),
+}
+
+fn abort_index(s: AbortStatus) -> usize {
+    if s.is_lock_busy() {
+        return 1;
+    }
+    match s.cause() {
+        AbortCause::Explicit(_) => 0,
+        AbortCause::Conflict => 2,
+        AbortCause::Capacity => 3,
+        AbortCause::Debug => 4,
+        AbortCause::Nested | AbortCause::Other => 5,
+    }
+}
+
+impl Counters {
+    /// A zeroed block.
+    pub const fn new() -> Self {
+        Counters {
+            attempts: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            aborts: [const { AtomicU64::new(0) }; 6],
+            fallback: AtomicU64::new(0),
+            coarsened: AtomicU64::new(0),
+        }
+    }
+
+    fn cell(&self, s: Stat) -> (&AtomicU64, u64) {
+        match s {
+            Stat::Attempt => (&self.attempts, 1),
+            Stat::Commit => (&self.commits, 1),
+            Stat::Abort(st) => (&self.aborts[abort_index(st)], 1),
+            Stat::Fallback => (&self.fallback, 1),
+            Stat::Coarsened(n) => (&self.coarsened, n),
+        }
+    }
+
+    /// Adds with an atomic read-modify-write (any thread may call this).
+    #[inline]
+    pub(crate) fn add_shared(&self, s: Stat) {
+        let (c, n) = self.cell(s);
+        c.fetch_add(n, Relaxed);
+    }
+
+    /// Adds with a plain load and store: only correct while the caller is the only writer of
+    /// this counter (the owning thread, or the holder of an exclusive lock).
+    #[inline]
+    pub(crate) fn add_owned(&self, s: Stat) {
+        let (c, n) = self.cell(s);
+        c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+    }
+
+    /// Reads the counters (each one atomically; the set is not a consistent snapshot while
+    /// other threads are updating it).
+    pub fn snapshot(&self) -> ElisionStats {
+        let a = |i: usize| self.aborts[i].load(Relaxed);
+        ElisionStats {
+            attempts: self.attempts.load(Relaxed),
+            elided_commits: self.commits.load(Relaxed),
+            aborts: AbortCounts {
+                explicit: a(0),
+                lock_busy: a(1),
+                conflict: a(2),
+                capacity: a(3),
+                debug: a(4),
+                other: a(5),
+            },
+            fallback_acquisitions: self.fallback.load(Relaxed),
+            coarsened_sections: self.coarsened.load(Relaxed),
+            bias_revocations: 0,
+        }
+    }
+}
+
+struct Registry {
+    live: Vec<Arc<CachePadded<Counters>>>,
+    retired: ElisionStats,
+}
+
+static REGISTRY: parking_lot::Mutex<Registry> = parking_lot::Mutex::new(Registry {
+    live: Vec::new(),
+    retired: ElisionStats {
+        attempts: 0,
+        elided_commits: 0,
+        aborts: AbortCounts {
+            explicit: 0,
+            lock_busy: 0,
+            conflict: 0,
+            capacity: 0,
+            debug: 0,
+            other: 0,
+        },
+        fallback_acquisitions: 0,
+        coarsened_sections: 0,
+        bias_revocations: 0,
+    },
+});
+
+struct Local(Arc<CachePadded<Counters>>);
+
+impl Local {
+    fn register() -> Local {
+        let block = Arc::new(CachePadded::new(Counters::new()));
+        REGISTRY.lock().live.push(block.clone());
+        Local(block)
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let mut r = REGISTRY.lock();
+        r.retired = r.retired + self.0.snapshot();
+        r.live.retain(|b| !Arc::ptr_eq(b, &self.0));
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = Local::register();
+}
+
+/// Bumps a counter of the calling thread (no-op while the thread is being torn down).
+#[inline]
+pub(crate) fn thread_add(s: Stat) {
+    let _ = LOCAL.try_with(|l| l.0.add_owned(s));
+}
+
+/// The calling thread's statistics.
+pub fn thread() -> ElisionStats {
+    LOCAL.try_with(|l| l.0.snapshot()).unwrap_or_default()
+}
+
+/// The sum over all threads, including threads that have exited.
+pub fn global() -> ElisionStats {
+    let r = REGISTRY.lock();
+    r.live.iter().fold(r.retired, |acc, b| acc + b.snapshot())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aborts_land_in_their_cause_bucket() {
+        let c = Counters::new();
+        c.add_shared(Stat::Abort(AbortStatus::lock_busy()));
+        c.add_shared(Stat::Abort(AbortStatus::explicit(1)));
+        c.add_owned(Stat::Abort(AbortStatus::conflict()));
+        c.add_owned(Stat::Abort(AbortStatus::capacity()));
+        c.add_owned(Stat::Abort(AbortStatus::debug()));
+        c.add_owned(Stat::Abort(AbortStatus::other()));
+        c.add_owned(Stat::Coarsened(5));
+        let s = c.snapshot();
+        assert_eq!(
+            s.aborts,
+            AbortCounts {
+                explicit: 1,
+                lock_busy: 1,
+                conflict: 1,
+                capacity: 1,
+                debug: 1,
+                other: 1
+            }
+        );
+        assert_eq!(s.aborts.total(), 6);
+        assert_eq!(s.coarsened_sections, 5);
+    }
+
+    #[test]
+    fn exited_threads_are_kept_in_global() {
+        let before = global().fallback_acquisitions;
+        std::thread::spawn(|| {
+            thread_add(Stat::Fallback);
+            thread_add(Stat::Fallback);
+            assert_eq!(thread().fallback_acquisitions, 2);
+        })
+        .join()
+        .unwrap();
+        assert!(global().fallback_acquisitions >= before + 2);
+    }
+}
