@@ -1,0 +1,65 @@
+//! Panics inside transactions: a valid transaction's panic propagates with
+//! nothing installed and no lock held; a doomed transaction's panic retries.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+
+use txmem::{atomically, TBox};
+
+#[test]
+fn panic_in_valid_transaction_propagates_and_releases_everything() {
+    let b = TBox::new(1u32);
+    let aborted = AtomicU64::new(0);
+    let r = panic::catch_unwind(AssertUnwindSafe(|| {
+        atomically(|tx| {
+            b.set(tx, 99)?;
+            tx.on_abort(|| {
+                aborted.fetch_add(1, Ordering::SeqCst);
+            });
+            if b.get(tx)? == 99 {
+                panic!("boom");
+            }
+            Ok(())
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(b.load(), 1, "nothing installed");
+    assert_eq!(aborted.load(Ordering::SeqCst), 1, "abort handlers ran once");
+    // No lock held, and the thread can run transactions again.
+    atomically(|tx| b.modify(tx, |v| v + 1));
+    assert_eq!(b.load(), 2);
+}
+
+#[test]
+fn panic_in_doomed_transaction_is_retried() {
+    // Two boxes that writers keep equal. A NON-opaque reader may see them
+    // differ; it "panics" on that inconsistency, which must be treated as
+    // an abort (the attempt was doomed), never propagated.
+    let a = TBox::new(0u64);
+    let b = TBox::new(0u64);
+    let opts = txmem::TxOptions::new().opacity(txmem::Opacity::None);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            for i in 1..=20_000u64 {
+                atomically(|tx| {
+                    a.set(tx, i)?;
+                    b.set(tx, i)
+                });
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                opts.run(|tx| {
+                    let x = a.get(tx)?;
+                    let y = b.get(tx)?;
+                    assert_eq!(x, y, "inconsistent view");
+                    Ok(())
+                });
+            }
+        });
+    });
+    assert_eq!(a.load(), b.load());
+}
