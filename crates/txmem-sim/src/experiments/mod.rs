@@ -1,1 +1,213 @@
+//! Experiments: named runs of workloads over parameter values, producing rows of
+//! `{params, metrics}` in the JSON contract of `txmem sim`:
+//! `{"experiment", "version", "config": {...}, "results": [{"params": {...}, "metrics": {...}}]}`.
 
+pub mod registry;
+pub mod sweep;
+pub mod table;
+
+use crate::config::{set_json_path, ConfigError, SimConfig};
+use crate::workloads::{self, RunResult, WorkloadConfig, WorkloadError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Version of the report format and simulator, written into every report.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything one run needs: the machine and the workload.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// The simulated machine.
+    pub sim: SimConfig,
+    /// The workload.
+    pub workload: WorkloadConfig,
+}
+
+impl RunConfig {
+    /// Sets a parameter by dotted path: `workload.<field>`, `sim.<path>`, or a bare
+    /// `<path>` into the machine configuration (e.g. `htm.policy`, `cores`).
+    ///
+    /// ```
+    /// use txmem_sim::experiments::RunConfig;
+    /// let mut rc = RunConfig::default();
+    /// rc.set("htm.backoff", "exponential").unwrap();
+    /// rc.set("workload.array_size", "16").unwrap();
+    /// assert_eq!(rc.workload.array_size, 16);
+    /// assert!(rc.set("htm.backoff", "sideways").is_err());
+    /// ```
+    pub fn set(&mut self, path: &str, value: &str) -> Result<(), ConfigError> {
+        let full = if path.starts_with("workload.") || path.starts_with("sim.") {
+            path.to_string()
+        } else {
+            format!("sim.{path}")
+        };
+        let mut doc = serde_json::to_value(&*self).map_err(|e| ConfigError(e.to_string()))?;
+        set_json_path(&mut doc, &full, value)?;
+        *self = serde_json::from_value(doc)
+            .map_err(|e| ConfigError(format!("cannot set {path} = {value}: {e}")))?;
+        Ok(())
+    }
+
+    /// Validates the machine configuration.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.sim.validate()
+    }
+}
+
+/// One row of results.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// What was varied, and its value.
+    pub params: Map<String, Value>,
+    /// What was measured.
+    pub metrics: Map<String, Value>,
+}
+
+/// The report of one experiment, in the stable JSON contract.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Experiment name.
+    pub experiment: String,
+    /// Simulator version.
+    pub version: String,
+    /// Base configuration (before per-row parameters).
+    pub config: Value,
+    /// One row per run.
+    pub results: Vec<Row>,
+    /// What the rows reproduce, in words.
+    pub description: String,
+    /// Mean simulated memory operations per host second over all rows.
+    pub host_ops_per_sec: f64,
+}
+
+/// Metrics of one run (all deterministic except the `host_*` ones).
+pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
+    let s = &r.stats;
+    let incs = (rc.sim.cores as u64 * rc.workload.increments).max(1) as f64;
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("cycles", s.total_cycles.into());
+    put(
+        "cycles_per_increment",
+        (s.total_cycles as f64 / incs).into(),
+    );
+    put("timed_out", s.timed_out.into());
+    put("commits", s.tx.commits.into());
+    put("restarts", s.tx.restarts.into());
+    put("unique_restarts", s.tx.unique_restarts.into());
+    put("restart_rate", s.tx.restart_rate().into());
+    put("unique_restart_rate", s.tx.unique_restart_rate().into());
+    put("aborts_conflict", s.tx.aborts.conflict.into());
+    put("aborts_capacity", s.tx.aborts.capacity.into());
+    put("aborts_explicit", s.tx.aborts.explicit.into());
+    put("aborts_nesting", s.tx.aborts.nesting.into());
+    put("aborts_interrupt", s.tx.aborts.interrupt.into());
+    put("backoff_cycles", s.tx.backoff_cycles.into());
+    put(
+        "mean_backoff_cycles",
+        (s.tx.backoff_cycles as f64 / s.tx.backoffs.max(1) as f64).into(),
+    );
+    put("stall_cycles", s.tx.stall_cycles.into());
+    put("stalls", s.tx.stalls.into());
+    put("deadlocks_avoided", s.tx.deadlocks_avoided.into());
+    put(
+        "interrupted_transactions",
+        s.tx.interrupted_transactions.into(),
+    );
+    put("l1_miss_rate", s.cache.l1.miss_rate().into());
+    put("llc_miss_rate", s.cache.llc.miss_rate().into());
+    put("bus_transactions", s.coherence.bus_transactions.into());
+    put(
+        "bus_transactions_per_increment",
+        (s.coherence.bus_transactions as f64 / incs).into(),
+    );
+    put("coherence_messages", s.coherence.messages.into());
+    put("snoops", s.coherence.snoops.into());
+    put("invalidations", s.coherence.invalidations.into());
+    put("mem_ops", s.mem_ops.into());
+    put("host_seconds", r.host_seconds.into());
+    put("host_ops_per_sec", r.host_ops_per_sec().into());
+    m
+}
+
+/// Runs one configuration and returns its metrics.
+pub fn run_one(rc: &RunConfig) -> Result<Map<String, Value>, WorkloadError> {
+    let r = workloads::run(&rc.sim, &rc.workload)?;
+    Ok(metrics(rc, &r))
+}
+
+/// Progress callback: (runs done, runs in all, label of the run just finished).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize, &str);
+
+/// A failed experiment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExperimentError {
+    /// Bad parameter or configuration.
+    Config(ConfigError),
+    /// A run failed.
+    Run(String),
+    /// No experiment has this name.
+    Unknown(String),
+}
+
+impl std::fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExperimentError::Config(e) => e.fmt(f),
+            ExperimentError::Run(m) => write!(f, "run failed: {m}"),
+            ExperimentError::Unknown(n) => {
+                write!(f, "unknown experiment `{n}` (see `txmem sim --list`)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ExperimentError {}
+
+impl From<ConfigError> for ExperimentError {
+    fn from(e: ConfigError) -> Self {
+        ExperimentError::Config(e)
+    }
+}
+
+/// Adds `relative_time` and `relative_restart_rate` to every row, relative to row `base`.
+pub fn add_relative(rows: &mut [Row], base: usize) {
+    let get = |r: &Row, k: &str| r.metrics.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+    let (bt, br) = (get(&rows[base], "cycles"), get(&rows[base], "restart_rate"));
+    for r in rows.iter_mut() {
+        let t = get(r, "cycles");
+        let rr = get(r, "restart_rate");
+        r.metrics.insert(
+            "relative_time".into(),
+            if bt > 0.0 { t / bt } else { 0.0 }.into(),
+        );
+        r.metrics.insert(
+            "relative_restart_rate".into(),
+            if br > 0.0 { rr / br } else { 0.0 }.into(),
+        );
+    }
+}
+
+/// Builds a report from rows.
+pub fn report(name: &str, description: &str, base: &RunConfig, results: Vec<Row>) -> Report {
+    let ops: Vec<f64> = results
+        .iter()
+        .filter_map(|r| r.metrics.get("host_ops_per_sec")?.as_f64())
+        .collect();
+    let host_ops_per_sec = if ops.is_empty() {
+        0.0
+    } else {
+        ops.iter().sum::<f64>() / ops.len() as f64
+    };
+    Report {
+        experiment: name.to_string(),
+        version: VERSION.to_string(),
+        config: serde_json::to_value(base).unwrap_or(Value::Null),
+        results,
+        description: description.to_string(),
+        host_ops_per_sec,
+    }
+}

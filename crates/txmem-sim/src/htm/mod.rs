@@ -149,14 +149,89 @@ impl TxFrame {
     }
 }
 
+/// A core's stack of frames. Frames above the top are kept (not dropped) so that their set
+/// allocations are reused by the next transaction: pushing and popping moves no data.
+#[derive(Debug, Default, Clone)]
+pub struct FrameStack {
+    frames: Vec<TxFrame>,
+    len: usize,
+}
+
+impl FrameStack {
+    /// Number of frames.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no frames.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The frames, bottom first.
+    #[inline]
+    pub fn iter(&self) -> std::slice::Iter<'_, TxFrame> {
+        self.frames[..self.len].iter()
+    }
+
+    /// The top frame.
+    #[inline]
+    pub fn last(&self) -> Option<&TxFrame> {
+        self.frames[..self.len].last()
+    }
+
+    /// The top frame, mutably.
+    #[inline]
+    pub fn last_mut(&mut self) -> Option<&mut TxFrame> {
+        self.frames[..self.len].last_mut()
+    }
+
+    fn push_reset(&mut self) -> usize {
+        if self.len == self.frames.len() {
+            self.frames.push(TxFrame::default());
+        }
+        self.frames[self.len].reset();
+        self.len += 1;
+        self.len - 1
+    }
+
+    fn remove(&mut self, idx: usize) -> LogicalTx {
+        assert!(idx < self.len);
+        let l = std::mem::take(&mut self.frames[idx].logical);
+        if idx + 1 != self.len {
+            // Rare (a frame below the top ends): rotate it above the live frames.
+            let f = self.frames.remove(idx);
+            self.frames.insert(self.len - 1, f);
+        }
+        self.len -= 1;
+        l
+    }
+}
+
+impl std::ops::Index<usize> for FrameStack {
+    type Output = TxFrame;
+    #[inline]
+    fn index(&self, i: usize) -> &TxFrame {
+        &self.frames[..self.len][i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for FrameStack {
+    #[inline]
+    fn index_mut(&mut self, i: usize) -> &mut TxFrame {
+        &mut self.frames[..self.len][i]
+    }
+}
+
 /// All transactional state of the machine.
 #[derive(Debug)]
 pub struct Htm {
     /// The knobs.
     pub cfg: HtmConfig,
     /// Frame stack per core (top = last).
-    pub stacks: Vec<Vec<TxFrame>>,
-    pool: Vec<TxFrame>,
+    pub stacks: Vec<FrameStack>,
     /// Per line: cores with a frame that read it.
     pub line_r: Vec<u64>,
     /// Per line: cores with a frame that wrote it.
@@ -173,8 +248,7 @@ impl Htm {
     pub fn new(cfg: HtmConfig, cores: usize, lines: usize) -> Self {
         Htm {
             cfg,
-            stacks: vec![Vec::new(); cores],
-            pool: Vec::new(),
+            stacks: vec![FrameStack::default(); cores],
             line_r: vec![0; lines],
             line_w: vec![0; lines],
             retry: vec![Vec::new(); cores],
@@ -200,12 +274,9 @@ impl Htm {
             .rposition(|f| f.id == id && !f.marker)
     }
 
-    /// Pushes a fresh frame (from the pool) and returns its index.
+    /// Pushes a fresh frame (reusing a previous one's allocations) and returns its index.
     pub fn push_frame(&mut self, core: usize) -> usize {
-        let mut f = self.pool.pop().unwrap_or_default();
-        f.reset();
-        self.stacks[core].push(f);
-        self.stacks[core].len() - 1
+        self.stacks[core].push_reset()
     }
 
     /// Starts an outermost transaction attempt on `core` at time `now`; continues the logical
@@ -239,10 +310,7 @@ impl Htm {
     /// Removes frame `idx` of `core` (its tracking must be cleared already) and returns it
     /// to the pool; returns its logical state.
     pub fn pop_frame(&mut self, core: usize, idx: usize) -> LogicalTx {
-        let mut f = self.stacks[core].remove(idx);
-        let l = std::mem::take(&mut f.logical);
-        self.pool.push(f);
-        l
+        self.stacks[core].remove(idx)
     }
 
     /// Remembers the logical transaction of an aborted attempt at stack depth `depth`.

@@ -1,1 +1,139 @@
+//! Workloads: simulated programs that exercise the machine and check their own results.
 
+pub mod counter;
+
+use crate::engine::executor::SimError;
+use crate::stats::Stats;
+use serde::{Deserialize, Serialize};
+
+/// How a workload synchronizes its critical sections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncKind {
+    /// Test-and-test-and-set spinlock (Linux).
+    Spinlock,
+    /// Hardware transaction, restarted until it commits (TxLinux).
+    Tx,
+    /// POWER8 rollback-only transaction.
+    Rot,
+    /// One atomic fetch-and-add (a lower bound, no critical section).
+    Atomic,
+}
+
+impl SyncKind {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncKind::Spinlock => "spinlock",
+            SyncKind::Tx => "tx",
+            SyncKind::Rot => "rot",
+            SyncKind::Atomic => "atomic",
+        }
+    }
+}
+
+/// Which program to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// Every core increments one shared counter in a tight loop (TxLinux `counter`).
+    Counter,
+    /// Every core increments randomly chosen counters of an array (contention falls as the
+    /// array grows); each counter has its own line and, for the spinlock, its own lock.
+    CounterArray,
+}
+
+impl WorkloadKind {
+    /// The kebab-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Counter => "counter",
+            WorkloadKind::CounterArray => "counter-array",
+        }
+    }
+}
+
+/// Workload parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadConfig {
+    /// Program.
+    pub kind: WorkloadKind,
+    /// Synchronization.
+    pub sync: SyncKind,
+    /// Increments per core.
+    pub increments: u64,
+    /// Counters in the array (`counter-array`).
+    pub array_size: u64,
+    /// Cycles of local work between increments (0 = tight loop).
+    pub think_cycles: u64,
+    /// Put the spinlock on the counter's line instead of its own line.
+    pub lock_same_line: bool,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig {
+            kind: WorkloadKind::Counter,
+            sync: SyncKind::Tx,
+            increments: 1000,
+            array_size: 64,
+            think_cycles: 0,
+            lock_same_line: false,
+        }
+    }
+}
+
+/// A workload run that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadError {
+    /// The simulator could not run.
+    Sim(SimError),
+    /// The workload computed a wrong result (a simulator bug).
+    Check(String),
+}
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkloadError::Sim(e) => e.fmt(f),
+            WorkloadError::Check(m) => write!(f, "workload result check failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+impl From<SimError> for WorkloadError {
+    fn from(e: SimError) -> Self {
+        WorkloadError::Sim(e)
+    }
+}
+
+/// Statistics of a checked workload run, and how long the host took.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Simulator statistics (deterministic).
+    pub stats: Stats,
+    /// Host wall-clock seconds of the simulation (not deterministic).
+    pub host_seconds: f64,
+}
+
+impl RunResult {
+    /// Simulated memory operations per host second.
+    pub fn host_ops_per_sec(&self) -> f64 {
+        if self.host_seconds > 0.0 {
+            self.stats.mem_ops as f64 / self.host_seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs `w` on a machine configured by `sim` and checks its result.
+pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, WorkloadError> {
+    match w.kind {
+        WorkloadKind::Counter => counter::run_counter(sim, w),
+        WorkloadKind::CounterArray => counter::run_counter_array(sim, w),
+    }
+}
