@@ -661,8 +661,9 @@ impl Machine {
                 continue;
             }
             let i = tx.unwrap_or_default();
-            if self.cfg.htm.stall_on_conflict {
-                // Stall unless that would close a waits-for cycle; then the policy decides.
+            if self.cfg.htm.stall_on_conflict && self.holder_wrote(d, j, line, word) {
+                // The line is owned (written) by the other transaction: wait for it to finish,
+                // unless that would close a waits-for cycle; then the policy decides.
                 if !self.would_deadlock(core, d) {
                     lost_to = Some(d);
                     doom_all = false;
@@ -673,10 +674,9 @@ impl Machine {
             if !self.policy_requester_wins(core, i, d, j, write, word, line) {
                 lost_to = Some(d);
                 doom_all = false;
-                // Abort rather than stall after a deadlock was detected.
-                if self.cfg.htm.stall_on_conflict {
-                    lost_to = None;
-                }
+                // The policy's loser restarts (no stall after a deadlock check or when the
+                // holder only read the line).
+                lost_to = None;
                 break;
             }
         }
@@ -747,6 +747,16 @@ impl Machine {
         self.htm.stacks[core][i].logical = rl;
         self.htm.stacks[d][j].logical = hl;
         wins
+    }
+
+    /// Whether frame `j` of core `d` wrote the conflicting location (it owns the line).
+    fn holder_wrote(&self, d: usize, j: usize, line: u64, word: u64) -> bool {
+        let f = &self.htm.stacks[d][j];
+        if self.cfg.htm.granularity == crate::config::Granularity::Word {
+            f.write_words.contains(word)
+        } else {
+            f.write_lines.contains(line)
+        }
     }
 
     fn would_deadlock(&self, core: usize, holder: usize) -> bool {

@@ -97,7 +97,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "stall",
-        description: "MetaTM Table 8: eager restart vs stall-on-conflict on the counter",
+        description: "MetaTM Table 8: eager restart vs stall-on-conflict on the counter, per contention policy",
         workload: WorkloadKind::Counter,
         columns: &[
             "cycles",
@@ -111,7 +111,17 @@ pub const EXPERIMENTS: &[Experiment] = &[
         ],
         plot_metric: "restart_rate",
         plot_x: "stall_on_conflict",
-        build: || (spec("htm.stall_on_conflict", vec!["false".into(), "true".into()]), Some(0)),
+        build: || {
+            (
+                SweepSpec {
+                    param: "htm.stall_on_conflict".into(),
+                    values: vec!["false".into(), "true".into()],
+                    series_param: Some("htm.policy".into()),
+                    series_values: ["size-matters", "timestamp", "polka", "requester-wins"].map(String::from).to_vec(),
+                },
+                Some(0),
+            )
+        },
     },
     Experiment {
         name: "policies",
@@ -154,8 +164,12 @@ impl Experiment {
         let (spec, relative_to) = (self.build)();
         let mut rows = sweep(&base, &spec, progress)?;
         if let Some(b) = relative_to {
-            let b = b.min(rows.len() - 1);
-            add_relative(&mut rows, b);
+            // Relative to row `b` of each series (rows come series by series).
+            let chunk = spec.values.len().max(1);
+            for group in rows.chunks_mut(chunk) {
+                let b = b.min(group.len() - 1);
+                add_relative(group, b);
+            }
         }
         Ok(report(self.name, self.description, &base, rows))
     }

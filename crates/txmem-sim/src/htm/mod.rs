@@ -332,7 +332,7 @@ impl Htm {
     pub fn record_read(&mut self, core: usize, idx: usize, word: u64, line: u64) {
         let f = &mut self.stacks[core][idx];
         if f.touched_words.insert(word, 0) {
-            f.logical.karma += 1;
+            f.logical.karma = f.logical.karma.saturating_add(1);
         }
         f.touched_lines.insert(line, 0);
         if f.rot {
@@ -350,7 +350,7 @@ impl Htm {
     pub fn record_write(&mut self, core: usize, idx: usize, word: u64, line: u64) -> bool {
         let f = &mut self.stacks[core][idx];
         if f.touched_words.insert(word, 0) {
-            f.logical.karma += 1;
+            f.logical.karma = f.logical.karma.saturating_add(1);
         }
         f.touched_lines.insert(line, 0);
         let first = f.write_words.insert(word, 0);

@@ -36,13 +36,6 @@ pub async fn increment(cpu: &Cpu, sync: SyncKind, counter: u64, lock: u64) {
             })
             .await
         }
-        SyncKind::Rot => {
-            cpu.transaction_rot(|cpu| async move {
-                let v = cpu.load(counter).await;
-                cpu.store(counter, v + 1).await;
-            })
-            .await
-        }
         SyncKind::Atomic => {
             cpu.fetch_add(counter, 1).await;
         }

@@ -14,8 +14,6 @@ pub enum SyncKind {
     Spinlock,
     /// Hardware transaction, restarted until it commits (TxLinux).
     Tx,
-    /// POWER8 rollback-only transaction.
-    Rot,
     /// One atomic fetch-and-add (a lower bound, no critical section).
     Atomic,
 }
@@ -26,7 +24,6 @@ impl SyncKind {
         match self {
             SyncKind::Spinlock => "spinlock",
             SyncKind::Tx => "tx",
-            SyncKind::Rot => "rot",
             SyncKind::Atomic => "atomic",
         }
     }
