@@ -1,0 +1,131 @@
+//! End-to-end tests of `txmem sim` with tiny configurations.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn txmem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_txmem")).args(args).output().expect("run txmem")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("txmem-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn list_names_every_experiment() {
+    let o = txmem(&["sim", "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for name in ["counter", "counter-array", "backoff", "stall", "policies", "sweep"] {
+        assert!(out.contains(name), "missing {name} in:\n{out}");
+    }
+}
+
+#[test]
+fn counter_writes_the_json_contract() {
+    let json = tmp("counter.json");
+    let o = txmem(&["sim", "counter", "--cores", "2", "--increments", "20", "-q", "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("spinlock"));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["experiment"], "counter");
+    assert!(v["version"].is_string());
+    assert_eq!(v["config"]["sim"]["cores"], 2);
+    assert_eq!(v["config"]["workload"]["increments"], 20);
+    let results = v["results"].as_array().unwrap();
+    let syncs: Vec<&str> = results.iter().map(|r| r["params"]["sync"].as_str().unwrap()).collect();
+    assert_eq!(syncs, ["spinlock", "tx", "atomic"]);
+    for r in results {
+        let m = &r["metrics"];
+        assert!(m["cycles"].as_u64().unwrap() > 0);
+        assert!(m.as_object().unwrap().keys().any(|k| k.contains("host_ops_per_sec")));
+        assert!(m["host_ops_per_sec"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(results[1]["metrics"]["commits"], 40);
+    assert!(v["host_ops_per_sec"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn sweep_writes_table_json_and_svg() {
+    let svg = tmp("sweep.svg");
+    let json = tmp("sweep.json");
+    let o = txmem(&[
+        "sim",
+        "sweep",
+        "--param",
+        "htm.backoff",
+        "--values",
+        "none,linear",
+        "--series",
+        "cores=2,3",
+        "--increments",
+        "10",
+        "-q",
+        "--plot",
+        svg.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    assert!(text.contains("linear"), "x labels are drawn");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["experiment"], "sweep");
+    assert_eq!(v["results"].as_array().unwrap().len(), 4);
+    assert_eq!(v["results"][3]["params"]["cores"], 3);
+    assert_eq!(v["results"][3]["params"]["backoff"], "linear");
+    // A numeric sweep uses a numeric axis.
+    let svg2 = tmp("cores.svg");
+    let o = txmem(&["sim", "sweep", "--param", "cores", "--values", "1,2", "--increments", "5", "-q", "--plot", svg2.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&svg2).unwrap().starts_with("<svg"));
+}
+
+#[test]
+fn toml_config_is_read() {
+    let cfg = tmp("run.toml");
+    std::fs::write(&cfg, "[sim]\ncores = 3\n[sim.htm]\npolicy = \"polka\"\n[workload]\nincrements = 7\n").unwrap();
+    let json = tmp("toml.json");
+    let o = txmem(&["sim", "counter", "--config", cfg.to_str().unwrap(), "-q", "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["config"]["sim"]["htm"]["policy"], "polka");
+    assert_eq!(v["results"][1]["metrics"]["commits"], 21);
+}
+
+#[test]
+fn bad_arguments_fail_with_a_clear_message() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["sim", "no-such-experiment"], "unknown experiment"),
+        (&["sim", "counter", "--set", "htm.policy=bogus"], "cannot set htm.policy"),
+        (&["sim", "counter", "--set", "htm.nope=1"], "unknown parameter"),
+        (&["sim", "counter", "--set", "cores"], "PATH=VALUE"),
+        (&["sim", "counter", "--cores", "0"], "cores must be"),
+        (&["sim", "sweep", "--values", "1,2"], "--param"),
+        (&["sim", "sweep", "--param", "cores"], "--values"),
+        (&["sim", "counter", "--param", "cores"], "only for `txmem sim sweep`"),
+        (&["sim", "counter", "--config", "/nonexistent/x.toml"], "cannot read"),
+        (&["sim"], "no experiment"),
+    ];
+    for (args, want) in cases {
+        let o = txmem(args);
+        assert!(!o.status.success(), "{args:?} should fail");
+        let err = stderr(&o);
+        assert!(err.contains(want), "{args:?}: expected `{want}` in: {err}");
+    }
+    // Lazy detection with eager versioning is rejected with an explanation.
+    let o = txmem(&["sim", "counter", "--set", "htm.detection=lazy"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("versioning"));
+}
