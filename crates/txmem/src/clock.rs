@@ -11,8 +11,9 @@
 //!   transaction may begin until it commits.
 
 use crossbeam_utils::CachePadded;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
+use crate::sync::{protocol_static, AtomicU64};
 use crate::version::VERSION_STEP;
 
 /// Gate bit: an irrevocable transaction is running.
@@ -23,7 +24,9 @@ pub(crate) const HOURGLASS: u64 = 0b010;
 pub(crate) const PRIORITY: u64 = 0b100;
 const GATES: u64 = IRREVOCABLE | HOURGLASS | PRIORITY;
 
-static CLOCK: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(VERSION_STEP));
+protocol_static! {
+    static CLOCK: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(VERSION_STEP));
+}
 
 /// A snapshot of the clock word: time and gate bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +82,7 @@ pub(crate) fn wait_open(gate: u64) {
             std::thread::yield_now();
         } else {
             backoff.snooze();
+            crate::sync::spin_hint();
         }
     }
 }

@@ -130,6 +130,7 @@ pub mod item;
 mod object;
 mod options;
 pub mod stats;
+mod sync;
 mod tx;
 mod types;
 mod version;

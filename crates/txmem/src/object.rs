@@ -140,7 +140,7 @@ impl<'a> Commit<'a> {
                 return false;
             }
             spins += 1;
-            std::hint::spin_loop();
+            crate::sync::spin_hint();
         }
         true
     }

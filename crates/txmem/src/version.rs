@@ -9,7 +9,9 @@
 //! is the lock bit and bits 1–2 are free for the owning object's own flags
 //! (for example a "being inserted" mark).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
+
+use crate::sync::{spin_hint, AtomicU64};
 
 /// The lock bit of a version word.
 pub const LOCK_BIT: u64 = 1;
@@ -23,7 +25,10 @@ const VERSION_MASK: u64 = !(VERSION_STEP - 1);
 /// gives up. Locks are held only for the few instructions of an install, so
 /// a short bounded spin resolves most collisions without an abort, and the
 /// bound keeps commit deadlock-free without ordering the write set.
+#[cfg(not(txmem_loom))]
 pub(crate) const LOCK_SPINS: u32 = 64;
+#[cfg(txmem_loom)]
+pub(crate) const LOCK_SPINS: u32 = 2;
 
 /// A version number with a lock bit: the concurrency-control word of a
 /// transactional subobject.
@@ -47,12 +52,19 @@ pub struct TVersion(AtomicU64);
 
 impl TVersion {
     /// A fresh, unlocked version word (version 0).
+    #[cfg(not(txmem_loom))]
     pub const fn new() -> Self {
         TVersion(AtomicU64::new(0))
     }
 
+    /// A fresh, unlocked version word (version 0).
+    #[cfg(txmem_loom)]
+    pub fn new() -> Self {
+        TVersion(AtomicU64::new(0))
+    }
+
     /// A version word starting at `version` (rounded down to a version step).
-    pub const fn with_version(version: u64) -> Self {
+    pub fn with_version(version: u64) -> Self {
         TVersion(AtomicU64::new(version & VERSION_MASK))
     }
 
@@ -113,7 +125,7 @@ impl TVersion {
                 return None;
             }
             spins += 1;
-            std::hint::spin_loop();
+            spin_hint();
         }
     }
 

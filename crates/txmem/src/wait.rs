@@ -8,11 +8,13 @@
 //! installing, or the waiter's re-check comes after the committer's lock and
 //! sees the item locked or changed, and does not sleep.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crossbeam_utils::sync::{Parker, Unparker};
 use parking_lot::Mutex;
+
+use crate::sync::{protocol_static, AtomicUsize};
 
 struct Waiter {
     unparker: Unparker,
@@ -20,7 +22,9 @@ struct Waiter {
     objects: Vec<usize>,
 }
 
-static WAITERS: AtomicUsize = AtomicUsize::new(0);
+protocol_static! {
+    static WAITERS: AtomicUsize = AtomicUsize::new(0);
+}
 static REGISTRY: Mutex<Vec<Arc<Waiter>>> = Mutex::new(Vec::new());
 
 /// True if some transaction is blocked in `retry` (read after locking).

@@ -274,7 +274,7 @@ impl<'env> Transaction<'env> {
                     return Err(Abort::new(AbortCause::LockBusy));
                 }
                 spins += 1;
-                std::hint::spin_loop();
+                crate::sync::spin_hint();
                 continue;
             }
             let value = load();

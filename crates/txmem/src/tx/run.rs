@@ -72,7 +72,7 @@ impl Drop for ThreadContext {
     }
 }
 
-thread_local! {
+crate::sync::thread_local! {
     static CONTEXT: ThreadContext = ThreadContext::new();
 }
 

@@ -1,6 +1,6 @@
 //! The built-in transactional datatypes.
 
-mod cell;
+pub(crate) mod cell;
 mod slot;
 mod tarray;
 mod tbox;

@@ -1,11 +1,12 @@
 //! `TCounter`: a counter whose increments commute.
 
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
+use crate::sync::AtomicI64;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 
@@ -31,7 +32,7 @@ pub struct TCounter {
 
 impl TCounter {
     /// A counter starting at `value`.
-    pub const fn new(value: i64) -> Self {
+    pub fn new(value: i64) -> Self {
         TCounter {
             version: TVersion::new(),
             value: AtomicI64::new(value),

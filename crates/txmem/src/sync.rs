@@ -1,0 +1,41 @@
+//! The atomics and thread-locals of the commit protocol, swapped for loom's
+//! model-checked versions when built with `RUSTFLAGS="--cfg txmem_loom"`
+//! (see `tests/loom.rs`).
+
+#[cfg(not(txmem_loom))]
+pub(crate) use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+
+#[cfg(txmem_loom)]
+pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
+
+#[cfg(not(txmem_loom))]
+pub(crate) use std::thread_local;
+
+#[cfg(txmem_loom)]
+pub(crate) use loom::thread_local;
+
+/// A busy-wait hint. Under loom, a yield, so the model checker can schedule
+/// the thread being waited for.
+#[inline]
+pub(crate) fn spin_hint() {
+    #[cfg(not(txmem_loom))]
+    std::hint::spin_loop();
+    #[cfg(txmem_loom)]
+    loom::thread::yield_now();
+}
+
+/// Declares a protocol-level global atomic: a plain `static` normally, a
+/// lazily created (per model execution) one under loom.
+macro_rules! protocol_static {
+    ($(#[$m:meta])* static $name:ident: $ty:ty = $init:expr;) => {
+        #[cfg(not(txmem_loom))]
+        $(#[$m])*
+        static $name: $ty = $init;
+        #[cfg(txmem_loom)]
+        loom::lazy_static! {
+            $(#[$m])*
+            static ref $name: $ty = $init;
+        }
+    };
+}
+pub(crate) use protocol_static;
