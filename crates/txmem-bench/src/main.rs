@@ -2,6 +2,7 @@
 //!
 //! Subcommands: `sim` (simulator experiments and sweeps). Others are added alongside it.
 
+mod bench;
 mod plot;
 mod sim_cli;
 
@@ -25,12 +26,16 @@ struct Cli {
 enum Command {
     /// Run simulator experiments (caches, coherence, hardware TM) and parameter sweeps.
     Sim(sim_cli::SimArgs),
+    /// Run benchmark suites (micro, intset, bank) side by side against peers.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sim(args) => sim_cli::run(args),
+        // Bench chooses its own exit status (check failures, Ctrl-C).
+        Command::Bench(args) => return bench::main(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

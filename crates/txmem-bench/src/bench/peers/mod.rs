@@ -1,0 +1,5 @@
+//! Peers: the systems txmem is compared with.
+
+pub mod libitm;
+pub mod locks;
+pub mod stm_crates;

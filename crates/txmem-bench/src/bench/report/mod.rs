@@ -1,0 +1,119 @@
+//! The report of a run and its renderings: terminal table, JSON (the stable
+//! contract of DESIGN.md §4), CSV (the same columns) and SVG plot.
+
+pub mod csv;
+pub mod json;
+pub mod svg;
+pub mod table;
+
+use serde::Serialize;
+
+use crate::bench::machine::Machine;
+use crate::bench::runner::{Measured, Status};
+use crate::bench::spec::Skip;
+
+/// Everything needed to rerun and compare a measurement.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub suite: String,
+    /// txmem-bench's version.
+    pub version: String,
+    pub machine: Machine,
+    pub settings: serde_json::Value,
+    pub results: Vec<ResultRow>,
+    /// Rows that could not run here, with the reason.
+    pub skipped: Vec<Skip>,
+    /// UTC time the run started.
+    pub date: String,
+    /// True if Ctrl-C stopped the run: results hold what finished.
+    pub interrupted: bool,
+}
+
+/// One row. The first eight fields are the contract; never rename them.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResultRow {
+    pub workload: String,
+    pub system: String,
+    pub threads: usize,
+    /// Median over repeats; `null` when the row failed its check.
+    pub ops_per_sec: Option<f64>,
+    pub ops_per_sec_min: Option<f64>,
+    pub ops_per_sec_max: Option<f64>,
+    /// Completed repeats.
+    pub repeats: usize,
+    /// `null` where the system does not report aborts.
+    pub aborts_per_commit: Option<f64>,
+    /// `ops_per_sec` over the `txmem` row's at the same workload and threads.
+    pub ratio_to_txmem: Option<f64>,
+    /// `ok`, `failed` or `interrupted`.
+    pub status: &'static str,
+    /// Why the row failed.
+    pub error: Option<String>,
+    pub suite: String,
+    /// Every repeat's ops/s.
+    pub samples: Vec<f64>,
+    /// Committed operations over the timed repeats.
+    pub commits: u64,
+    pub aborts: Option<u64>,
+    /// What the system is (implementation, options).
+    pub note: String,
+}
+
+/// The reference system every ratio is relative to.
+pub const REFERENCE: &str = "txmem";
+
+impl ResultRow {
+    fn from_measured(m: &Measured) -> ResultRow {
+        let (status, error) = match &m.status {
+            Status::Ok => ("ok", None),
+            Status::Failed(e) => ("failed", Some(e.clone())),
+            Status::Interrupted => ("interrupted", None),
+        };
+        ResultRow {
+            workload: m.workload.clone(),
+            system: m.system.clone(),
+            threads: m.threads,
+            ops_per_sec: m.median(),
+            ops_per_sec_min: m.min(),
+            ops_per_sec_max: m.max(),
+            repeats: m.samples.len(),
+            aborts_per_commit: if m.status == Status::Ok {
+                m.aborts_per_commit()
+            } else {
+                None
+            },
+            ratio_to_txmem: None,
+            status,
+            error,
+            suite: m.suite.to_string(),
+            samples: m.samples.clone(),
+            commits: m.ops,
+            aborts: m.aborts,
+            note: m.note.clone(),
+        }
+    }
+}
+
+/// Builds result rows and fills in the ratios to txmem.
+pub fn rows(measured: &[Measured]) -> Vec<ResultRow> {
+    let mut rows: Vec<ResultRow> = measured.iter().map(ResultRow::from_measured).collect();
+    let reference: Vec<(String, usize, f64)> = rows
+        .iter()
+        .filter(|r| r.system == REFERENCE)
+        .filter_map(|r| Some((r.workload.clone(), r.threads, r.ops_per_sec?)))
+        .collect();
+    for r in &mut rows {
+        r.ratio_to_txmem = reference
+            .iter()
+            .find(|(w, t, _)| *w == r.workload && *t == r.threads)
+            .and_then(|&(_, _, base)| Some(r.ops_per_sec? / base).filter(|_| base > 0.0));
+    }
+    rows
+}
+
+impl Report {
+    /// True if any row failed its check.
+    pub fn any_failed(&self) -> bool {
+        self.results.iter().any(|r| r.status == "failed")
+    }
+}

@@ -1,0 +1,321 @@
+//! Runs a plan: for every workload, every thread count, every system side
+//! by side; a brief untimed warm-up, then `repeats` timed runs, each
+//! followed by the workload's check. Throughput is committed operations
+//! per second; a row's figure is the median over its repeats.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use crate::bench::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
+
+/// Set by the Ctrl-C handler: stop the current run, report what finished.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
+/// How every row is measured.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub threads: Vec<usize>,
+    pub duration: Duration,
+    pub repeats: usize,
+    pub warmup: Duration,
+    pub seed: u64,
+    /// Test hook: systems whose state is sabotaged before the first check.
+    pub sabotage: Vec<String>,
+    pub progress: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    /// The check after timing failed (or the run panicked): no number.
+    Failed(String),
+    /// Ctrl-C arrived before the row finished.
+    Interrupted,
+}
+
+/// One measured row.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub suite: &'static str,
+    pub workload: String,
+    pub system: String,
+    pub note: String,
+    pub threads: usize,
+    /// Operations per second of each completed repeat.
+    pub samples: Vec<f64>,
+    /// Committed operations over the timed repeats.
+    pub ops: u64,
+    /// Aborted attempts over the timed repeats, where the system reports them.
+    pub aborts: Option<u64>,
+    pub status: Status,
+}
+
+impl Measured {
+    pub fn median(&self) -> Option<f64> {
+        median(&self.samples)
+    }
+    pub fn min(&self) -> Option<f64> {
+        self.samples.iter().copied().reduce(f64::min)
+    }
+    pub fn max(&self) -> Option<f64> {
+        self.samples.iter().copied().reduce(f64::max)
+    }
+    pub fn aborts_per_commit(&self) -> Option<f64> {
+        let a = self.aborts?;
+        (self.ops > 0).then(|| a as f64 / self.ops as f64)
+    }
+}
+
+/// Median (mean of the middle two for an even count).
+pub fn median(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Runs every case at every thread count, grouped by workload so that all
+/// systems of a workload run next to each other.
+pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
+    let mut order: Vec<&str> = Vec::new();
+    for c in &plan.cases {
+        if !order.contains(&c.workload.as_str()) {
+            order.push(&c.workload);
+        }
+    }
+    let units = (plan.cases.len() * s.threads.len()) as u64;
+    let per_unit = s.warmup + s.duration * s.repeats as u32;
+    let bar = if s.progress && per_unit * units as u32 > Duration::from_secs(3) {
+        let b = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
+        b.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} rows, eta {eta} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut out = Vec::new();
+    'all: for w in order {
+        for &threads in &s.threads {
+            for case in plan.cases.iter().filter(|c| c.workload == w) {
+                if interrupted() {
+                    break 'all;
+                }
+                bar.set_message(format!("{} {} t={threads}", case.workload, case.system));
+                let m = measure(case, threads, s);
+                let stop = m.status == Status::Interrupted;
+                out.push(m);
+                bar.inc(1);
+                if stop {
+                    break 'all;
+                }
+            }
+        }
+    }
+    bar.finish_and_clear();
+    out
+}
+
+fn measure(case: &Case, threads: usize, s: &Settings) -> Measured {
+    let mut m = Measured {
+        suite: case.suite,
+        workload: case.workload.clone(),
+        system: case.system.clone(),
+        note: case.note.clone(),
+        threads,
+        samples: Vec::new(),
+        ops: 0,
+        aborts: Some(0),
+        status: Status::Ok,
+    };
+    let sabotage = s.sabotage.iter().any(|x| x == &case.system || x == "all");
+    match &case.subject {
+        Subject::InProcess(make) => {
+            measure_in_process(make().as_ref(), threads, s, sabotage, &mut m)
+        }
+        Subject::External(run) => {
+            for r in 0..s.repeats {
+                let p = ExternalParams {
+                    threads,
+                    duration: s.duration,
+                    warmup: s.warmup,
+                    seed: s.seed.wrapping_add(r as u64),
+                    sabotage,
+                };
+                let res = run(&p);
+                if interrupted() {
+                    m.status = Status::Interrupted;
+                    break;
+                }
+                match res {
+                    Ok(run) => {
+                        m.samples.push(run.ops as f64 / run.elapsed.as_secs_f64());
+                        m.ops += run.ops;
+                        m.aborts = match (m.aborts, run.attempts) {
+                            (Some(a), Some(att)) => Some(a + att.saturating_sub(run.ops)),
+                            _ => None,
+                        };
+                    }
+                    Err(e) => {
+                        m.status = Status::Failed(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if m.status != Status::Ok {
+        m.samples.clear();
+    }
+    m
+}
+
+fn measure_in_process(
+    inst: &dyn Instance,
+    threads: usize,
+    s: &Settings,
+    sabotage: bool,
+    m: &mut Measured,
+) {
+    let mut total = Tally::default();
+    if !s.warmup.is_zero() {
+        match run_threads(inst, threads, s.warmup, s.seed ^ 0x5741_524d) {
+            Ok((t, _)) => total.merge(&t),
+            Err(e) => {
+                m.status = Status::Failed(e);
+                return;
+            }
+        }
+    }
+    let counting = inst.abort_counting();
+    for r in 0..s.repeats {
+        if interrupted() {
+            m.status = Status::Interrupted;
+            return;
+        }
+        let before = txmem::stats::snapshot();
+        let (t, elapsed) =
+            match run_threads(inst, threads, s.duration, s.seed.wrapping_add(r as u64)) {
+                Ok(x) => x,
+                Err(e) => {
+                    m.status = Status::Failed(e);
+                    return;
+                }
+            };
+        let stats = txmem::stats::snapshot() - before;
+        total.merge(&t);
+        if interrupted() {
+            // The repeat was cut short: its figure would be wrong.
+            m.status = Status::Interrupted;
+            return;
+        }
+        if sabotage && r == 0 {
+            inst.sabotage();
+        }
+        // The check comes after timing, so it costs the measurement nothing,
+        // and a wrong answer can never be reported as a figure.
+        if let Err(e) = inst.verify(&total) {
+            m.status = Status::Failed(e);
+            return;
+        }
+        m.samples.push(t.ops as f64 / elapsed.as_secs_f64());
+        m.ops += t.ops;
+        let aborts = match counting {
+            AbortCounting::TxmemStats => stats.total_aborts(),
+            AbortCounting::Attempts => t.attempts.saturating_sub(t.ops),
+            AbortCounting::Never => 0,
+        };
+        m.aborts = m.aborts.map(|a| a + aborts);
+    }
+}
+
+/// Runs `inst` on `threads` threads for `duration` (cut short by Ctrl-C);
+/// returns the summed tallies and the time from the start signal until
+/// every thread stopped. A panic in a thread is an error.
+fn run_threads(
+    inst: &dyn Instance,
+    threads: usize,
+    duration: Duration,
+    seed: u64,
+) -> Result<(Tally, Duration), String> {
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(threads + 1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (stop, start) = (&stop, &start);
+                scope.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(
+                        seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    );
+                    let mut t = Tally::default();
+                    start.wait();
+                    while !stop.load(Ordering::Relaxed) {
+                        inst.op(&mut rng, &mut t);
+                    }
+                    t
+                })
+            })
+            .collect();
+        start.wait();
+        let t0 = Instant::now();
+        let deadline = t0 + duration;
+        loop {
+            let now = Instant::now();
+            if now >= deadline || interrupted() {
+                break;
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let mut total = Tally::default();
+        let mut panicked = None;
+        for h in handles {
+            match h.join() {
+                Ok(t) => total.merge(&t),
+                Err(p) => {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panic".into());
+                    panicked = Some(format!("a worker thread panicked: {msg}"));
+                }
+            }
+        }
+        let elapsed = t0.elapsed();
+        match panicked {
+            Some(e) => Err(e),
+            None => Ok((total, elapsed)),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+}
