@@ -86,7 +86,7 @@ impl Backoff {
 }
 
 /// A contention-management policy (see the [module docs](self) for what each does).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContentionPolicy {
     /// Retry at once.
     Immediate,

@@ -20,12 +20,17 @@ pub const USER_FLAG0: u32 = 1 << 8;
 
 /// A type-erased value that lives inside an item: the pending write (or any
 /// per-item state an object keeps). Values of up to 16 bytes are stored
-/// inline; larger ones are boxed.
+/// inline; larger ones are boxed. The type is checked on every access.
 pub struct ItemValue {
     buf: MaybeUninit<[usize; 2]>,
-    type_id: Option<TypeId>,
-    drop_fn: Option<unsafe fn(*mut MaybeUninit<[usize; 2]>)>,
-    clone_fn: Option<fn(&ItemValue) -> ItemValue>,
+    vtable: Option<&'static ValueVTable>,
+}
+
+/// What an [`ItemValue`] needs to know about the type it stores.
+struct ValueVTable {
+    type_id: TypeId,
+    drop: Option<unsafe fn(*mut MaybeUninit<[usize; 2]>)>,
+    clone: fn(&ItemValue) -> ItemValue,
 }
 
 const fn fits_inline<T>() -> bool {
@@ -33,18 +38,45 @@ const fn fits_inline<T>() -> bool {
         && mem::align_of::<T>() <= mem::align_of::<[usize; 2]>()
 }
 
+/// The (promoted, `'static`) vtable of `T`.
+#[inline]
+fn vtable_of<T: Clone + 'static>() -> &'static ValueVTable {
+    const {
+        &ValueVTable {
+            type_id: TypeId::of::<T>(),
+            drop: if !fits_inline::<T>() {
+                Some(drop_boxed::<T> as unsafe fn(*mut MaybeUninit<[usize; 2]>))
+            } else if mem::needs_drop::<T>() {
+                Some(drop_inline::<T> as unsafe fn(*mut MaybeUninit<[usize; 2]>))
+            } else {
+                None
+            },
+            clone: clone_value::<T>,
+        }
+    }
+}
+
 impl ItemValue {
     const EMPTY: ItemValue = ItemValue {
         buf: MaybeUninit::uninit(),
-        type_id: None,
-        drop_fn: None,
-        clone_fn: None,
+        vtable: None,
     };
 
     /// True if a value is stored.
     #[inline]
     pub fn is_set(&self) -> bool {
-        self.type_id.is_some()
+        self.vtable.is_some()
+    }
+
+    /// True if the stored value has type `T`.
+    #[inline]
+    fn holds<T: Clone + 'static>(&self) -> bool {
+        match self.vtable {
+            // Pointer equality is the fast path; a vtable duplicated across
+            // codegen units still matches by type id.
+            Some(v) => ptr::eq(v, vtable_of::<T>()) || v.type_id == TypeId::of::<T>(),
+            None => false,
+        }
     }
 
     /// Stores `value`, dropping any previous value. (`Clone` is required so
@@ -52,9 +84,9 @@ impl ItemValue {
     /// restore pending writes.)
     #[inline]
     pub fn set<T: Clone + 'static>(&mut self, value: T) {
-        if self.type_id == Some(TypeId::of::<T>()) {
+        if let Some(slot) = self.get_mut::<T>() {
             // Same type: overwrite in place (the common "write twice" case).
-            *self.get_mut::<T>().expect("type checked") = value;
+            *slot = value;
             return;
         }
         self.clear();
@@ -62,30 +94,25 @@ impl ItemValue {
             // SAFETY: `buf` is large and aligned enough for `T` (checked by
             // `fits_inline`) and holds no live value after `clear`.
             unsafe { ptr::write(self.buf.as_mut_ptr().cast::<T>(), value) };
-            if mem::needs_drop::<T>() {
-                self.drop_fn = Some(drop_inline::<T>);
-            }
         } else {
             let boxed = Box::into_raw(Box::new(value));
             // SAFETY: a raw pointer fits in the buffer's first word.
             unsafe { ptr::write(self.buf.as_mut_ptr().cast::<*mut T>(), boxed) };
-            self.drop_fn = Some(drop_boxed::<T>);
         }
-        self.type_id = Some(TypeId::of::<T>());
-        self.clone_fn = Some(clone_value::<T>);
+        self.vtable = Some(vtable_of::<T>());
     }
 
     /// A copy of the stored value (empty if none is stored).
     pub fn duplicate(&self) -> ItemValue {
-        match self.clone_fn {
-            Some(f) => f(self),
+        match self.vtable {
+            Some(v) => (v.clone)(self),
             None => ItemValue::EMPTY,
         }
     }
 
     #[inline]
-    fn slot<T: 'static>(&self) -> Option<*mut T> {
-        if self.type_id != Some(TypeId::of::<T>()) {
+    fn slot<T: Clone + 'static>(&self) -> Option<*mut T> {
+        if !self.holds::<T>() {
             return None;
         }
         let base = self.buf.as_ptr() as *mut MaybeUninit<[usize; 2]>;
@@ -100,23 +127,23 @@ impl ItemValue {
 
     /// The stored value, if one of type `T` is stored.
     #[inline]
-    pub fn get<T: 'static>(&self) -> Option<&T> {
+    pub fn get<T: Clone + 'static>(&self) -> Option<&T> {
         // SAFETY: `slot` returns a pointer to a live `T` owned by `self`.
         self.slot::<T>().map(|p| unsafe { &*p })
     }
 
     /// The stored value, mutably, if one of type `T` is stored.
     #[inline]
-    pub fn get_mut<T: 'static>(&mut self) -> Option<&mut T> {
+    pub fn get_mut<T: Clone + 'static>(&mut self) -> Option<&mut T> {
         // SAFETY: as in `get`, and `&mut self` makes the access unique.
         self.slot::<T>().map(|p| unsafe { &mut *p })
     }
 
     /// Moves the stored value out, leaving the slot empty.
     #[inline]
-    pub fn take<T: 'static>(&mut self) -> Option<T> {
+    pub fn take<T: Clone + 'static>(&mut self) -> Option<T> {
         let p = self.slot::<T>()?;
-        // SAFETY: `p` points to a live `T`; after reading it we forget the
+        // SAFETY: `p` points to a live `T`; after reading it we give up the
         // slot's ownership (and free the box without dropping its content).
         let value = unsafe { ptr::read(p) };
         if !fits_inline::<T>() {
@@ -124,22 +151,20 @@ impl ItemValue {
             // was moved out above, so free the allocation only.
             unsafe { drop(Box::from_raw(p.cast::<MaybeUninit<T>>())) };
         }
-        self.type_id = None;
-        self.drop_fn = None;
-        self.clone_fn = None;
+        self.vtable = None;
         Some(value)
     }
 
     /// Drops the stored value, if any.
     #[inline]
     pub fn clear(&mut self) {
-        if let Some(drop_fn) = self.drop_fn.take() {
-            // SAFETY: `drop_fn` was chosen by `set` for the stored type and
-            // the value is still live.
-            unsafe { drop_fn(&mut self.buf) };
+        if let Some(v) = self.vtable.take() {
+            if let Some(drop_fn) = v.drop {
+                // SAFETY: `drop_fn` belongs to the stored type and the value
+                // is still live.
+                unsafe { drop_fn(&mut self.buf) };
+            }
         }
-        self.type_id = None;
-        self.clone_fn = None;
     }
 }
 
@@ -165,9 +190,9 @@ unsafe fn drop_boxed<T>(buf: *mut MaybeUninit<[usize; 2]>) {
 impl Drop for ItemValue {
     #[inline]
     fn drop(&mut self) {
-        if let Some(drop_fn) = self.drop_fn {
-            // SAFETY: `drop_fn` was chosen by `set` for the stored type and
-            // the value is still live (taking or clearing resets `drop_fn`).
+        if let Some(drop_fn) = self.vtable.and_then(|v| v.drop) {
+            // SAFETY: `drop_fn` belongs to the stored type and the value is
+            // still live (taking or clearing resets the vtable).
             unsafe { drop_fn(&mut self.buf) };
         }
     }
@@ -326,7 +351,7 @@ impl Item {
 
     /// The pending write value, if it has type `T`.
     #[inline]
-    pub fn write_value<T: 'static>(&self) -> Option<&T> {
+    pub fn write_value<T: Clone + 'static>(&self) -> Option<&T> {
         self.value.get::<T>()
     }
 

@@ -62,7 +62,7 @@ impl std::str::FromStr for Opacity {
 /// let v = opts.run(|tx| b.get(tx));
 /// assert_eq!(v, 1);
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TxOptions {
     pub(crate) opacity: Opacity,
     pub(crate) contention: ContentionPolicy,
@@ -94,7 +94,7 @@ impl TxOptions {
 
     /// The runtime-wide defaults currently in force (see [`set_default_options`]).
     pub fn current_defaults() -> Self {
-        DEFAULTS.read().clone()
+        *DEFAULTS.read()
     }
 
     /// Sets the opacity mode.

@@ -1,8 +1,7 @@
 //! `atomically`: run a closure as a transaction until it commits.
 
-use std::cell::{Cell, RefCell, UnsafeCell};
+use std::cell::{Cell, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe, Location};
-use std::rc::Rc;
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
@@ -22,7 +21,7 @@ struct ThreadContext {
     stats: Arc<CachePadded<ThreadStats>>,
     sites: Arc<SiteTable>,
     /// This thread's copy of the runtime-wide defaults and their generation.
-    defaults: RefCell<(u64, Rc<TxOptions>)>,
+    defaults: Cell<(u64, TxOptions)>,
     /// The last call site and its row in `sites` (most loops call one site).
     last_site: Cell<(*const Location<'static>, SiteRow)>,
     seed: Cell<u64>,
@@ -35,7 +34,7 @@ impl ThreadContext {
             active: Cell::new(false),
             stats: stats::register_thread(),
             sites: SiteTable::register(),
-            defaults: RefCell::new((u64::MAX, Rc::new(TxOptions::default()))),
+            defaults: Cell::new((u64::MAX, TxOptions::default())),
             last_site: Cell::new((std::ptr::null(), SiteRow::OVERFLOW)),
             seed: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (&() as *const () as u64)),
         }
@@ -45,13 +44,15 @@ impl ThreadContext {
 impl ThreadContext {
     /// The runtime-wide defaults, refreshed if they changed since last use.
     #[inline]
-    fn current_defaults(&self) -> Rc<TxOptions> {
+    fn current_defaults(&self) -> TxOptions {
         let generation = options::defaults_generation();
-        let mut d = self.defaults.borrow_mut();
-        if d.0 != generation {
-            *d = (generation, Rc::new(TxOptions::current_defaults()));
+        let (cached_generation, cached) = self.defaults.get();
+        if cached_generation == generation {
+            return cached;
         }
-        d.1.clone()
+        let fresh = TxOptions::current_defaults();
+        self.defaults.set((generation, fresh));
+        fresh
     }
 
     #[inline]
@@ -116,9 +117,9 @@ impl Drop for ActiveGuard<'_> {
 /// let to = TBox::new(0i64);
 /// atomically(|tx| {
 ///     let amount = 30;
-///     from.set(tx, from.get(tx)? - amount)?;
-///     to.set(tx, to.get(tx)? + amount)?;
-///     Ok(())
+///     let (a, b) = (from.get(tx)?, to.get(tx)?);
+///     from.set(tx, a - amount)?;
+///     to.set(tx, b + amount)
 /// });
 /// assert_eq!(from.load() + to.load(), 100);
 /// ```
@@ -201,7 +202,7 @@ pub(crate) fn run_with<'env, R, E>(
             Some(o) => o,
             None => {
                 defaults = ctx.current_defaults();
-                &*defaults
+                &defaults
             }
         };
         let counting = stats::enabled();
