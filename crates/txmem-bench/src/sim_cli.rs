@@ -136,19 +136,33 @@ fn progress_bar(quiet: bool) -> ProgressBar {
     pb
 }
 
-fn list() {
-    println!("Experiments (txmem sim <name>):");
-    for e in EXPERIMENTS {
-        println!("  {:<14} {}", e.name, e.description);
+/// Writes to stdout; a closed pipe (`txmem sim ... | head`) is not an error.
+fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("cannot write to stdout: {e}")),
     }
-    println!("  {:<14} {}", "sweep", "any parameter: --param PATH --values V1,V2,... [--series PATH=V1,V2] [--workload counter|counter-array]");
+}
+
+fn list() -> Result<(), String> {
+    let mut text = String::from("Experiments (txmem sim <name>):\n");
+    for e in EXPERIMENTS {
+        text.push_str(&format!("  {:<14} {}\n", e.name, e.description));
+    }
+    text.push_str(&format!(
+        "  {:<14} {}\n",
+        "sweep", "any parameter: --param PATH --values V1,V2,... [--series PATH=V1,V2] [--workload counter|counter-array]"
+    ));
+    write_stdout(&text)
 }
 
 /// Runs `txmem sim`.
 pub fn run(a: SimArgs) -> Result<(), String> {
     if a.list {
-        list();
-        return Ok(());
+        return list();
     }
     let Some(name) = a.experiment.clone() else {
         return Err("no experiment given; run `txmem sim --list` to see them".into());
@@ -250,13 +264,15 @@ pub fn run(a: SimArgs) -> Result<(), String> {
             ));
         }
     }
-    println!("# {}: {}", report.experiment, report.description);
     let cols: Vec<&str> = columns.iter().map(String::as_str).collect();
-    print!("{}", table::render(&report.results, &cols));
-    println!(
-        "simulator speed: {:.2} M simulated memory ops per host second (mean over rows)",
+    let text = format!(
+        "# {}: {}\n{}simulator speed: {:.2} M simulated memory ops per host second (mean over rows)\n",
+        report.experiment,
+        report.description,
+        table::render(&report.results, &cols),
         report.host_ops_per_sec / 1e6
     );
+    write_stdout(&text)?;
     if let Some(path) = &a.json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| format!("cannot encode JSON: {e}"))?;

@@ -4,7 +4,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn txmem(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_txmem")).args(args).output().expect("run txmem")
+    Command::new(env!("CARGO_BIN_EXE_txmem"))
+        .args(args)
+        .output()
+        .expect("run txmem")
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -26,7 +29,14 @@ fn list_names_every_experiment() {
     let o = txmem(&["sim", "--list"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    for name in ["counter", "counter-array", "backoff", "stall", "policies", "sweep"] {
+    for name in [
+        "counter",
+        "counter-array",
+        "backoff",
+        "stall",
+        "policies",
+        "sweep",
+    ] {
         assert!(out.contains(name), "missing {name} in:\n{out}");
     }
 }
@@ -34,21 +44,39 @@ fn list_names_every_experiment() {
 #[test]
 fn counter_writes_the_json_contract() {
     let json = tmp("counter.json");
-    let o = txmem(&["sim", "counter", "--cores", "2", "--increments", "20", "-q", "--json", json.to_str().unwrap()]);
+    let o = txmem(&[
+        "sim",
+        "counter",
+        "--cores",
+        "2",
+        "--increments",
+        "20",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("spinlock"));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["experiment"], "counter");
     assert!(v["version"].is_string());
     assert_eq!(v["config"]["sim"]["cores"], 2);
     assert_eq!(v["config"]["workload"]["increments"], 20);
     let results = v["results"].as_array().unwrap();
-    let syncs: Vec<&str> = results.iter().map(|r| r["params"]["sync"].as_str().unwrap()).collect();
+    let syncs: Vec<&str> = results
+        .iter()
+        .map(|r| r["params"]["sync"].as_str().unwrap())
+        .collect();
     assert_eq!(syncs, ["spinlock", "tx", "atomic"]);
     for r in results {
         let m = &r["metrics"];
         assert!(m["cycles"].as_u64().unwrap() > 0);
-        assert!(m.as_object().unwrap().keys().any(|k| k.contains("host_ops_per_sec")));
+        assert!(m
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.contains("host_ops_per_sec")));
         assert!(m["host_ops_per_sec"].as_f64().unwrap() > 0.0);
     }
     assert_eq!(results[1]["metrics"]["commits"], 40);
@@ -80,14 +108,27 @@ fn sweep_writes_table_json_and_svg() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg"));
     assert!(text.contains("linear"), "x labels are drawn");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["experiment"], "sweep");
     assert_eq!(v["results"].as_array().unwrap().len(), 4);
     assert_eq!(v["results"][3]["params"]["cores"], 3);
     assert_eq!(v["results"][3]["params"]["backoff"], "linear");
     // A numeric sweep uses a numeric axis.
     let svg2 = tmp("cores.svg");
-    let o = txmem(&["sim", "sweep", "--param", "cores", "--values", "1,2", "--increments", "5", "-q", "--plot", svg2.to_str().unwrap()]);
+    let o = txmem(&[
+        "sim",
+        "sweep",
+        "--param",
+        "cores",
+        "--values",
+        "1,2",
+        "--increments",
+        "5",
+        "-q",
+        "--plot",
+        svg2.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(std::fs::read_to_string(&svg2).unwrap().starts_with("<svg"));
 }
@@ -95,11 +136,24 @@ fn sweep_writes_table_json_and_svg() {
 #[test]
 fn toml_config_is_read() {
     let cfg = tmp("run.toml");
-    std::fs::write(&cfg, "[sim]\ncores = 3\n[sim.htm]\npolicy = \"polka\"\n[workload]\nincrements = 7\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "[sim]\ncores = 3\n[sim.htm]\npolicy = \"polka\"\n[workload]\nincrements = 7\n",
+    )
+    .unwrap();
     let json = tmp("toml.json");
-    let o = txmem(&["sim", "counter", "--config", cfg.to_str().unwrap(), "-q", "--json", json.to_str().unwrap()]);
+    let o = txmem(&[
+        "sim",
+        "counter",
+        "--config",
+        cfg.to_str().unwrap(),
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["config"]["sim"]["htm"]["policy"], "polka");
     assert_eq!(v["results"][1]["metrics"]["commits"], 21);
 }
@@ -108,14 +162,26 @@ fn toml_config_is_read() {
 fn bad_arguments_fail_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["sim", "no-such-experiment"], "unknown experiment"),
-        (&["sim", "counter", "--set", "htm.policy=bogus"], "cannot set htm.policy"),
-        (&["sim", "counter", "--set", "htm.nope=1"], "unknown parameter"),
+        (
+            &["sim", "counter", "--set", "htm.policy=bogus"],
+            "cannot set htm.policy",
+        ),
+        (
+            &["sim", "counter", "--set", "htm.nope=1"],
+            "unknown parameter",
+        ),
         (&["sim", "counter", "--set", "cores"], "PATH=VALUE"),
         (&["sim", "counter", "--cores", "0"], "cores must be"),
         (&["sim", "sweep", "--values", "1,2"], "--param"),
         (&["sim", "sweep", "--param", "cores"], "--values"),
-        (&["sim", "counter", "--param", "cores"], "only for `txmem sim sweep`"),
-        (&["sim", "counter", "--config", "/nonexistent/x.toml"], "cannot read"),
+        (
+            &["sim", "counter", "--param", "cores"],
+            "only for `txmem sim sweep`",
+        ),
+        (
+            &["sim", "counter", "--config", "/nonexistent/x.toml"],
+            "cannot read",
+        ),
         (&["sim"], "no experiment"),
     ];
     for (args, want) in cases {

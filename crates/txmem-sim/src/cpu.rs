@@ -248,13 +248,11 @@ impl Cpu {
         F: FnOnce(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        let begin = self.shared.machine.borrow().cfg.htm.begin_cycles;
-        if begin > 0 {
-            self.compute(begin).await;
-        }
-        let code: u64 = self.op(OpKind::XBegin(rot)).await;
-        let (id, outermost) = (code >> 1, code & 1 == 1);
-        let fut = pin!(body(self.clone()));
+        let (id, outermost) = self.shared.machine.borrow_mut().reserve_attempt(self.core);
+        let fut = pin!(async move {
+            self.op::<()>(OpKind::XBegin(rot, id)).await;
+            body(self.clone()).await
+        });
         let r = Abortable {
             cpu: self,
             id,
@@ -330,7 +328,7 @@ impl Cpu {
         Fut: Future<Output = T>,
     {
         loop {
-            match self.attempt(rot, |c| body(c)).await {
+            match self.attempt(rot, &mut body).await {
                 Ok(v) => return v,
                 Err(st) if st.persistent => {
                     self.shared.machine.borrow_mut().forget_retry(self.core);

@@ -36,9 +36,9 @@ pub enum OpKind {
     Compute(u64),
     /// Backoff before a restart (counted as backoff).
     Backoff(u64),
-    /// Start a transaction (rollback-only if true). Zero latency: `xbegin` cost is a
-    /// separate `Compute`.
-    XBegin(bool),
+    /// Start a transaction (rollback-only if true) with the attempt id reserved by
+    /// [`Machine::reserve_attempt`]; costs `begin_cycles`.
+    XBegin(bool, u64),
     /// Commit (or leave a flat-nested level of) transaction attempt `id`.
     XEnd(u64),
     /// Explicit abort with a code.
@@ -216,7 +216,7 @@ impl Machine {
                 self.cores[core].stats.backoff_cycles += n;
                 Outcome::Done(0, n)
             }
-            OpKind::XBegin(rot) => self.xbegin(core, rot),
+            OpKind::XBegin(rot, id) => self.xbegin(core, rot, id),
             OpKind::XEnd(id) => self.xend(core, id),
             OpKind::XAbort(code) => match self.htm.active(core) {
                 Some(idx) => {
@@ -301,25 +301,38 @@ impl Machine {
         }
     }
 
-    fn xbegin(&mut self, core: usize, rot: bool) -> Outcome {
+    /// The attempt id and outermost flag the next `xbegin` on `core` will have: the running
+    /// transaction's (flat nesting) or a freshly reserved one.
+    pub fn reserve_attempt(&mut self, core: usize) -> (u64, bool) {
+        match self.htm.active(core) {
+            Some(idx) => (self.htm.stacks[core][idx].id, false),
+            None => (self.htm.reserve_id(), true),
+        }
+    }
+
+    fn xbegin(&mut self, core: usize, rot: bool, id: u64) -> Outcome {
         if matches!(self.serial_owner, Some(o) if o != core) {
             return Outcome::Stall(self.cfg.htm.stall_retry_cycles.max(1));
         }
+        let begin = self.cfg.htm.begin_cycles;
         if let Some(idx) = self.htm.active(core) {
             // Flat nesting: the inner transaction is subsumed by the outer one.
             let f = &mut self.htm.stacks[core][idx];
+            assert_eq!(
+                f.id, id,
+                "core {core}: xbegin nested in a different transaction than reserved"
+            );
             f.nesting += 1;
-            let id = f.id;
             if f.nesting > self.cfg.htm.max_nesting {
                 self.doom(core, core, idx, AbortStatus::new(AbortCause::Nesting));
                 return Outcome::Aborted;
             }
-            return Outcome::Done(id << 1, 0);
+            return Outcome::Done(0, begin);
         }
         self.stats.tx.begins += 1;
         let now = self.cores[core].now;
-        let (_, id) = self.htm.begin(core, rot, now);
-        Outcome::Done((id << 1) | 1, 0)
+        self.htm.begin_with_id(core, rot, now, id);
+        Outcome::Done(0, begin)
     }
 
     fn xend(&mut self, core: usize, id: u64) -> Outcome {
@@ -352,8 +365,8 @@ impl Machine {
         t.read_set_lines.record(f.read_lines.len() as u64);
         t.write_set_bytes.record(f.write_words.len() as u64 * 8);
         t.write_set_lines.record(f.write_lines.len() as u64);
-        t.working_set_bytes.record(f.touched_words.len() as u64 * 8);
-        t.working_set_lines.record(f.touched_lines.len() as u64);
+        t.working_set_bytes.record(f.working_set_words() as u64 * 8);
+        t.working_set_lines.record(f.working_set_lines() as u64);
         // Collect the writes: (word, value to publish).
         let buffered = rot || self.cfg.htm.versioning == Versioning::Lazy;
         self.scratch.clear();
@@ -672,11 +685,9 @@ impl Machine {
                 self.stats.tx.deadlocks_avoided += 1;
             }
             if !self.policy_requester_wins(core, i, d, j, write, word, line) {
-                lost_to = Some(d);
-                doom_all = false;
                 // The policy's loser restarts (no stall after a deadlock check or when the
                 // holder only read the line).
-                lost_to = None;
+                doom_all = false;
                 break;
             }
         }

@@ -209,7 +209,7 @@ impl Sim {
                     None => break,
                 }
             };
-            let c = ev.core as usize;
+            let c = ev.core();
             {
                 let mut m = self.shared.machine.borrow_mut();
                 if ev.time > m.cfg.max_cycles {
@@ -217,7 +217,7 @@ impl Sim {
                     break;
                 }
                 events += 1;
-                match ev.kind {
+                match ev.kind() {
                     EventKind::Timer => {
                         m.on_timer(c, ev.time);
                         continue;

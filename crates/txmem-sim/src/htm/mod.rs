@@ -72,10 +72,6 @@ pub struct TxFrame {
     pub read_lines: U64Map,
     /// Lines written.
     pub write_lines: U64Map,
-    /// Words read or written.
-    pub touched_words: U64Map,
-    /// Lines read or written.
-    pub touched_lines: U64Map,
     /// Undo log (eager versioning): word index -> old value, first write only.
     pub undo: U64Map,
     /// Write buffer (lazy versioning, rollback-only): word index -> new value.
@@ -121,10 +117,30 @@ impl TxFrame {
         self.read_lines.contains(line) || self.write_lines.contains(line)
     }
 
+    /// Unique words read or written (loads of rollback-only transactions are not tracked).
+    pub fn working_set_words(&self) -> usize {
+        let (small, big) = if self.read_words.len() <= self.write_words.len() {
+            (&self.read_words, &self.write_words)
+        } else {
+            (&self.write_words, &self.read_words)
+        };
+        big.len() + small.keys().filter(|&w| !big.contains(w)).count()
+    }
+
+    /// Unique lines read or written.
+    pub fn working_set_lines(&self) -> usize {
+        let (small, big) = if self.read_lines.len() <= self.write_lines.len() {
+            (&self.read_lines, &self.write_lines)
+        } else {
+            (&self.write_lines, &self.read_lines)
+        };
+        big.len() + small.keys().filter(|&l| !big.contains(l)).count()
+    }
+
     /// Working-set size in unique bytes (SizeMatters).
     #[inline]
     pub fn size_bytes(&self) -> u64 {
-        self.touched_words.len() as u64 * 8
+        self.working_set_words() as u64 * 8
     }
 
     fn reset(&mut self) {
@@ -139,8 +155,6 @@ impl TxFrame {
         self.write_words.clear();
         self.read_lines.clear();
         self.write_lines.clear();
-        self.touched_words.clear();
-        self.touched_lines.clear();
         self.undo.clear();
         self.wbuf.clear();
         self.overflowed = false;
@@ -281,12 +295,20 @@ impl Htm {
 
     /// Starts an outermost transaction attempt on `core` at time `now`; continues the logical
     /// transaction of the last abort at this depth if there is one. Returns (index, id).
-    pub fn begin(&mut self, core: usize, rot: bool, now: Cycle) -> (usize, u64) {
+    /// Reserves the attempt id the next outermost `begin` on `core` will use.
+    pub fn reserve_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    /// Starts an outermost transaction attempt with a reserved `id` on `core` at time `now`;
+    /// continues the logical transaction of the last abort at this depth if there is one.
+    /// Returns the frame index.
+    pub fn begin_with_id(&mut self, core: usize, rot: bool, now: Cycle, id: u64) -> usize {
         let depth = self.stacks[core].len();
         let retry = self.retry[core].get_mut(depth).and_then(Option::take);
         let idx = self.push_frame(core);
-        let id = self.next_id;
-        self.next_id += 1;
         let logical = match retry {
             Some(l) => l,
             None => {
@@ -304,7 +326,14 @@ impl Htm {
         f.rot = rot;
         f.nesting = 1;
         f.logical = logical;
-        (idx, id)
+        idx
+    }
+
+    /// Starts an outermost transaction attempt on `core` with a fresh id. Returns
+    /// (frame index, id).
+    pub fn begin(&mut self, core: usize, rot: bool, now: Cycle) -> (usize, u64) {
+        let id = self.reserve_id();
+        (self.begin_with_id(core, rot, now, id), id)
     }
 
     /// Removes frame `idx` of `core` (its tracking must be cleared already) and returns it
@@ -327,18 +356,17 @@ impl Htm {
         self.retry[core].iter_mut().for_each(|r| *r = None);
     }
 
-    /// Records a transactional read of `word` in `line` by frame `idx` of `core`.
+    /// Records a transactional read of `word` in `line` by frame `idx` of `core` (nothing
+    /// for rollback-only transactions, whose loads are not tracked).
     #[inline]
     pub fn record_read(&mut self, core: usize, idx: usize, word: u64, line: u64) {
         let f = &mut self.stacks[core][idx];
-        if f.touched_words.insert(word, 0) {
-            f.logical.karma = f.logical.karma.saturating_add(1);
-        }
-        f.touched_lines.insert(line, 0);
         if f.rot {
             return;
         }
-        f.read_words.insert(word, 0);
+        if f.read_words.insert(word, 0) && !f.write_words.contains(word) {
+            f.logical.karma = f.logical.karma.saturating_add(1);
+        }
         if f.read_lines.insert(line, 0) {
             self.line_r[line as usize] |= 1 << core;
         }
@@ -349,11 +377,10 @@ impl Htm {
     #[inline]
     pub fn record_write(&mut self, core: usize, idx: usize, word: u64, line: u64) -> bool {
         let f = &mut self.stacks[core][idx];
-        if f.touched_words.insert(word, 0) {
+        let first = f.write_words.insert(word, 0);
+        if first && !f.read_words.contains(word) {
             f.logical.karma = f.logical.karma.saturating_add(1);
         }
-        f.touched_lines.insert(line, 0);
-        let first = f.write_words.insert(word, 0);
         if f.write_lines.insert(line, 0) {
             self.line_w[line as usize] |= 1 << core;
         }
