@@ -124,6 +124,8 @@
 #![warn(missing_docs)]
 
 mod clock;
+#[cfg(not(txmem_loom))]
+pub mod collections;
 pub mod contention;
 mod error;
 pub mod item;
@@ -136,6 +138,8 @@ mod types;
 mod version;
 mod wait;
 
+#[cfg(not(txmem_loom))]
+pub use collections::{THashMap, TList, TListSet, TMVar, TQueue, TSem, TSkipMap, TWords, WordAddr};
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};
 pub use item::Item;

@@ -1,0 +1,984 @@
+//! `THashMap<K, V>`: a resizable transactional hash map.
+//!
+//! # Structure
+//!
+//! A table of buckets, each a version word and a singly linked chain of
+//! nodes. Every node carries its own *state* version (its commit lock, and
+//! two flag bits: *inserting* for a placeholder that is not committed yet,
+//! *deleted* for a node whose removal committed) and its value in an
+//! epoch-managed cell. Readers traverse chains without locks (pinned in the
+//! epoch) and validate against the bucket word; structural changes (linking
+//! a placeholder, unlinking a node, migrating a bucket) hold the bucket
+//! word's lock bit for a pointer splice.
+//!
+//! # Growing
+//!
+//! When the number of linked nodes exceeds the number of buckets, the
+//! inserter that notices allocates a table twice as large and migrates the
+//! old buckets one by one: it locks an old bucket, splits its chain between
+//! the two new buckets that replace it (nodes are relinked, never copied, so
+//! transactions' node items stay valid), gives both new buckets the old
+//! bucket's version word, and unlocks the old bucket with a *moved* flag.
+//! Every operation that meets a moved bucket follows the old table's `next`
+//! pointer. A transaction that read a bucket (an absent key, or an
+//! iteration) recorded the bucket's index, the table size and the word;
+//! its check finds the bucket or buckets that now cover that index range
+//! and compares their words with the one recorded. Because migration copies
+//! words unchanged, **a resize by itself invalidates no read**: transactions
+//! touching unrelated keys never abort because of it. Only the structural
+//! lock of the bucket being migrated is held, for the few pointer moves.
+//!
+//! # Item keys
+//!
+//! Node items are keyed by the node's address (a multiple of 8); bucket
+//! items by `index << 9 | log2(table size) << 3 | 1`; the size counter by 2.
+
+use std::borrow::Borrow;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, Hash};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use crossbeam_epoch::Guard;
+
+use crate::error::TxResult;
+use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::{ItemId, Transaction};
+use crate::types::cell::ValueCell;
+use crate::version::{TVersion, LOCK_BIT, USER_BITS};
+
+use super::size::SizeCounter;
+use super::{busy, struct_wait, struct_wait_forever};
+
+/// Bucket flag: the bucket was migrated to the next table.
+const MOVED: u64 = 0b010;
+/// Node flag: placeholder of an uncommitted insert.
+const INSERTING: u64 = 0b010;
+/// Node flag: the node's removal committed.
+const DELETED: u64 = 0b100;
+
+/// Item flag (node items): this transaction linked the node (placeholder).
+const F_INSERT: u32 = USER_FLAG0;
+/// Item flag (node items): this transaction removes the key.
+const F_REMOVE: u32 = USER_FLAG0 << 1;
+
+const SIZE_KEY: u64 = 2;
+const INITIAL_LOG2: u32 = 4;
+
+struct Node<K, V> {
+    state: TVersion,
+    hash: u64,
+    key: K,
+    value: ValueCell<V>,
+    next: AtomicPtr<Node<K, V>>,
+}
+
+struct Bucket<K, V> {
+    version: TVersion,
+    head: AtomicPtr<Node<K, V>>,
+}
+
+struct Table<K, V> {
+    log2: u32,
+    mask: u64,
+    buckets: Box<[Bucket<K, V>]>,
+    /// The table this one is being migrated to (null until a resize starts).
+    next: AtomicPtr<Table<K, V>>,
+}
+
+impl<K, V> Table<K, V> {
+    fn new(log2: u32) -> Box<Self> {
+        let n = 1usize << log2;
+        Box::new(Table {
+            log2,
+            mask: (n as u64) - 1,
+            buckets: (0..n)
+                .map(|_| Bucket {
+                    version: TVersion::new(),
+                    head: AtomicPtr::new(ptr::null_mut()),
+                })
+                .collect(),
+            next: AtomicPtr::new(ptr::null_mut()),
+        })
+    }
+
+    #[inline]
+    fn bucket(&self, idx: u64) -> &Bucket<K, V> {
+        &self.buckets[(idx & self.mask) as usize]
+    }
+
+    #[inline]
+    fn next_table(&self) -> &Table<K, V> {
+        let p = self.next.load(Ordering::Acquire);
+        assert!(!p.is_null(), "txmem: moved bucket without a next table");
+        // SAFETY: a bucket is flagged moved only after `next` is published,
+        // and tables are retired only after the map stops pointing to them;
+        // callers are pinned.
+        unsafe { &*p }
+    }
+}
+
+#[inline]
+fn bucket_key(idx: u64, log2: u32) -> u64 {
+    (idx << 9) | ((log2 as u64) << 3) | 1
+}
+
+#[inline]
+fn decode_bucket_key(key: u64) -> (u64, u32) {
+    (key >> 9, ((key >> 3) & 63) as u32)
+}
+
+/// Where a key lives (or would live), found by an unrecorded traversal.
+struct Probe<K, V> {
+    table: *const Table<K, V>,
+    idx: u64,
+    /// The bucket word the traversal was consistent with.
+    word: u64,
+    node: *const Node<K, V>,
+}
+
+/// A transactional hash map with conflict-free inserts of distinct keys,
+/// protected absent-key reads, iteration, a commutative size, and online
+/// growth.
+///
+/// What each operation adds to the transaction (STO thesis ch. 6, with
+/// iteration, a size and resizing added):
+///
+/// | operation | read set | write set |
+/// |---|---|---|
+/// | [`get`](Self::get) / [`contains_key`](Self::contains_key), key present | the key's node | — |
+/// | `get` / `contains_key`, key absent | the key's bucket | — |
+/// | [`insert`](Self::insert) of an absent key | nothing | the new node (a placeholder linked now, published at commit), +1 size |
+/// | `insert` of a present key (returns `false`) | the key's node | — |
+/// | [`put`](Self::put) of an absent key | nothing | as `insert` |
+/// | `put` of a present key | nothing | the key's node (blind write) |
+/// | [`remove`](Self::remove), key present | the key's node | the node (marked deleted and unlinked at commit), −1 size |
+/// | `remove`, key absent | the key's bucket | — |
+/// | [`len`](Self::len) | the size counter | — |
+/// | [`iter`](Self::iter) | every bucket and every node | — |
+///
+/// Hence: inserts of distinct keys never conflict, even in the same bucket
+/// (linking a placeholder bumps the bucket version, which only invalidates
+/// *absent-key reads* of that bucket — phantom protection). Two inserts of
+/// the same key: the second meets the first's placeholder and aborts
+/// (lock-busy) until the first commits or aborts. Reads of a key conflict
+/// with committed writes or removes of that key. Blind `put`s never abort
+/// each other (the last commit wins). `len` conflicts only with committed
+/// inserts and removes that commit while it is observed; inserts and
+/// removes alone never conflict over the size. A transaction that reads a
+/// key as absent and then inserts it (in the same bucket) updates its own
+/// bucket read instead of aborting itself.
+///
+/// Removal marks the node deleted at commit, unlinks it and frees it through
+/// the epoch scheme once no transaction can still see it.
+///
+/// ```
+/// use txmem::{atomically, THashMap};
+/// let m = THashMap::new();
+/// atomically(|tx| { m.insert(tx, "a", 1)?; m.insert(tx, "b", 2)?; Ok(()) });
+/// assert_eq!(atomically(|tx| m.get(tx, "a")), Some(1));
+/// assert!(!atomically(|tx| m.insert(tx, "a", 9))); // present: unchanged
+/// atomically(|tx| m.put(tx, "a", 3));                 // upsert
+/// assert_eq!(atomically(|tx| m.remove(tx, "b")), Some(2));
+/// assert_eq!(atomically(|tx| m.len(tx)), 1);
+/// assert_eq!(m.load("a"), Some(3));
+/// ```
+pub struct THashMap<K, V, S = RandomState> {
+    table: AtomicPtr<Table<K, V>>,
+    size: SizeCounter,
+    /// Nodes currently linked (placeholders included): the resize trigger.
+    linked: AtomicUsize,
+    resizing: AtomicBool,
+    hasher: S,
+}
+
+// SAFETY: the map owns keys and values in heap nodes. Threads read them by
+// reference (`K, V: Sync`) and the epoch collector may drop them on another
+// thread (`K, V: Send`); all shared state is atomics.
+unsafe impl<K: Send + Sync, V: Send + Sync, S: Sync> Sync for THashMap<K, V, S> {}
+// SAFETY: as above; moving the map moves the owned keys and values.
+unsafe impl<K: Send, V: Send, S: Send> Send for THashMap<K, V, S> {}
+
+impl<K, V> THashMap<K, V, RandomState>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::with_hasher(RandomState::new())
+    }
+
+    /// An empty map with room for about `capacity` keys before it grows.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self::with_capacity_and_hasher(capacity, RandomState::new())
+    }
+}
+
+impl<K, V> Default for THashMap<K, V, RandomState>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K, V, S> THashMap<K, V, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    /// An empty map using `hasher`.
+    pub fn with_hasher(hasher: S) -> Self {
+        Self::with_capacity_and_hasher(0, hasher)
+    }
+
+    /// An empty map with room for about `capacity` keys, using `hasher`.
+    pub fn with_capacity_and_hasher(capacity: usize, hasher: S) -> Self {
+        let log2 = capacity
+            .max(1)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(INITIAL_LOG2);
+        THashMap {
+            table: AtomicPtr::new(Box::into_raw(Table::new(log2))),
+            size: SizeCounter::new(0),
+            linked: AtomicUsize::new(0),
+            resizing: AtomicBool::new(false),
+            hasher,
+        }
+    }
+
+    /// The number of buckets of the current table (grows with the map).
+    pub fn bucket_count(&self) -> usize {
+        let _g = crossbeam_epoch::pin();
+        let mut t = self.current();
+        while !t.next.load(Ordering::Acquire).is_null() {
+            t = t.next_table();
+        }
+        t.buckets.len()
+    }
+
+    #[inline]
+    fn hash<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    #[inline]
+    fn current(&self) -> &Table<K, V> {
+        // SAFETY: the table pointer is never null; a replaced table is
+        // retired through the epoch, and every caller is pinned.
+        unsafe { &*self.table.load(Ordering::Acquire) }
+    }
+
+    /// Finds the node for `key` (any state but deleted) by a traversal that
+    /// is consistent with the bucket word it reports. Records nothing.
+    fn probe<Q>(&self, h: u64, key: &Q) -> TxResult<Probe<K, V>>
+    where
+        K: Borrow<Q>,
+        Q: Eq + ?Sized,
+    {
+        let mut t = self.current();
+        let mut spins = 0;
+        loop {
+            let b = t.bucket(h);
+            let w = b.version.load();
+            if TVersion::is_locked(w) {
+                struct_wait(&mut spins)?;
+                continue;
+            }
+            if w & MOVED != 0 {
+                t = t.next_table();
+                continue;
+            }
+            let mut found: *const Node<K, V> = ptr::null();
+            let mut cur = b.head.load(Ordering::Acquire) as *const Node<K, V>;
+            while !cur.is_null() {
+                // SAFETY: reached from a bucket of a table we hold a pin for;
+                // nodes are freed only through the epoch after unlinking.
+                let n = unsafe { &*cur };
+                if n.hash == h && n.state.load() & DELETED == 0 && n.key.borrow() == key {
+                    found = cur;
+                    break;
+                }
+                cur = n.next.load(Ordering::Acquire);
+            }
+            if b.version.load() == w {
+                return Ok(Probe {
+                    table: t,
+                    idx: h & t.mask,
+                    word: w,
+                    node: found,
+                });
+            }
+        }
+    }
+
+    /// Records the bucket read of an absent key.
+    fn record_bucket<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        p: &Probe<K, V>,
+    ) -> TxResult<()> {
+        // SAFETY: `p.table` came from `probe` under the transaction's pin.
+        let log2 = unsafe { &*p.table }.log2;
+        let id = tx.item(self, bucket_key(p.idx, log2));
+        tx.record_read(id, p.word)
+    }
+
+    /// Reads the committed value of node `n` under its state version,
+    /// recording the read. Returns `None` if the node turns out deleted.
+    fn observe_node<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        id: ItemId,
+        n: &Node<K, V>,
+        f: impl FnOnce(&V) -> R,
+    ) -> TxResult<Option<R>> {
+        let _ = tx.guard();
+        if ValueCell::<V>::INLINE {
+            // Small values: copy under the version check.
+            let v = tx.observe(id, &n.state, || n.value.with(V::clone))?;
+            let word = tx.item_ref(id).read_version();
+            if word & (DELETED | INSERTING) != 0 {
+                return Ok(None);
+            }
+            return Ok(Some(f(&v)));
+        }
+        let p = tx.observe(id, &n.state, || n.value.with(|v| v as *const V as usize))?;
+        let word = tx.item_ref(id).read_version();
+        if word & (DELETED | INSERTING) != 0 {
+            return Ok(None);
+        }
+        // SAFETY: heap values are replaced by swapping the pointer and
+        // retiring the old allocation through the epoch; this transaction
+        // is pinned, so the value observed stays live.
+        Ok(Some(f(unsafe { &*(p as *const V) })))
+    }
+
+    /// The transaction's view of the key found by `p`: `Some(f(value))` if
+    /// present, recording what makes the answer valid.
+    fn view<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        p: &Probe<K, V>,
+        f: impl FnOnce(&V) -> R,
+    ) -> TxResult<Option<R>> {
+        if p.node.is_null() {
+            self.record_bucket(tx, p)?;
+            return Ok(None);
+        }
+        // SAFETY: found by `probe` while pinned.
+        let n = unsafe { &*p.node };
+        let id = tx.item(self, p.node as u64);
+        let (flags, has_value) = {
+            let it = tx.item_ref(id);
+            (it.flags(), it.value.is_set())
+        };
+        if flags & F_REMOVE != 0 {
+            return Ok(None);
+        }
+        if flags & F_INSERT != 0 {
+            let it = tx.item_ref(id);
+            return Ok(Some(match it.write_value::<V>() {
+                Some(v) => f(v),
+                None => n.value.with(f),
+            }));
+        }
+        if has_value {
+            // A blind put: presence still has to be read.
+            let present = self.observe_node(tx, id, n, |_| ())?.is_some();
+            if !present {
+                return Err(super::inconsistent());
+            }
+            return Ok(tx.item_ref(id).write_value::<V>().map(f));
+        }
+        let r = self.observe_node(tx, id, n, f)?;
+        if r.is_none() {
+            // A foreign placeholder, or a removal that just committed: the
+            // key is absent; keep it so through the bucket as well.
+            self.record_bucket(tx, p)?;
+        }
+        Ok(r)
+    }
+
+    /// The value of `key` (a clone), or `None`.
+    pub fn get<'env, Q>(&'env self, tx: &mut Transaction<'env>, key: &Q) -> TxResult<Option<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.get_with(tx, key, V::clone)
+    }
+
+    /// Calls `f` with a reference to the value of `key`, if present.
+    pub fn get_with<'env, Q, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: &Q,
+        f: impl FnOnce(&V) -> R,
+    ) -> TxResult<Option<R>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let _ = tx.guard();
+        let p = self.probe(self.hash(key), key)?;
+        self.view(tx, &p, f)
+    }
+
+    /// True if `key` is present.
+    pub fn contains_key<'env, Q>(&'env self, tx: &mut Transaction<'env>, key: &Q) -> TxResult<bool>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        Ok(self.get_with(tx, key, |_| ())?.is_some())
+    }
+
+    fn size_item<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
+        let id = tx.item(self, SIZE_KEY);
+        SizeCounter::add_pending(tx.item_mut(id), delta);
+    }
+
+    /// Inserts `key → value` if `key` is absent; returns whether it did.
+    /// An insert of an absent key reads nothing (see the type docs).
+    pub fn insert<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+    ) -> TxResult<bool> {
+        self.upsert(tx, key, value, false)
+    }
+
+    /// Sets `key → value`, inserting or overwriting, without reading the
+    /// old value (a blind write: concurrent puts of one key never abort each
+    /// other).
+    pub fn put<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+        self.upsert(tx, key, value, true).map(|_| ())
+    }
+
+    fn upsert<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+        overwrite: bool,
+    ) -> TxResult<bool> {
+        let _ = tx.guard();
+        let h = self.hash(&key);
+        let mut spins = 0;
+        loop {
+            let p = self.probe(h, &key)?;
+            if !p.node.is_null() {
+                // SAFETY: found by `probe` while pinned.
+                let n = unsafe { &*p.node };
+                let own = tx.find_item(self, p.node as u64);
+                let flags = own.map_or(0, |id| tx.item_ref(id).flags());
+                if flags & F_REMOVE != 0 {
+                    // Removed earlier by this transaction: revive it.
+                    let id = own.expect("flags came from the item");
+                    let item = tx.item_mut(id);
+                    item.clear_flags(F_REMOVE);
+                    item.set_write(value);
+                    self.size_item(tx, 1);
+                    return Ok(true);
+                }
+                if flags & F_INSERT != 0 {
+                    // Our own placeholder: present for us.
+                    if overwrite {
+                        let id = own.expect("flags came from the item");
+                        tx.item_mut(id).set_write(value);
+                    }
+                    return Ok(false);
+                }
+                if n.state.load() & INSERTING != 0 {
+                    // Another transaction is inserting this key.
+                    return Err(busy());
+                }
+                let id = tx.item(self, p.node as u64);
+                if overwrite {
+                    tx.item_mut(id).set_write(value);
+                    return Ok(false);
+                }
+                match self.observe_node(tx, id, n, |_| ())? {
+                    Some(()) => return Ok(false),
+                    None if own.is_some() => return Err(super::inconsistent()),
+                    None => {
+                        // Deleted under us: its unlink is imminent. Drop the
+                        // read and look again.
+                        tx.item_mut(id).forget_read();
+                        struct_wait(&mut spins)?;
+                        continue;
+                    }
+                }
+            }
+            // Absent: link a placeholder if the bucket is still as probed.
+            // SAFETY: `p.table` came from `probe` under the pin.
+            let t = unsafe { &*p.table };
+            let b = t.bucket(p.idx);
+            if !b.version.try_lock_at(p.word) {
+                struct_wait(&mut spins)?;
+                continue;
+            }
+            let node = Box::into_raw(Box::new(Node {
+                state: TVersion::new(),
+                hash: h,
+                key,
+                value: ValueCell::new(value),
+                next: AtomicPtr::new(b.head.load(Ordering::Relaxed)),
+            }));
+            // SAFETY: not yet shared.
+            unsafe { &*node }.state.set_flags_locked(INSERTING);
+            b.head.store(node, Ordering::Release);
+            let new_word = TVersion::next_after(p.word, 0);
+            b.version.unlock_to(new_word);
+            // Our own read of this bucket (an absent key we now insert) stays
+            // valid: the version changed because of us alone.
+            if let Some(bid) = tx.find_item(self, bucket_key(p.idx, t.log2)) {
+                let it = tx.item_ref(bid);
+                if it.is_read() && it.read_version() == p.word {
+                    tx.item_mut(bid).observe(new_word);
+                }
+            }
+            let id = tx.item(self, node as u64);
+            let item = tx.item_mut(id);
+            item.set_flags(F_INSERT | NEEDS_CLEANUP);
+            item.mark_write();
+            self.size_item(tx, 1);
+            let linked = self.linked.fetch_add(1, Ordering::Relaxed) + 1;
+            if linked > t.buckets.len() && t.next.load(Ordering::Relaxed).is_null() {
+                self.grow(t);
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Removes `key`, returning its value if it was present.
+    pub fn remove<'env, Q>(&'env self, tx: &mut Transaction<'env>, key: &Q) -> TxResult<Option<V>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let _ = tx.guard();
+        let p = self.probe(self.hash(key), key)?;
+        let old = self.view(tx, &p, V::clone)?;
+        if old.is_some() {
+            let id = tx.item(self, p.node as u64);
+            let item = tx.item_mut(id);
+            item.set_flags(F_REMOVE);
+            if item.has(F_INSERT) {
+                // Our own placeholder: nothing to publish; cleanup unlinks it.
+                item.clear_write();
+            } else {
+                item.clear_write();
+                item.mark_write();
+            }
+            self.size_item(tx, -1);
+        }
+        Ok(old)
+    }
+
+    /// The number of keys, as this transaction sees them. Reads the size
+    /// counter: conflicts with inserts and removes that commit meanwhile.
+    pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        let id = tx.item(self, SIZE_KEY);
+        let (committed, ()) = self.size.observe_with(tx, id, || ())?;
+        let pending = SizeCounter::pending(tx.item_ref(id));
+        Ok((committed + pending).max(0) as usize)
+    }
+
+    /// True if the map has no key (for this transaction).
+    pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
+        Ok(self.len(tx)? == 0)
+    }
+
+    /// Calls `f` on every entry, in no particular order. Reads every bucket
+    /// and every node: any committed insert, remove or write into the map
+    /// conflicts with the iteration.
+    pub fn for_each<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        mut f: impl FnMut(&K, &V),
+    ) -> TxResult<()> {
+        let _ = tx.guard();
+        let t = self.current();
+        for idx in 0..t.buckets.len() as u64 {
+            self.visit_bucket(tx, t, idx, &mut f)?;
+        }
+        Ok(())
+    }
+
+    /// All entries (clones), in no particular order; see [`for_each`](Self::for_each).
+    pub fn iter<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<(K, V)>> {
+        let mut out = Vec::new();
+        self.for_each(tx, |k, v| out.push((k.clone(), v.clone())))?;
+        Ok(out)
+    }
+
+    fn visit_bucket<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        t: &Table<K, V>,
+        idx: u64,
+        f: &mut impl FnMut(&K, &V),
+    ) -> TxResult<()> {
+        let b = t.bucket(idx);
+        let mut spins = 0;
+        let mut nodes: Vec<*const Node<K, V>> = Vec::new();
+        let word = loop {
+            let w = b.version.load();
+            if TVersion::is_locked(w) {
+                struct_wait(&mut spins)?;
+                continue;
+            }
+            if w & MOVED != 0 {
+                let next = t.next_table();
+                self.visit_bucket(tx, next, idx, f)?;
+                return self.visit_bucket(tx, next, idx + (1u64 << t.log2), f);
+            }
+            nodes.clear();
+            let mut cur = b.head.load(Ordering::Acquire) as *const Node<K, V>;
+            while !cur.is_null() {
+                nodes.push(cur);
+                // SAFETY: as in `probe`.
+                cur = unsafe { &*cur }.next.load(Ordering::Acquire);
+            }
+            if b.version.load() == w {
+                break w;
+            }
+        };
+        let bid = tx.item(self, bucket_key(idx, t.log2));
+        tx.record_read(bid, word)?;
+        for &np in &nodes {
+            // SAFETY: collected under a stable bucket word while pinned.
+            let n = unsafe { &*np };
+            let probe = Probe {
+                table: t,
+                idx,
+                word,
+                node: np,
+            };
+            let key = &n.key;
+            self.view(tx, &probe, |v| f(key, v))?;
+        }
+        Ok(())
+    }
+
+    // ---- non-transactional reads ----
+
+    /// The committed value of `key`, outside any transaction (a consistent
+    /// read of that one key; never blocks for long).
+    pub fn load<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let _g = crossbeam_epoch::pin();
+        let h = self.hash(key);
+        let mut spins = 0;
+        loop {
+            let p = match self.probe(h, key) {
+                Ok(p) => p,
+                Err(_) => {
+                    struct_wait_forever(&mut spins);
+                    continue;
+                }
+            };
+            if p.node.is_null() {
+                return None;
+            }
+            // SAFETY: found while pinned (`_g`).
+            let n = unsafe { &*p.node };
+            let w = n.state.load();
+            if TVersion::is_locked(w) {
+                struct_wait_forever(&mut spins);
+                continue;
+            }
+            if w & (INSERTING | DELETED) != 0 {
+                return None;
+            }
+            let v = n.value.with(V::clone);
+            if n.state.load() == w {
+                return Some(v);
+            }
+        }
+    }
+
+    /// True if `key` is committed, outside any transaction.
+    pub fn contains_key_committed<Q>(&self, key: &Q) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.load(key).is_some()
+    }
+
+    /// The committed number of keys, outside any transaction.
+    pub fn load_len(&self) -> usize {
+        self.size.load().max(0) as usize
+    }
+
+    // ---- structure maintenance ----
+
+    /// Locks the bucket that currently holds hash `h` (following moved
+    /// buckets), waiting as long as needed. Returns it and its word.
+    fn lock_bucket_for(&self, h: u64) -> (&Bucket<K, V>, u64) {
+        let mut t = self.current();
+        let mut spins = 0;
+        loop {
+            let b = t.bucket(h);
+            let w = b.version.load();
+            if TVersion::is_locked(w) {
+                struct_wait_forever(&mut spins);
+                continue;
+            }
+            if w & MOVED != 0 {
+                t = t.next_table();
+                continue;
+            }
+            if b.version.try_lock_at(w) {
+                return (b, w);
+            }
+        }
+    }
+
+    /// Unlinks node `np` from its chain. `commit_version` (if any) is
+    /// published in the bucket word, so that absent reads of the removed key
+    /// taken after this point see a version no older than the removal.
+    fn unlink(&self, np: *const Node<K, V>, commit_version: Option<u64>, guard: &Guard) {
+        // SAFETY: the caller owns the node's removal (it holds the node's
+        // commit lock or is the inserter cleaning up its placeholder); the
+        // node is linked, and we are pinned (`guard`).
+        let n = unsafe { &*np };
+        let (b, w) = self.lock_bucket_for(n.hash);
+        let mut link = &b.head;
+        loop {
+            let cur = link.load(Ordering::Relaxed);
+            assert!(
+                !cur.is_null(),
+                "txmem: THashMap node missing from its bucket"
+            );
+            if ptr::eq(cur, np) {
+                link.store(n.next.load(Ordering::Relaxed), Ordering::Release);
+                break;
+            }
+            // SAFETY: chain nodes stay valid while we hold the bucket lock.
+            link = &unsafe { &*cur }.next;
+        }
+        match commit_version {
+            Some(cv) => b.version.unlock_to(TVersion::next_after(w, cv)),
+            None => b.version.unlock_unchanged(w),
+        }
+        self.linked.fetch_sub(1, Ordering::Relaxed);
+        let addr = np as usize;
+        // SAFETY: the node is unreachable from the table now; transactions
+        // pinned earlier may still read it, so it is freed through the epoch.
+        // `K, V: Send` let the collector drop it on another thread.
+        unsafe {
+            guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut Node<K, V>)));
+        }
+    }
+
+    /// Doubles the table `t` (if no other resize runs). Migrates every
+    /// bucket, then publishes the new table and retires the old one.
+    fn grow(&self, t: &Table<K, V>) {
+        if self
+            .resizing
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        if !ptr::eq(self.current(), t) || !t.next.load(Ordering::Acquire).is_null() {
+            self.resizing.store(false, Ordering::Release);
+            return;
+        }
+        let new = Box::into_raw(Table::<K, V>::new(t.log2 + 1));
+        t.next.store(new, Ordering::Release);
+        // SAFETY: just allocated; published through `t.next` but its
+        // buckets are reached only through moved old buckets, which we set
+        // after filling them.
+        let nt = unsafe { &*new };
+        let half = 1u64 << t.log2;
+        for idx in 0..half {
+            let b = t.bucket(idx);
+            let w = loop {
+                if let Some(w) = b.version.lock_bounded() {
+                    break w;
+                }
+                std::thread::yield_now();
+            };
+            let (lo, hi) = (nt.bucket(idx), nt.bucket(idx + half));
+            let mut cur = b.head.load(Ordering::Relaxed);
+            while !cur.is_null() {
+                // SAFETY: chain nodes are live while the bucket is locked.
+                let n = unsafe { &*cur };
+                let next = n.next.load(Ordering::Relaxed);
+                let dst = if n.hash & half == 0 { lo } else { hi };
+                n.next
+                    .store(dst.head.load(Ordering::Relaxed), Ordering::Release);
+                dst.head.store(cur, Ordering::Release);
+                cur = next;
+            }
+            let plain = w & !(LOCK_BIT | USER_BITS);
+            lo.version.unlock_to(plain);
+            hi.version.unlock_to(plain);
+            b.version.unlock_to(plain | MOVED);
+        }
+        self.table.store(new, Ordering::Release);
+        let old = t as *const Table<K, V> as usize;
+        let guard = crossbeam_epoch::pin();
+        // SAFETY: the map no longer points to the old table; operations
+        // pinned earlier may still follow it (to its `next`), so free it
+        // through the epoch. Dropping a table frees its bucket array only,
+        // never nodes (they were all moved).
+        unsafe {
+            guard.defer_unchecked(move || drop(Box::from_raw(old as *mut Table<K, V>)));
+        }
+        self.resizing.store(false, Ordering::Release);
+    }
+
+    /// Checks a bucket read: every bucket that now covers the recorded
+    /// index range must still hold the recorded word.
+    fn check_range(t: &Table<K, V>, idx: u64, log2: u32, recorded: u64) -> bool {
+        if t.log2 <= log2 {
+            let w = t.bucket(idx).version.load_seqcst();
+            if w & MOVED != 0 && !TVersion::is_locked(w) {
+                return Self::check_range(t.next_table(), idx, log2, recorded);
+            }
+            return w == recorded;
+        }
+        // The table grew since the read: the range covers several buckets.
+        let step = 1u64 << log2;
+        let mut j = idx & (step - 1);
+        while j <= t.mask {
+            if !Self::check_range(t, j, t.log2, recorded) {
+                return false;
+            }
+            j += step;
+        }
+        true
+    }
+
+    fn node_of<'a>(item: &Item) -> &'a Node<K, V> {
+        // SAFETY: node items are keyed by the address of a node that is
+        // linked (or was, and is retired through the epoch) and the
+        // transaction holding the item is pinned until it finishes.
+        unsafe { &*(item.key() as *const Node<K, V>) }
+    }
+}
+
+impl<K, V, S> TObject for THashMap<K, V, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        if item.key() == SIZE_KEY {
+            return self.size.lock(item, commit);
+        }
+        let n = Self::node_of(item);
+        let outcome = commit.lock_version(&n.state, item);
+        if outcome == LockOutcome::Acquired
+            && !item.has(F_INSERT)
+            && item.read_version() & DELETED != 0
+        {
+            // A blind put (or a stale remove) of a key removed meanwhile.
+            n.state.unlock_unchanged(item.read_version());
+            return LockOutcome::Stale;
+        }
+        outcome
+    }
+
+    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
+        match item.key() {
+            SIZE_KEY => self.size.check(item),
+            k if k & 1 == 1 => {
+                let _ = commit.guard();
+                let (idx, log2) = decode_bucket_key(k);
+                Self::check_range(self.current(), idx, log2, item.read_version())
+            }
+            _ => Self::node_of(item)
+                .state
+                .still_valid(item.read_version(), item.is_locked()),
+        }
+    }
+
+    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+        if item.key() == SIZE_KEY {
+            return self.size.install(item, commit);
+        }
+        let n = Self::node_of(item);
+        let prev = item.read_version();
+        let next = TVersion::next_after(prev, commit.version());
+        if item.has(F_REMOVE) {
+            // (Own placeholders removed again are never written.)
+            n.state.unlock_to(next | DELETED);
+            self.unlink(n, Some(commit.version()), commit.guard());
+            return;
+        }
+        if let Some(v) = item.value.take::<V>() {
+            n.value.store(v, || commit.guard());
+        }
+        n.state.unlock_to(next & !INSERTING);
+    }
+
+    fn unlock(&self, item: &mut Item) {
+        if item.key() == SIZE_KEY {
+            return self.size.unlock(item);
+        }
+        Self::node_of(item)
+            .state
+            .unlock_unchanged(item.read_version());
+    }
+
+    fn cleanup(&self, item: &mut Item, committed: bool) {
+        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
+            // An abandoned placeholder: unlink it. Its state keeps the
+            // inserting flag, so readers that saw it stay valid.
+            let guard = crossbeam_epoch::pin();
+            self.unlink(Self::node_of(item), None, &guard);
+        }
+    }
+}
+
+impl<K, V, S> Drop for THashMap<K, V, S> {
+    fn drop(&mut self) {
+        let t = *self.table.get_mut();
+        // SAFETY: `&mut self` is exclusive: no resize runs (a resize
+        // finishes inside the operation that started it), so `t` is the only
+        // table and owns every node in its chains.
+        let table = unsafe { Box::from_raw(t) };
+        debug_assert!(table.next.load(Ordering::Relaxed).is_null());
+        for b in table.buckets.iter() {
+            let mut cur = b.head.load(Ordering::Relaxed);
+            while !cur.is_null() {
+                // SAFETY: each linked node is owned by the chain exactly once.
+                let node = unsafe { Box::from_raw(cur) };
+                cur = node.next.load(Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl<K, V, S> fmt::Debug for THashMap<K, V, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("THashMap")
+            .field("len", &self.load_len())
+            .field("buckets", &self.bucket_count())
+            .finish()
+    }
+}

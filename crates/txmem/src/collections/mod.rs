@@ -1,0 +1,102 @@
+//! Transactional collections: queues, a semaphore, a one-slot cell, a
+//! resizable hash map, an ordered map, sorted lists and an untyped word STM.
+//!
+//! Every collection here is a [`TObject`](crate::TObject) built with the same
+//! recipe (STO, thesis ch. 3 and 6): the collection chooses *abstract*
+//! subobjects — a node, a bucket, the gap after a node, a size counter — and
+//! a transaction's reads and writes are items on those subobjects, not on
+//! the memory words a structural operation touches. Each type documents,
+//! operation by operation, what it adds to the read and write sets and which
+//! operations therefore conflict.
+//!
+//! Techniques shared by several types:
+//!
+//! * **Placeholders** (thesis §3.1): inserting an absent key links a node
+//!   marked *inserting* into the structure at execution time, under the
+//!   structure's own short lock. The node makes concurrent inserts of the
+//!   same key fail fast, and is invisible to other transactions until the
+//!   inserter commits (or unlinked if it aborts). An insert of a new key
+//!   therefore reads nothing: inserts of distinct keys never conflict.
+//! * **Gap / bucket versions**: a read that finds a key *absent* records the
+//!   version of the structure around the key (a hash bucket, or the gap
+//!   after the preceding node of a list or skiplist); linking a placeholder
+//!   bumps that version, so a concurrent insert of the key invalidates the
+//!   read (no phantoms). When a transaction bumps a version that it has
+//!   itself read, it updates its own read item instead of aborting itself
+//!   (thesis §5, "TItem modifications"), after checking that the read was
+//!   still current.
+//! * **Commutative sizes** ([`size`]): collections keep their element count
+//!   in a counter that committing inserts and removes *share-lock* (any
+//!   number at once) rather than lock, so inserts never conflict over the
+//!   size; only a transaction that asks for the size reads it.
+//! * **Epoch reclamation**: removed nodes are retired through
+//!   `crossbeam-epoch` and freed once no running transaction can see them.
+
+pub mod hashmap;
+pub mod list;
+pub mod mvar;
+pub mod queue;
+pub mod sem;
+pub(crate) mod size;
+pub mod skipmap;
+pub mod words;
+
+pub use hashmap::THashMap;
+pub use list::{TList, TListSet};
+pub use mvar::TMVar;
+pub use queue::TQueue;
+pub use sem::TSem;
+pub use skipmap::TSkipMap;
+pub use words::{TWords, WordAddr};
+
+use crate::error::{Abort, AbortCause};
+
+/// How many times an operation re-reads a structural word (a bucket or gap
+/// version locked by a concurrent structural change) before it yields the
+/// processor. Structural locks are held only for a pointer splice.
+const STRUCT_SPINS: u32 = 128;
+/// How many yields an execution-time read tolerates before aborting the
+/// attempt with [`AbortCause::LockBusy`] (a lock holder that was preempted).
+const STRUCT_YIELDS: u32 = 64;
+
+/// Waits for a structural lock word: call in a loop while the word is locked;
+/// returns `Err` (a lock-busy abort) once the wait has gone on for too long.
+#[inline]
+pub(crate) fn struct_wait(spins: &mut u32) -> Result<(), Abort> {
+    *spins += 1;
+    if *spins < STRUCT_SPINS {
+        std::hint::spin_loop();
+        Ok(())
+    } else if *spins < STRUCT_SPINS + STRUCT_YIELDS {
+        std::thread::yield_now();
+        Ok(())
+    } else {
+        Err(Abort::new(AbortCause::LockBusy))
+    }
+}
+
+/// Waits (without a bound) for a structural lock: for code that must not
+/// fail, such as `install` and cleanup. Structural locks are never held
+/// while waiting for a transaction, so the wait is short.
+#[inline]
+pub(crate) fn struct_wait_forever(spins: &mut u32) {
+    *spins += 1;
+    if *spins < STRUCT_SPINS {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// The abort an operation returns when it meets another transaction's
+/// uncommitted insert of the same key (the placeholder wins).
+#[inline]
+pub(crate) fn busy() -> Abort {
+    Abort::new(AbortCause::LockBusy)
+}
+
+/// The abort for a read that found the structure changed under it.
+#[inline]
+pub(crate) fn inconsistent() -> Abort {
+    Abort::new(AbortCause::Opacity)
+}

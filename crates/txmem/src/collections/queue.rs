@@ -1,0 +1,476 @@
+//! `TQueue<T>`: a FIFO queue whose pushes never conflict.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use crossbeam_epoch::Guard;
+
+use crate::error::TxResult;
+use crate::item::Item;
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::Transaction;
+use crate::version::TVersion;
+
+/// Item key of the pop side (the pop version; the number of committed
+/// elements this transaction pops).
+const POP: u64 = 0;
+/// Item key of the push side (the push version; the values this transaction
+/// pushes, in order).
+const PUSH: u64 = 1;
+
+struct QNode<T> {
+    /// `None` only in the initial dummy node.
+    value: Option<T>,
+    next: AtomicPtr<QNode<T>>,
+}
+
+impl<T> QNode<T> {
+    fn boxed(value: Option<T>) -> *mut QNode<T> {
+        Box::into_raw(Box::new(QNode {
+            value,
+            next: AtomicPtr::new(ptr::null_mut()),
+        }))
+    }
+}
+
+/// What a transaction pushes (the write value of the push item).
+#[derive(Clone)]
+struct PushLog<T> {
+    values: VecDeque<T>,
+    /// Committed elements this transaction pops (bounded queues count them
+    /// as free room when they check the capacity at commit).
+    own_pops: u64,
+}
+
+impl<T> Default for PushLog<T> {
+    fn default() -> Self {
+        PushLog {
+            values: VecDeque::new(),
+            own_pops: 0,
+        }
+    }
+}
+
+/// A transactional FIFO queue, unbounded or bounded.
+///
+/// The queue is a linked list with a dummy head (a two-lock queue): the
+/// *pop version* guards the head and the *push version* guards the tail, so
+/// installing pushes and installing pops never touch the same word.
+///
+/// What each operation adds to the transaction (STO thesis ch. 6):
+///
+/// | operation | read set | write set |
+/// |---|---|---|
+/// | [`push`](Self::push) (unbounded, or bounded with room to spare) | nothing | the push item: the value is appended at commit |
+/// | [`push`](Self::push) on a bounded queue that looks full | push and pop versions (exact length) | as above, or `retry` if really full |
+/// | [`pop`](Self::pop) / [`try_pop`](Self::try_pop) of a committed element | the pop version | the pop item: the head advances at commit |
+/// | pop on a queue with no committed element left | the pop **and push** versions (the queue is empty) | pops the transaction's own first push, if any |
+/// | [`peek`](Self::peek) | as pop, without removing | — |
+/// | [`len`](Self::len), [`is_empty`](Self::is_empty) | push and pop versions | — |
+///
+/// Conflicts, therefore: pushes never conflict with each other (they only
+/// serialize for an instant at commit, when they append); pops conflict
+/// with every concurrent committed pop; a pop that found the queue empty
+/// conflicts with any concurrent committed push; pushes and pops of a
+/// non-empty queue do not conflict. A transaction pops committed elements
+/// first and its own pushes only once the queue is empty, so FIFO order
+/// holds.
+///
+/// A bounded queue ([`bounded`](Self::bounded)) checks its capacity at
+/// commit, while it holds the push lock: a push that found room without
+/// reading anything aborts at commit if the queue filled up meanwhile, and
+/// on re-execution reads the exact length and `retry`s (blocks) until a pop
+/// makes room.
+///
+/// Popped values are cloned out of the queue; the queue drops its copies
+/// when the nodes are reclaimed through the epoch scheme.
+///
+/// ```
+/// use txmem::{atomically, TQueue};
+/// let q = TQueue::new();
+/// atomically(|tx| { q.push(tx, 1)?; q.push(tx, 2) });
+/// assert_eq!(atomically(|tx| q.try_pop(tx)), Some(1));
+/// // A transaction sees its own pushes once the committed ones are gone.
+/// let got = atomically(|tx| { q.push(tx, 3)?; Ok((q.try_pop(tx)?, q.try_pop(tx)?)) });
+/// assert_eq!(got, (Some(2), Some(3)));
+/// ```
+pub struct TQueue<T> {
+    popv: TVersion,
+    pushv: TVersion,
+    /// The dummy node; the elements follow it. Changed under the pop lock.
+    head: AtomicPtr<QNode<T>>,
+    /// The last node. Changed under the push lock.
+    tail: AtomicPtr<QNode<T>>,
+    /// Elements ever pushed (changed under the push lock).
+    pushed: AtomicU64,
+    /// Elements ever popped (changed under the pop lock).
+    popped: AtomicU64,
+    capacity: u64,
+}
+
+// SAFETY: the queue owns values of type `T` in heap nodes; threads clone
+// them out (`T: Sync`) and the epoch collector may drop them on another
+// thread (`T: Send`). All shared state is atomics.
+unsafe impl<T: Send + Sync> Sync for TQueue<T> {}
+// SAFETY: as above; moving the queue moves the owned values.
+unsafe impl<T: Send> Send for TQueue<T> {}
+
+impl<T: Clone + Send + Sync + 'static> Default for TQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> TQueue<T> {
+    /// An empty, unbounded queue.
+    pub fn new() -> Self {
+        Self::with_capacity_limit(u64::MAX)
+    }
+
+    /// An empty queue that holds at most `capacity` elements: a push onto a
+    /// full queue blocks (`retry`) until a pop makes room.
+    ///
+    /// # Panics
+    /// If `capacity` is zero.
+    pub fn bounded(capacity: usize) -> Self {
+        assert!(capacity > 0, "TQueue::bounded: capacity must be at least 1");
+        Self::with_capacity_limit(capacity as u64)
+    }
+
+    fn with_capacity_limit(capacity: u64) -> Self {
+        let dummy = QNode::boxed(None);
+        TQueue {
+            popv: TVersion::new(),
+            pushv: TVersion::new(),
+            head: AtomicPtr::new(dummy),
+            tail: AtomicPtr::new(dummy),
+            pushed: AtomicU64::new(0),
+            popped: AtomicU64::new(0),
+            capacity,
+        }
+    }
+
+    /// The capacity (`None` if unbounded).
+    pub fn capacity(&self) -> Option<usize> {
+        (self.capacity != u64::MAX).then_some(self.capacity as usize)
+    }
+
+    /// The `n`-th committed element (0 = front), if any. The caller is
+    /// pinned; the result is meaningful only if the pop version is stable
+    /// around the call.
+    fn nth(&self, n: u64) -> *const QNode<T> {
+        let mut cur = self.head.load(Ordering::Acquire) as *const QNode<T>;
+        for _ in 0..=n {
+            // SAFETY: `cur` is the head or was reached from it through
+            // published `next` pointers; nodes are retired only after the
+            // head moves past them and freed only after every thread pinned
+            // at that time unpins. The caller holds a pin.
+            cur = unsafe { &*cur }.next.load(Ordering::Acquire);
+            if cur.is_null() {
+                break;
+            }
+        }
+        cur
+    }
+
+    fn own_pops(&self, tx: &Transaction<'_>) -> u64 {
+        tx.find_item(self, POP)
+            .and_then(|id| tx.item_ref(id).write_value::<u64>().copied())
+            .unwrap_or(0)
+    }
+
+    /// Finds the element this transaction would pop next. Returns the
+    /// committed node (`Ok(Some)`), or `Ok(None)` if the committed queue is
+    /// empty for this transaction (its pop and push versions are then read).
+    fn front_node<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+    ) -> TxResult<Option<*const QNode<T>>> {
+        let _ = tx.guard();
+        let skip = self.own_pops(tx);
+        let pop_id = tx.item(self, POP);
+        let node = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
+        if !node.is_null() {
+            return Ok(Some(node));
+        }
+        // Empty as far as committed pushes go: make the emptiness part of
+        // the read set through the push version (a concurrent committed push
+        // invalidates it), and look once more under that version.
+        let push_id = tx.item(self, PUSH);
+        let node = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
+        Ok((!node.is_null()).then_some(node))
+    }
+
+    /// Appends `value` at the tail. Adds nothing to the read set (see the
+    /// type docs for bounded queues). On a full bounded queue, blocks
+    /// (`retry`) until there is room.
+    pub fn push<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<()> {
+        match self.try_push(tx, value)? {
+            Ok(()) => Ok(()),
+            Err(_) => Err(tx.retry()),
+        }
+    }
+
+    /// Appends `value` unless the (bounded) queue is full, in which case the
+    /// value comes back in `Err` (and the full queue is in the read set).
+    pub fn try_push<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        value: T,
+    ) -> TxResult<Result<(), T>> {
+        let push_id = tx.item(self, PUSH);
+        if self.capacity != u64::MAX {
+            let (pending, own_pops) = {
+                let log = tx.item_ref(push_id).write_value::<PushLog<T>>();
+                log.map_or((0, 0), |l| (l.values.len() as u64, l.own_pops))
+            };
+            // A racy estimate first: if there is clearly room, read nothing
+            // (commit re-checks under the push lock).
+            let estimate = self
+                .pushed
+                .load(Ordering::Acquire)
+                .saturating_sub(self.popped.load(Ordering::Acquire));
+            if estimate.saturating_sub(own_pops) + pending + 1 > self.capacity {
+                let len = self.len(tx)? as u64;
+                if len + 1 > self.capacity {
+                    return Ok(Err(value));
+                }
+            }
+        }
+        let item = tx.item_mut(push_id);
+        let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
+        log.values.push_back(value);
+        item.set_write(log);
+        Ok(Ok(()))
+    }
+
+    /// Removes and returns the front element, or `None` if the queue is
+    /// empty (which then stays in the read set: a concurrent committed push
+    /// aborts this transaction).
+    pub fn try_pop<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        if let Some(node) = self.front_node(tx)? {
+            // SAFETY: `node` was read under a stable pop version while this
+            // transaction is pinned (`front_node` pinned it); nodes are freed
+            // only after that pin is released, and values are immutable.
+            let v = unsafe { &*node }.value.clone();
+            let pop_id = tx.item(self, POP);
+            let item = tx.item_mut(pop_id);
+            let n = item.write_value::<u64>().copied().unwrap_or(0);
+            item.set_write(n + 1);
+            if self.capacity != u64::MAX {
+                let push_id = tx.item(self, PUSH);
+                let item = tx.item_mut(push_id);
+                let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
+                log.own_pops += 1;
+                item.value.set(log);
+            }
+            return Ok(v);
+        }
+        // The committed queue is empty: take this transaction's own first push.
+        let push_id = tx.item(self, PUSH);
+        if tx
+            .item_ref(push_id)
+            .write_value::<PushLog<T>>()
+            .is_some_and(|l| !l.values.is_empty())
+        {
+            let item = tx.item_mut(push_id);
+            let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
+            let v = log.values.pop_front();
+            item.set_write(log);
+            return Ok(v);
+        }
+        Ok(None)
+    }
+
+    /// Removes and returns the front element, blocking (`retry`) while the
+    /// queue is empty.
+    pub fn pop<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
+        match self.try_pop(tx)? {
+            Some(v) => Ok(v),
+            None => Err(tx.retry()),
+        }
+    }
+
+    /// The front element without removing it (reads as a pop does).
+    pub fn peek<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        if let Some(node) = self.front_node(tx)? {
+            // SAFETY: as in `try_pop`.
+            return Ok(unsafe { &*node }.value.clone());
+        }
+        let push_id = tx.item(self, PUSH);
+        Ok(tx
+            .item_ref(push_id)
+            .write_value::<PushLog<T>>()
+            .and_then(|l| l.values.front().cloned()))
+    }
+
+    /// The number of elements, as this transaction sees them. Reads both
+    /// versions: conflicts with every concurrent committed push and pop.
+    pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        let push_id = tx.item(self, PUSH);
+        let pushed = tx.observe(push_id, &self.pushv, || self.pushed.load(Ordering::Acquire))?;
+        let pop_id = tx.item(self, POP);
+        let popped = tx.observe(pop_id, &self.popv, || self.popped.load(Ordering::Acquire))?;
+        let own_pops = self.own_pops(tx);
+        let pending = tx
+            .item_ref(push_id)
+            .write_value::<PushLog<T>>()
+            .map_or(0, |l| l.values.len() as u64);
+        Ok(pushed.saturating_sub(popped).saturating_sub(own_pops) as usize + pending as usize)
+    }
+
+    /// True if the queue has no element for this transaction.
+    pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
+        Ok(self.peek(tx)?.is_none())
+    }
+
+    /// The number of committed elements, outside any transaction. The push
+    /// and pop counters are read one after the other, so under concurrent
+    /// commits this is an estimate (never more than the capacity).
+    pub fn approx_len(&self) -> usize {
+        let popped = self.popped.load(Ordering::Acquire);
+        let pushed = self.pushed.load(Ordering::Acquire);
+        pushed.saturating_sub(popped) as usize
+    }
+
+    /// The committed elements, front first, outside any transaction (a
+    /// consistent snapshot: retried while commits change the queue).
+    pub fn snapshot(&self) -> Vec<T> {
+        let guard = crossbeam_epoch::pin();
+        loop {
+            let p1 = self.popv.load();
+            let u1 = self.pushv.load();
+            if TVersion::is_locked(p1) || TVersion::is_locked(u1) {
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut out = Vec::new();
+            let mut cur = self.nth(0);
+            while !cur.is_null() {
+                // SAFETY: reached from the head while pinned (`guard`).
+                let node = unsafe { &*cur };
+                out.extend(node.value.clone());
+                cur = node.next.load(Ordering::Acquire);
+            }
+            if self.popv.load() == p1 && self.pushv.load() == u1 {
+                drop(guard);
+                return out;
+            }
+        }
+    }
+
+    fn install_pops(&self, n: u64, guard: &Guard) {
+        let mut head = self.head.load(Ordering::Relaxed);
+        for _ in 0..n {
+            // SAFETY: we hold the pop lock at the version this transaction
+            // read, so the `n` elements it popped still follow the head.
+            let next = unsafe { &*head }.next.load(Ordering::Acquire);
+            debug_assert!(!next.is_null(), "popped element vanished");
+            let old = head as usize;
+            // SAFETY: the old dummy is now unreachable from the head; readers
+            // pinned before this point may still hold it, so free it through
+            // the epoch. `T: Send` lets the collector drop it elsewhere.
+            unsafe {
+                guard.defer_unchecked(move || drop(Box::from_raw(old as *mut QNode<T>)));
+            }
+            head = next;
+        }
+        self.head.store(head, Ordering::Release);
+        self.popped.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn install_pushes(&self, values: VecDeque<T>) {
+        let n = values.len() as u64;
+        let mut tail = self.tail.load(Ordering::Relaxed);
+        for v in values {
+            let node = QNode::boxed(Some(v));
+            // SAFETY: we hold the push lock: `tail` is the last node and is
+            // never retired (pops keep the last popped node as the dummy).
+            unsafe { &*tail }.next.store(node, Ordering::Release);
+            tail = node;
+        }
+        self.tail.store(tail, Ordering::Release);
+        self.pushed.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> TObject for TQueue<T> {
+    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        if item.key() == POP {
+            return commit.lock_version(&self.popv, item);
+        }
+        let outcome = commit.lock_version(&self.pushv, item);
+        if outcome == LockOutcome::Acquired && self.capacity != u64::MAX {
+            // Capacity check under the push lock: `pushed` is exact, and
+            // `popped` only grows, so the room we compute can only be an
+            // underestimate.
+            let log = item.write_value::<PushLog<T>>();
+            let (n, own_pops) = log.map_or((0, 0), |l| (l.values.len() as u64, l.own_pops));
+            let len = self
+                .pushed
+                .load(Ordering::Acquire)
+                .saturating_sub(self.popped.load(Ordering::Acquire));
+            if len.saturating_sub(own_pops) + n > self.capacity {
+                self.pushv.unlock_unchanged(item.read_version());
+                return LockOutcome::Stale;
+            }
+        }
+        outcome
+    }
+
+    fn check(&self, item: &Item, _: &Commit<'_>) -> bool {
+        let v = if item.key() == POP {
+            &self.popv
+        } else {
+            &self.pushv
+        };
+        v.still_valid(item.read_version(), item.is_locked())
+    }
+
+    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+        if item.key() == POP {
+            let n = item.write_value::<u64>().copied().unwrap_or(0);
+            self.install_pops(n, commit.guard());
+            self.popv
+                .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
+        } else {
+            let log = item.value.take::<PushLog<T>>().unwrap_or_default();
+            let changed = !log.values.is_empty();
+            self.install_pushes(log.values);
+            if changed {
+                self.pushv
+                    .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
+            } else {
+                self.pushv.unlock_unchanged(item.read_version());
+            }
+        }
+    }
+
+    fn unlock(&self, item: &mut Item) {
+        if item.key() == POP {
+            self.popv.unlock_unchanged(item.read_version());
+        } else {
+            self.pushv.unlock_unchanged(item.read_version());
+        }
+    }
+}
+
+impl<T> Drop for TQueue<T> {
+    fn drop(&mut self) {
+        let mut cur = *self.head.get_mut();
+        while !cur.is_null() {
+            // SAFETY: `&mut self` is exclusive; every node from the head on is
+            // owned by the queue (retired nodes are owned by the epoch).
+            let node = unsafe { Box::from_raw(cur) };
+            cur = node.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T: Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TQueue<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.snapshot()).finish()
+    }
+}

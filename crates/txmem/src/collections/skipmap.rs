@@ -1,0 +1,911 @@
+//! `TSkipMap<K, V>`: a transactional ordered map (a skiplist).
+//!
+//! # Why a skiplist rather than a B+ tree
+//!
+//! The thesis' ordered map (TMasstree) is a B+ tree whose leaf versions give
+//! phantom protection; a leaf split changes versions, which readers of the
+//! leaf see as a conflict, and the thesis needs special item surgery to keep
+//! a transaction from aborting itself when it splits a leaf it has scanned.
+//! A skiplist gives the same protection with *node-level* versions and no
+//! splits at all: every node has a **gap version** covering the interval up
+//! to its successor, and an insert bumps exactly one gap (its predecessor's).
+//! Nodes never move, so node items stay valid forever; a scan's read set is
+//! two words per node visited (its state and its gap) instead of one per
+//! leaf, which is the price. Lookups, inserts and removes are O(log n)
+//! expected, and nodes carry a variable-height tower (1.33 pointers on
+//! average), so millions of keys cost about 80 bytes each plus key and value.
+//! Readers never lock; structural changes (linking a placeholder, unlinking
+//! a removed node) hold one short map-wide lock for the pointer splice, so
+//! they serialize with each other but never with readers or commits of
+//! other keys.
+//!
+//! # Item keys
+//!
+//! A node's state is keyed by its address, the gap after a node by
+//! `address | 1` (the head's gap by 1), the size counter by 2.
+
+use std::cell::Cell;
+use std::fmt;
+use std::ops::{Bound, RangeBounds};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crossbeam_epoch::Guard;
+use parking_lot::Mutex;
+
+use crate::error::TxResult;
+use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::{ItemId, Transaction};
+use crate::types::cell::ValueCell;
+use crate::version::TVersion;
+
+use super::size::SizeCounter;
+use super::{busy, inconsistent, struct_wait};
+
+const INSERTING: u64 = 0b010;
+const DELETED: u64 = 0b100;
+const UNLINKED: u64 = 0b010;
+
+const F_INSERT: u32 = USER_FLAG0;
+const F_REMOVE: u32 = USER_FLAG0 << 1;
+
+const SIZE_KEY: u64 = 2;
+const MAX_HEIGHT: usize = 16;
+
+struct SNode<K, V> {
+    state: TVersion,
+    gap: TVersion,
+    key: K,
+    value: ValueCell<V>,
+    tower: Box<[AtomicPtr<SNode<K, V>>]>,
+}
+
+type NodePtr<K, V> = *const SNode<K, V>;
+
+struct Pos<K, V> {
+    pred: NodePtr<K, V>,
+    gap: u64,
+    next: NodePtr<K, V>,
+}
+
+thread_local! {
+    static RNG: Cell<u64> = Cell::new(0x2545_F491_4F6C_DD1D ^ (&RNG as *const _ as u64));
+}
+
+fn random_height() -> usize {
+    RNG.with(|r| {
+        let mut x = r.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        r.set(x);
+        // Each extra level with probability 1/4.
+        let h = 1 + (x.trailing_zeros() / 2) as usize;
+        h.min(MAX_HEIGHT)
+    })
+}
+
+/// A transactional ordered map with point operations, range scans in both
+/// directions, phantom protection and conflict-free inserts of distinct
+/// keys. See the [module docs](self) for why it is a skiplist.
+///
+/// What each operation adds to the transaction:
+///
+/// | operation | read set | write set |
+/// |---|---|---|
+/// | [`get`](Self::get) / [`contains_key`](Self::contains_key), key present | the key's node | — |
+/// | `get` / `contains_key` / [`remove`](Self::remove), key absent | the gap before the key | — |
+/// | [`insert`](Self::insert) of an absent key | nothing | the new node (placeholder linked now), +1 size |
+/// | `insert` of a present key (returns `false`) | the key's node | — |
+/// | [`put`](Self::put) | nothing | the new node, or the existing node (blind write) |
+/// | `remove`, key present | the key's node | the node (deleted and unlinked at commit), −1 size |
+/// | [`scan`](Self::scan) / [`range`](Self::range) (either direction) | every node met and every gap between the bounds (or up to where the scan stopped) | — |
+/// | [`len`](Self::len) | the size counter | — |
+///
+/// Hence: inserts of distinct keys never conflict with each other; an insert
+/// bumps the gap version of its predecessor, which invalidates concurrent
+/// scans and absent reads covering the new key (no phantoms) and nothing
+/// else. A transaction that scanned a range and then inserts into it
+/// updates its own gap read instead of aborting itself (thesis §5). Writes
+/// and removes conflict with reads of the same key. Removal marks the node
+/// deleted at commit, unlinks it and frees it through the epoch scheme.
+///
+/// ```
+/// use txmem::{atomically, TSkipMap};
+/// let m = TSkipMap::new();
+/// atomically(|tx| { for k in [5, 1, 3, 9] { m.insert(tx, k, k * 10)?; } Ok(()) });
+/// let up: Vec<_> = atomically(|tx| m.range(tx, 2..=9));
+/// assert_eq!(up, vec![(3, 30), (5, 50), (9, 90)]);
+/// let down: Vec<_> = atomically(|tx| m.range_rev(tx, ..5));
+/// assert_eq!(down, vec![(3, 30), (1, 10)]);
+/// assert_eq!(atomically(|tx| m.remove(tx, &3)), Some(30));
+/// assert_eq!(m.load(&3), None);
+/// ```
+pub struct TSkipMap<K, V> {
+    head: Box<[AtomicPtr<SNode<K, V>>]>,
+    head_gap: TVersion,
+    structure: Mutex<()>,
+    size: SizeCounter,
+}
+
+// SAFETY: the map owns keys and values in heap nodes, read by reference
+// from many threads (`K, V: Sync`) and dropped by the epoch collector,
+// possibly on another thread (`K, V: Send`).
+unsafe impl<K: Send + Sync, V: Send + Sync> Sync for TSkipMap<K, V> {}
+// SAFETY: as above.
+unsafe impl<K: Send, V: Send> Send for TSkipMap<K, V> {}
+
+impl<K, V> Default for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn below_start<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
+    // Keys strictly before the start of a range.
+    move |k: &K| match bound {
+        Bound::Included(lo) => k < lo,
+        Bound::Excluded(lo) => k <= lo,
+        Bound::Unbounded => false,
+    }
+}
+
+fn within_end<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
+    move |k: &K| match bound {
+        Bound::Included(hi) => k <= hi,
+        Bound::Excluded(hi) => k < hi,
+        Bound::Unbounded => true,
+    }
+}
+
+impl<K, V> TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    /// An empty map.
+    pub fn new() -> Self {
+        TSkipMap {
+            head: (0..MAX_HEIGHT)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
+            head_gap: TVersion::new(),
+            structure: Mutex::new(()),
+            size: SizeCounter::new(0),
+        }
+    }
+
+    #[inline]
+    fn next(&self, n: NodePtr<K, V>, level: usize) -> &AtomicPtr<SNode<K, V>> {
+        if n.is_null() {
+            &self.head[level]
+        } else {
+            // SAFETY: callers pass nodes reached while pinned.
+            &unsafe { &*n }.tower[level]
+        }
+    }
+
+    #[inline]
+    fn gap(&self, n: NodePtr<K, V>) -> &TVersion {
+        if n.is_null() {
+            &self.head_gap
+        } else {
+            // SAFETY: as in `next`.
+            &unsafe { &*n }.gap
+        }
+    }
+
+    /// The last node whose key satisfies `before` (null = head) at every
+    /// level. Lock-free; the caller is pinned.
+    fn search(&self, before: &impl Fn(&K) -> bool, preds: &mut [NodePtr<K, V>; MAX_HEIGHT]) {
+        let mut x: NodePtr<K, V> = ptr::null();
+        for level in (0..MAX_HEIGHT).rev() {
+            loop {
+                let nx = self.next(x, level).load(Ordering::Acquire) as NodePtr<K, V>;
+                // SAFETY: reached through published links while pinned.
+                if !nx.is_null() && before(&unsafe { &*nx }.key) {
+                    x = nx;
+                } else {
+                    break;
+                }
+            }
+            preds[level] = x;
+        }
+    }
+
+    /// The last node whose key satisfies `before`, with its gap word and
+    /// successor, consistent with each other.
+    fn locate(&self, before: impl Fn(&K) -> bool) -> TxResult<Pos<K, V>> {
+        let mut spins = 0;
+        let mut preds = [ptr::null(); MAX_HEIGHT];
+        'restart: loop {
+            self.search(&before, &mut preds);
+            let mut pred = preds[0];
+            loop {
+                let g = self.gap(pred);
+                let w = g.load();
+                if TVersion::is_locked(w) {
+                    struct_wait(&mut spins)?;
+                    continue;
+                }
+                if w & UNLINKED != 0 {
+                    continue 'restart;
+                }
+                let nx = self.next(pred, 0).load(Ordering::Acquire) as NodePtr<K, V>;
+                // SAFETY: as in `search`.
+                if !nx.is_null() && before(&unsafe { &*nx }.key) {
+                    pred = nx;
+                    continue;
+                }
+                if g.load() == w {
+                    return Ok(Pos {
+                        pred,
+                        gap: w,
+                        next: nx,
+                    });
+                }
+            }
+        }
+    }
+
+    fn record_gap<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        pred: NodePtr<K, V>,
+        word: u64,
+    ) -> TxResult<()> {
+        let id = tx.item(self, pred as u64 | 1);
+        tx.record_read(id, word)
+    }
+
+    /// Reads the gap of `n` consistently with its successor, records it and
+    /// returns the successor.
+    fn record_gap_after<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        n: NodePtr<K, V>,
+    ) -> TxResult<NodePtr<K, V>> {
+        let g = self.gap(n);
+        let mut spins = 0;
+        loop {
+            let w = g.load();
+            if TVersion::is_locked(w) {
+                struct_wait(&mut spins)?;
+                continue;
+            }
+            if w & UNLINKED != 0 {
+                // Unlinked while we walked: our earlier gap reads are stale.
+                return Err(inconsistent());
+            }
+            let nx = self.next(n, 0).load(Ordering::Acquire) as NodePtr<K, V>;
+            if g.load() == w {
+                self.record_gap(tx, n, w)?;
+                return Ok(nx);
+            }
+        }
+    }
+
+    fn observe_node<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        id: ItemId,
+        n: &SNode<K, V>,
+        f: impl FnOnce(&V) -> R,
+    ) -> TxResult<Option<R>> {
+        if ValueCell::<V>::INLINE {
+            let v = tx.observe(id, &n.state, || n.value.with(V::clone))?;
+            if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+                return Ok(None);
+            }
+            return Ok(Some(f(&v)));
+        }
+        let _ = tx.guard();
+        let p = tx.observe(id, &n.state, || n.value.with(|v| v as *const V as usize))?;
+        if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+            return Ok(None);
+        }
+        // SAFETY: heap values are swapped and the old one retired through
+        // the epoch; this transaction is pinned, so the value stays live.
+        Ok(Some(f(unsafe { &*(p as *const V) })))
+    }
+
+    /// This transaction's view of node `np`: `Some(f(value))` if visible.
+    /// Records the node's state read (except for the transaction's own
+    /// placeholders and removals, which need none).
+    fn node_view<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        np: NodePtr<K, V>,
+        f: impl FnOnce(&K, &V) -> R,
+    ) -> TxResult<Option<R>> {
+        // SAFETY: reached while pinned.
+        let n = unsafe { &*np };
+        let id = tx.item(self, np as u64);
+        let (flags, has_value) = {
+            let it = tx.item_ref(id);
+            (it.flags(), it.value.is_set())
+        };
+        if flags & F_REMOVE != 0 {
+            return Ok(None);
+        }
+        if flags & F_INSERT != 0 {
+            let it = tx.item_ref(id);
+            return Ok(Some(match it.write_value::<V>() {
+                Some(v) => f(&n.key, v),
+                None => n.value.with(|v| f(&n.key, v)),
+            }));
+        }
+        if has_value {
+            if self.observe_node(tx, id, n, |_| ())?.is_none() {
+                return Err(inconsistent());
+            }
+            return Ok(tx.item_ref(id).write_value::<V>().map(|v| f(&n.key, v)));
+        }
+        self.observe_node(tx, id, n, |v| f(&n.key, v))
+    }
+
+    /// The first node of the run of `key` (starting at `pos.next`) visible
+    /// to this transaction; records what it reads. `None`: absent.
+    fn find_visible<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        pos: &Pos<K, V>,
+        key: &K,
+        mut f: impl FnMut(&K, &V) -> R,
+    ) -> TxResult<Option<(NodePtr<K, V>, R)>> {
+        let mut cur = pos.next;
+        while !cur.is_null() {
+            // SAFETY: reached while pinned.
+            let n = unsafe { &*cur };
+            if n.key != *key {
+                break;
+            }
+            if let Some(r) = self.node_view(tx, cur, &mut f)? {
+                return Ok(Some((cur, r)));
+            }
+            cur = n.tower[0].load(Ordering::Acquire);
+        }
+        Ok(None)
+    }
+
+    /// The value of `key` (a clone), or `None`.
+    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<Option<V>> {
+        self.get_with(tx, key, V::clone)
+    }
+
+    /// Calls `f` with a reference to the value of `key`, if present.
+    pub fn get_with<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: &K,
+        f: impl FnOnce(&V) -> R,
+    ) -> TxResult<Option<R>> {
+        let _ = tx.guard();
+        let pos = self.locate(|k| k < key)?;
+        let mut f = Some(f);
+        let found = self.find_visible(tx, &pos, key, |_, v| f.take().map(|f| f(v)))?;
+        match found {
+            Some((_, r)) => Ok(r),
+            None => {
+                self.record_gap(tx, pos.pred, pos.gap)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// True if `key` is present.
+    pub fn contains_key<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<bool> {
+        let _ = tx.guard();
+        let pos = self.locate(|k| k < key)?;
+        if self.find_visible(tx, &pos, key, |_, _| ())?.is_some() {
+            return Ok(true);
+        }
+        self.record_gap(tx, pos.pred, pos.gap)?;
+        Ok(false)
+    }
+
+    fn size_delta<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
+        let id = tx.item(self, SIZE_KEY);
+        SizeCounter::add_pending(tx.item_mut(id), delta);
+    }
+
+    /// Inserts `key → value` if `key` is absent; returns whether it did.
+    /// An insert of an absent key reads nothing.
+    pub fn insert<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+    ) -> TxResult<bool> {
+        self.upsert(tx, key, value, false)
+    }
+
+    /// Sets `key → value`, inserting or overwriting, without reading.
+    pub fn put<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+        self.upsert(tx, key, value, true).map(|_| ())
+    }
+
+    fn upsert<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+        overwrite: bool,
+    ) -> TxResult<bool> {
+        let _ = tx.guard();
+        let mut spins = 0;
+        'retry: loop {
+            let pos = self.locate(|k| k < &key)?;
+            let mut cur = pos.next;
+            while !cur.is_null() {
+                // SAFETY: reached while pinned.
+                let n = unsafe { &*cur };
+                if n.key != key {
+                    break;
+                }
+                let own = tx.find_item(self, cur as u64);
+                let flags = own.map_or(0, |id| tx.item_ref(id).flags());
+                if flags & F_REMOVE != 0 {
+                    let item = tx.item_mut(own.expect("flags came from the item"));
+                    item.clear_flags(F_REMOVE);
+                    item.set_write(value);
+                    self.size_delta(tx, 1);
+                    return Ok(true);
+                }
+                if flags & F_INSERT != 0 {
+                    if overwrite {
+                        tx.item_mut(own.expect("flags came from the item"))
+                            .set_write(value);
+                    }
+                    return Ok(false);
+                }
+                let w = n.state.load();
+                if w & INSERTING != 0 {
+                    return Err(busy());
+                }
+                if w & DELETED == 0 {
+                    let id = tx.item(self, cur as u64);
+                    if overwrite {
+                        tx.item_mut(id).set_write(value);
+                        return Ok(false);
+                    }
+                    match self.observe_node(tx, id, n, |_| ())? {
+                        Some(()) => return Ok(false),
+                        None if own.is_some() => return Err(inconsistent()),
+                        None => {
+                            tx.item_mut(id).forget_read();
+                            struct_wait(&mut spins)?;
+                            continue 'retry;
+                        }
+                    }
+                }
+                cur = n.tower[0].load(Ordering::Acquire);
+            }
+            // Absent: link a placeholder after `pos.pred`.
+            let guard = self.structure.lock();
+            let g = self.gap(pos.pred);
+            if g.load() != pos.gap {
+                drop(guard);
+                struct_wait(&mut spins)?;
+                continue;
+            }
+            let height = random_height();
+            let node = Box::into_raw(Box::new(SNode {
+                state: TVersion::new(),
+                gap: TVersion::new(),
+                key,
+                value: ValueCell::new(value),
+                tower: (0..height)
+                    .map(|_| AtomicPtr::new(ptr::null_mut()))
+                    .collect(),
+            }));
+            // SAFETY: not shared yet.
+            let nref = unsafe { &*node };
+            nref.state.set_flags_locked(INSERTING);
+            let mut preds = [ptr::null(); MAX_HEIGHT];
+            // Under the structure lock nothing moves: search the upper
+            // levels for this key; level 0 must be `pos.pred` (its gap is
+            // unchanged, so its successor is too).
+            let before = |k: &K| k < &nref.key;
+            self.search(&before, &mut preds);
+            preds[0] = pos.pred;
+            for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
+                let nx = self.next(p, level).load(Ordering::Relaxed);
+                nref.tower[level].store(nx, Ordering::Relaxed);
+            }
+            nref.tower[0].store(pos.next as *mut _, Ordering::Relaxed);
+            let new_gap = TVersion::next_after(pos.gap, 0);
+            let locked = g.try_lock_at(pos.gap);
+            debug_assert!(locked, "gap words change only under the structure lock");
+            self.next(pos.pred, 0).store(node, Ordering::Release);
+            g.unlock_to(new_gap);
+            for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
+                self.next(p, level).store(node, Ordering::Release);
+            }
+            drop(guard);
+            if let Some(gid) = tx.find_item(self, pos.pred as u64 | 1) {
+                let it = tx.item_ref(gid);
+                if it.is_read() && it.read_version() == pos.gap {
+                    tx.item_mut(gid).observe(new_gap);
+                }
+            }
+            let id = tx.item(self, node as u64);
+            let item = tx.item_mut(id);
+            item.set_flags(F_INSERT | NEEDS_CLEANUP);
+            item.mark_write();
+            self.size_delta(tx, 1);
+            return Ok(true);
+        }
+    }
+
+    /// Removes `key`, returning its value if it was present.
+    pub fn remove<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<Option<V>> {
+        let _ = tx.guard();
+        let pos = self.locate(|k| k < key)?;
+        match self.find_visible(tx, &pos, key, |_, v| v.clone())? {
+            Some((np, v)) => {
+                let id = tx.item(self, np as u64);
+                let item = tx.item_mut(id);
+                item.set_flags(F_REMOVE);
+                let own_insert = item.has(F_INSERT);
+                item.clear_write();
+                if !own_insert {
+                    item.mark_write();
+                }
+                self.size_delta(tx, -1);
+                Ok(Some(v))
+            }
+            None => {
+                self.record_gap(tx, pos.pred, pos.gap)?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Visits the entries with keys in `range` in ascending order, calling
+    /// `f` on each until it returns `false`. The read set covers every key
+    /// in the range up to where the scan stopped, present or not: a
+    /// concurrent insert into that part of the range conflicts (phantom
+    /// protection).
+    pub fn scan<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+        mut f: impl FnMut(&K, &V) -> bool,
+    ) -> TxResult<()> {
+        let _ = tx.guard();
+        let start = below_start(range.start_bound());
+        let pos = self.locate(&start)?;
+        self.record_gap(tx, pos.pred, pos.gap)?;
+        let end = within_end(range.end_bound());
+        let mut cur = pos.next;
+        while !cur.is_null() {
+            // SAFETY: reached while pinned.
+            let n = unsafe { &*cur };
+            if !end(&n.key) {
+                break;
+            }
+            if let Some(go_on) = self.node_view(tx, cur, &mut f)? {
+                if !go_on {
+                    return Ok(());
+                }
+            }
+            cur = self.record_gap_after(tx, cur)?;
+        }
+        Ok(())
+    }
+
+    /// Visits the entries with keys in `range` in descending order, calling
+    /// `f` on each until it returns `false`; same protection as
+    /// [`scan`](Self::scan). Each step is a search (O(log n)).
+    pub fn scan_rev<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+        mut f: impl FnMut(&K, &V) -> bool,
+    ) -> TxResult<()> {
+        let _ = tx.guard();
+        let lower = below_start(range.start_bound());
+        let mut pos = self.locate(within_end(range.end_bound()))?;
+        loop {
+            if pos.pred.is_null() {
+                // Nothing below: the head's gap covers the rest.
+                return self.record_gap(tx, pos.pred, pos.gap);
+            }
+            // SAFETY: reached while pinned.
+            let last = unsafe { &*pos.pred };
+            if lower(&last.key) {
+                // Past the start of the range: this node's gap covers the
+                // part of the range between it and where we were.
+                return self.record_gap(tx, pos.pred, pos.gap);
+            }
+            // Examine the whole run of nodes holding `last.key` (normally
+            // one node; more while placeholders or removals are in flight).
+            let key = last.key.clone();
+            let run = self.locate(|k| k < &key)?;
+            self.record_gap(tx, run.pred, run.gap)?;
+            let mut cur = run.next;
+            let mut stop = false;
+            let mut seen_visible = false;
+            while !cur.is_null() {
+                // SAFETY: reached while pinned.
+                let n = unsafe { &*cur };
+                if n.key != key {
+                    break;
+                }
+                if !seen_visible {
+                    if let Some(go_on) = self.node_view(tx, cur, &mut f)? {
+                        seen_visible = true;
+                        stop = !go_on;
+                    }
+                }
+                cur = self.record_gap_after(tx, cur)?;
+            }
+            if stop {
+                return Ok(());
+            }
+            pos = run;
+        }
+    }
+
+    /// The entries with keys in `range`, ascending (clones); see [`scan`](Self::scan).
+    pub fn range<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+    ) -> TxResult<Vec<(K, V)>> {
+        let mut out = Vec::new();
+        self.scan(tx, range, |k, v| {
+            out.push((k.clone(), v.clone()));
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// The entries with keys in `range`, descending (clones); see [`scan_rev`](Self::scan_rev).
+    pub fn range_rev<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+    ) -> TxResult<Vec<(K, V)>> {
+        let mut out = Vec::new();
+        self.scan_rev(tx, range, |k, v| {
+            out.push((k.clone(), v.clone()));
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// The number of keys, as this transaction sees them (reads the size
+    /// counter: conflicts with inserts and removes committing meanwhile).
+    pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        let id = tx.item(self, SIZE_KEY);
+        let (c, ()) = self.size.observe_with(tx, id, || ())?;
+        Ok((c + SizeCounter::pending(tx.item_ref(id))).max(0) as usize)
+    }
+
+    /// True if the map is empty (reads the size counter).
+    pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
+        Ok(self.len(tx)? == 0)
+    }
+
+    // ---- non-transactional reads ----
+
+    /// The committed value of `key`, outside any transaction.
+    pub fn load(&self, key: &K) -> Option<V> {
+        let _g = crossbeam_epoch::pin();
+        let mut preds = [ptr::null(); MAX_HEIGHT];
+        self.search(&|k: &K| k < key, &mut preds);
+        let mut cur = self.next(preds[0], 0).load(Ordering::Acquire) as NodePtr<K, V>;
+        while !cur.is_null() {
+            // SAFETY: reached while pinned.
+            let n = unsafe { &*cur };
+            if n.key != *key {
+                break;
+            }
+            let mut spins = 0;
+            loop {
+                let w = n.state.load();
+                if TVersion::is_locked(w) {
+                    super::struct_wait_forever(&mut spins);
+                    continue;
+                }
+                if w & (INSERTING | DELETED) != 0 {
+                    break;
+                }
+                let v = n.value.with(V::clone);
+                if n.state.load() == w {
+                    return Some(v);
+                }
+            }
+            cur = n.tower[0].load(Ordering::Acquire);
+        }
+        None
+    }
+
+    /// The committed number of keys, outside any transaction.
+    pub fn load_len(&self) -> usize {
+        self.size.load().max(0) as usize
+    }
+
+    /// The committed keys in order, outside any transaction (each key's
+    /// presence is read atomically, but not the whole map at once).
+    pub fn keys_committed(&self) -> Vec<K> {
+        let _g = crossbeam_epoch::pin();
+        let mut out = Vec::new();
+        let mut cur = self.head[0].load(Ordering::Acquire) as NodePtr<K, V>;
+        while !cur.is_null() {
+            // SAFETY: reached while pinned.
+            let n = unsafe { &*cur };
+            if n.state.load() & (INSERTING | DELETED) == 0 {
+                out.push(n.key.clone());
+            }
+            cur = n.tower[0].load(Ordering::Acquire);
+        }
+        out
+    }
+
+    /// Unlinks `np` at every level under the structure lock; with a commit
+    /// version, bumps the surrounding gaps to at least that version.
+    fn unlink(&self, np: NodePtr<K, V>, cv: Option<u64>, guard: &Guard) {
+        let _s = self.structure.lock();
+        // SAFETY: the caller owns the node's removal and it is still linked.
+        let n = unsafe { &*np };
+        let mut preds: [Option<NodePtr<K, V>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
+        let mut x: NodePtr<K, V> = ptr::null();
+        for level in (0..MAX_HEIGHT).rev() {
+            // The last node before the run of equal keys at this level...
+            loop {
+                let nx = self.next(x, level).load(Ordering::Relaxed) as NodePtr<K, V>;
+                // SAFETY: linked nodes are live under the structure lock.
+                if !nx.is_null() && unsafe { &*nx }.key < n.key {
+                    x = nx;
+                } else {
+                    break;
+                }
+            }
+            // ...then the node linking to `np` within that run, if any.
+            let mut p = x;
+            loop {
+                let nx = self.next(p, level).load(Ordering::Relaxed) as NodePtr<K, V>;
+                if ptr::eq(nx, np) {
+                    preds[level] = Some(p);
+                    break;
+                }
+                // SAFETY: as above.
+                if nx.is_null() || unsafe { &*nx }.key != n.key {
+                    break;
+                }
+                p = nx;
+            }
+        }
+        for level in (1..n.tower.len()).rev() {
+            let p = preds[level].expect("txmem: skiplist node missing from an upper level");
+            self.next(p, level)
+                .store(n.tower[level].load(Ordering::Relaxed), Ordering::Release);
+        }
+        let pred0 = preds[0].expect("txmem: skiplist node missing from its map");
+        let preds = [pred0];
+        let pg = self.gap(preds[0]);
+        let pw = pg.load();
+        let locked = pg.try_lock_at(pw);
+        debug_assert!(locked, "gap words change only under the structure lock");
+        self.next(preds[0], 0)
+            .store(n.tower[0].load(Ordering::Relaxed), Ordering::Release);
+        match cv {
+            Some(cv) => pg.unlock_to(TVersion::next_after(pw, cv)),
+            None => pg.unlock_to(pw),
+        }
+        let nw = n.gap.load();
+        n.gap
+            .unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
+        let addr = np as usize;
+        // SAFETY: unreachable from the map now; pinned readers may still
+        // hold it, so it is freed through the epoch (`K, V: Send`).
+        unsafe {
+            guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut SNode<K, V>)));
+        }
+    }
+
+    fn node_of<'a>(item: &Item) -> &'a SNode<K, V> {
+        // SAFETY: node items are keyed by addresses of nodes reached while
+        // pinned; the transaction stays pinned until it ends.
+        unsafe { &*(item.key() as *const SNode<K, V>) }
+    }
+}
+
+impl<K, V> TObject for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        if item.key() == SIZE_KEY {
+            return self.size.lock(item, commit);
+        }
+        let n = Self::node_of(item);
+        let outcome = commit.lock_version(&n.state, item);
+        if outcome == LockOutcome::Acquired
+            && !item.has(F_INSERT)
+            && item.read_version() & DELETED != 0
+        {
+            n.state.unlock_unchanged(item.read_version());
+            return LockOutcome::Stale;
+        }
+        outcome
+    }
+
+    fn check(&self, item: &Item, _: &Commit<'_>) -> bool {
+        match item.key() {
+            SIZE_KEY => self.size.check(item),
+            k if k & 1 == 1 => self
+                .gap((k & !1) as NodePtr<K, V>)
+                .still_valid(item.read_version(), false),
+            _ => Self::node_of(item)
+                .state
+                .still_valid(item.read_version(), item.is_locked()),
+        }
+    }
+
+    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+        if item.key() == SIZE_KEY {
+            return self.size.install(item, commit);
+        }
+        let n = Self::node_of(item);
+        let next = TVersion::next_after(item.read_version(), commit.version());
+        if item.has(F_REMOVE) {
+            n.state.unlock_to(next | DELETED);
+            self.unlink(n, Some(commit.version()), commit.guard());
+            return;
+        }
+        if let Some(v) = item.value.take::<V>() {
+            n.value.store(v, || commit.guard());
+        }
+        n.state.unlock_to(next & !INSERTING);
+    }
+
+    fn unlock(&self, item: &mut Item) {
+        if item.key() == SIZE_KEY {
+            return self.size.unlock(item);
+        }
+        Self::node_of(item)
+            .state
+            .unlock_unchanged(item.read_version());
+    }
+
+    fn cleanup(&self, item: &mut Item, committed: bool) {
+        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
+            let guard = crossbeam_epoch::pin();
+            self.unlink(Self::node_of(item), None, &guard);
+        }
+    }
+}
+
+impl<K, V> Drop for TSkipMap<K, V> {
+    fn drop(&mut self) {
+        let mut cur = *self.head[0].get_mut();
+        while !cur.is_null() {
+            // SAFETY: `&mut self` is exclusive; every linked node is on
+            // level 0 exactly once and owned by the map.
+            let node = unsafe { Box::from_raw(cur) };
+            cur = node.tower[0].load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl<K, V> fmt::Debug for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + fmt::Debug + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TSkipMap")
+            .field("len", &self.load_len())
+            .finish()
+    }
+}
