@@ -256,6 +256,7 @@ impl Machine {
                 Some(o) if o != core => Outcome::Stall(self.cfg.htm.stall_retry_cycles.max(1)),
                 _ => {
                     self.serial_owner = Some(core);
+                    self.stats.tx.serialized += 1;
                     for d in 0..self.cfg.cores {
                         if d == core {
                             continue;

@@ -99,6 +99,8 @@ pub struct TxStats {
     pub deadlocks_avoided: u64,
     /// Transactions that overflowed the L1 (unbounded capacity).
     pub overflows: u64,
+    /// Transactional regions that ran in serial (irrevocable) mode after a persistent abort.
+    pub serialized: u64,
     /// Transactions running when an interrupt was taken.
     pub interrupted_transactions: u64,
     /// Suspended transactions (xpush or tsuspend) doomed by a conflict while suspended.

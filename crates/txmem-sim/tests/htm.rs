@@ -199,6 +199,8 @@ fn bounded_capacity_aborts_persistently_and_transaction_falls_back() {
     assert_eq!(sim.read(base + 2048), 1);
     assert_eq!(s.tx.aborts.capacity, 2);
     assert_eq!(s.tx.persistent_aborts, 2);
+    assert_eq!(s.tx.serialized, 1);
+    assert_eq!(s.tx.commits, 1);
 }
 
 #[test]
