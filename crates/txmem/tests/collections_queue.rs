@@ -119,7 +119,10 @@ fn producers_and_consumers_lose_and_duplicate_nothing() {
         for h in hs {
             h.join().unwrap();
         }
-        assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1), "lost or duplicated");
+        assert!(
+            seen.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+            "lost or duplicated"
+        );
         assert!(q.snapshot().is_empty());
     }
 }
@@ -140,7 +143,10 @@ fn bounded_push_blocks_until_a_pop() {
         })
     };
     thread::sleep(std::time::Duration::from_millis(50));
-    assert!(!pushed.load(Ordering::SeqCst), "push onto a full queue must wait");
+    assert!(
+        !pushed.load(Ordering::SeqCst),
+        "push onto a full queue must wait"
+    );
     assert_eq!(atomically(|tx| q.pop(tx)), 1);
     h.join().unwrap();
     assert_eq!(q.snapshot(), vec![2, 3]);

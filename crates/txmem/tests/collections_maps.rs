@@ -1,0 +1,409 @@
+//! THashMap and TSkipMap against a sequential model (with injected aborts),
+//! plus concurrent stress, resizing under load, phantom protection and
+//! self-updating reads.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use proptest::prelude::*;
+use txmem::{atomically, THashMap, TSkipMap};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Get(u8),
+    Contains(u8),
+    Insert(u8, u16),
+    Put(u8, u16),
+    Remove(u8),
+    Len,
+    Iter,
+    Range(u8, u8, bool),
+    RangeRev(u8, u8, bool),
+    ScanFirst(u8, usize),
+    ScanRevFirst(u8, usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0u8..24;
+    prop_oneof![
+        2 => k.clone().prop_map(Op::Get),
+        1 => k.clone().prop_map(Op::Contains),
+        3 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Put(k, v)),
+        3 => k.clone().prop_map(Op::Remove),
+        1 => Just(Op::Len),
+        1 => Just(Op::Iter),
+        1 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, i)| Op::Range(a, b, i)),
+        1 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, i)| Op::RangeRev(a, b, i)),
+        1 => (k.clone(), 0usize..4).prop_map(|(a, n)| Op::ScanFirst(a, n)),
+        1 => (k, 0usize..4).prop_map(|(a, n)| Op::ScanRevFirst(a, n)),
+    ]
+}
+
+type Res = Vec<(u8, u16)>;
+
+fn bounds(a: u8, b: u8, incl: bool) -> (Bound<u8>, Bound<u8>) {
+    (
+        Bound::Included(a),
+        if incl {
+            Bound::Included(b)
+        } else {
+            Bound::Excluded(b)
+        },
+    )
+}
+
+fn model(m: &mut BTreeMap<u8, u16>, op: &Op, ordered: bool) -> Res {
+    match *op {
+        Op::Get(k) => m.get(&k).map(|v| vec![(k, *v)]).unwrap_or_default(),
+        Op::Contains(k) => vec![(m.contains_key(&k) as u8, 0)],
+        Op::Insert(k, v) => {
+            let fresh = !m.contains_key(&k);
+            if fresh {
+                m.insert(k, v);
+            }
+            vec![(fresh as u8, 0)]
+        }
+        Op::Put(k, v) => {
+            m.insert(k, v);
+            vec![]
+        }
+        Op::Remove(k) => m.remove(&k).map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Len => vec![(m.len() as u8, 0)],
+        Op::Iter => m.iter().map(|(k, v)| (*k, *v)).collect(),
+        Op::Range(a, b, i) if ordered && (a < b || (a == b && i)) => {
+            m.range(bounds(a, b, i)).map(|(k, v)| (*k, *v)).collect()
+        }
+        Op::RangeRev(a, b, i) if ordered && (a < b || (a == b && i)) => m
+            .range(bounds(a, b, i))
+            .rev()
+            .map(|(k, v)| (*k, *v))
+            .collect(),
+        Op::ScanFirst(a, n) if ordered => m.range(a..).take(n + 1).map(|(k, v)| (*k, *v)).collect(),
+        Op::ScanRevFirst(a, n) if ordered => m
+            .range(..=a)
+            .rev()
+            .take(n + 1)
+            .map(|(k, v)| (*k, *v))
+            .collect(),
+        _ => vec![],
+    }
+}
+
+fn run_hash<'a>(
+    m: &'a THashMap<u8, u16>,
+    tx: &mut txmem::Transaction<'a>,
+    op: &Op,
+) -> txmem::TxResult<Res> {
+    Ok(match *op {
+        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
+        Op::Insert(k, v) => vec![(m.insert(tx, k, v)? as u8, 0)],
+        Op::Put(k, v) => {
+            m.put(tx, k, v)?;
+            vec![]
+        }
+        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Len => vec![(m.len(tx)? as u8, 0)],
+        Op::Iter => {
+            let mut all = m.iter(tx)?;
+            all.sort();
+            all
+        }
+        _ => vec![],
+    })
+}
+
+fn run_skip<'a>(
+    m: &'a TSkipMap<u8, u16>,
+    tx: &mut txmem::Transaction<'a>,
+    op: &Op,
+) -> txmem::TxResult<Res> {
+    Ok(match *op {
+        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
+        Op::Insert(k, v) => vec![(m.insert(tx, k, v)? as u8, 0)],
+        Op::Put(k, v) => {
+            m.put(tx, k, v)?;
+            vec![]
+        }
+        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Len => vec![(m.len(tx)? as u8, 0)],
+        Op::Iter => m.range(tx, ..)?,
+        Op::Range(a, b, i) if a < b || (a == b && i) => m.range(tx, bounds(a, b, i))?,
+        Op::RangeRev(a, b, i) if a < b || (a == b && i) => m.range_rev(tx, bounds(a, b, i))?,
+        Op::ScanFirst(a, n) => {
+            let mut out = vec![];
+            m.scan(tx, a.., |k, v| {
+                out.push((*k, *v));
+                out.len() <= n
+            })?;
+            out
+        }
+        Op::ScanRevFirst(a, n) => {
+            let mut out = vec![];
+            m.scan_rev(tx, ..=a, |k, v| {
+                out.push((*k, *v));
+                out.len() <= n
+            })?;
+            out
+        }
+        _ => vec![],
+    })
+}
+
+fn txs() -> impl Strategy<Value = Vec<(Vec<Op>, bool)>> {
+    prop::collection::vec((prop::collection::vec(op(), 1..10), any::<bool>()), 1..24)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn hashmap_matches_model(txs in txs()) {
+        // Small initial table: the sequence grows it several times.
+        let m: THashMap<u8, u16> = THashMap::new();
+        let mut mm = BTreeMap::new();
+        for (ops, inject) in txs {
+            let attempts = Cell::new(0);
+            let got: Vec<Res> = atomically(|tx| {
+                attempts.set(attempts.get() + 1);
+                let out = ops.iter().map(|o| run_hash(&m, tx, o)).collect::<Result<Vec<_>, _>>()?;
+                if inject && attempts.get() == 1 { return Err(tx.abort()); }
+                Ok(out)
+            });
+            let want: Vec<Res> = ops.iter().map(|o| model(&mut mm, o, false)).collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(m.load_len(), mm.len());
+            for k in 0..24u8 {
+                prop_assert_eq!(m.load(&k), mm.get(&k).copied());
+            }
+        }
+    }
+
+    #[test]
+    fn skipmap_matches_model(txs in txs()) {
+        let m: TSkipMap<u8, u16> = TSkipMap::new();
+        let mut mm = BTreeMap::new();
+        for (ops, inject) in txs {
+            let attempts = Cell::new(0);
+            let got: Vec<Res> = atomically(|tx| {
+                attempts.set(attempts.get() + 1);
+                let out = ops.iter().map(|o| run_skip(&m, tx, o)).collect::<Result<Vec<_>, _>>()?;
+                if inject && attempts.get() == 1 { return Err(tx.abort()); }
+                Ok(out)
+            });
+            let want: Vec<Res> = ops.iter().map(|o| model(&mut mm, o, true)).collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(m.load_len(), mm.len());
+            prop_assert_eq!(m.keys_committed(), mm.keys().copied().collect::<Vec<_>>());
+            for k in 0..24u8 {
+                prop_assert_eq!(m.load(&k), mm.get(&k).copied());
+            }
+        }
+    }
+}
+
+/// Threads move tokens between keys: each transaction removes a present key
+/// and inserts an absent one. The number of keys never changes, and every
+/// key holds a value consistent with it.
+fn churn<M: Sync>(map: &M, op: impl Fn(&M, u64, u64) + Sync, check: impl Fn(&M)) {
+    thread::scope(|s| {
+        for t in 0..2u64 {
+            let op = &op;
+            s.spawn(move || {
+                let mut x = 0x1234_5678 + t;
+                for _ in 0..1500 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    op(map, x % 512, (x >> 20) % 512);
+                }
+            });
+        }
+    });
+    check(map);
+}
+
+#[test]
+fn hashmap_churn_keeps_its_invariant_through_resizes() {
+    let m: THashMap<u64, u64> = THashMap::new();
+    atomically(|tx| {
+        for k in (0..512).step_by(2) {
+            m.insert(tx, k, k * 3)?;
+        }
+        Ok(())
+    });
+    assert!(m.bucket_count() >= 256);
+    churn(
+        &m,
+        |m, a, b| {
+            atomically(|tx| {
+                if m.get(tx, &a)?.is_some() && m.get(tx, &b)?.is_none() {
+                    assert_eq!(m.remove(tx, &a)?, Some(a * 3));
+                    assert!(m.insert(tx, b, b * 3)?);
+                }
+                Ok(())
+            })
+        },
+        |m| {
+            let all = atomically(|tx| m.iter(tx));
+            assert_eq!(all.len(), 256);
+            assert!(all.iter().all(|(k, v)| *v == k * 3));
+            assert_eq!(atomically(|tx| m.len(tx)), 256);
+        },
+    );
+}
+
+#[test]
+fn skipmap_churn_keeps_its_invariant() {
+    let m: TSkipMap<u64, u64> = TSkipMap::new();
+    atomically(|tx| {
+        for k in (0..512).step_by(2) {
+            m.insert(tx, k, k * 3)?;
+        }
+        Ok(())
+    });
+    churn(
+        &m,
+        |m, a, b| {
+            atomically(|tx| {
+                if m.get(tx, &a)?.is_some() && !m.contains_key(tx, &b)? {
+                    assert_eq!(m.remove(tx, &a)?, Some(a * 3));
+                    assert!(m.insert(tx, b, b * 3)?);
+                }
+                // A scan sees the invariant too.
+                let lo = a.min(b);
+                let n = m.range(tx, lo..lo + 16)?.len();
+                assert!(n <= 16);
+                Ok(())
+            })
+        },
+        |m| {
+            let all = atomically(|tx| m.range(tx, ..));
+            assert_eq!(all.len(), 256);
+            assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+            assert!(all.iter().all(|(k, v)| *v == k * 3));
+            assert_eq!(m.load_len(), 256);
+            let rev = atomically(|tx| m.range_rev(tx, ..));
+            assert_eq!(rev.len(), 256);
+        },
+    );
+}
+
+#[test]
+fn hashmap_grows_under_concurrent_inserts_and_readers() {
+    let m: Arc<THashMap<u64, u64>> = Arc::new(THashMap::new());
+    let start = m.bucket_count();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (m, done) = (m.clone(), done.clone());
+        thread::spawn(move || {
+            // Keys 1_000_000.. are never inserted: absent reads must stay
+            // absent, and present keys must keep their values.
+            while !done.load(Ordering::Relaxed) {
+                atomically(|tx| {
+                    assert_eq!(m.get(tx, &1_000_007)?, None);
+                    if let Some(v) = m.get(tx, &5)? {
+                        assert_eq!(v, 50);
+                    }
+                    Ok(())
+                });
+            }
+        })
+    };
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for i in 0..3000u64 {
+                    let k = i * 2 + t;
+                    atomically(|tx| m.insert(tx, k, k * 10).map(|_| ()));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    assert!(
+        m.bucket_count() >= start * 64,
+        "the table grew several times"
+    );
+    assert_eq!(m.load_len(), 6000);
+    for k in 0..6000u64 {
+        assert_eq!(m.load(&k), Some(k * 10), "key {k}");
+    }
+}
+
+#[test]
+fn reading_absent_then_inserting_does_not_abort_oneself() {
+    // (Sized so that no resize happens inside the transaction: a bucket
+    // read taken before a resize cannot be updated by an insert after it,
+    // and costs one retry.)
+    let h: THashMap<u32, u32> = THashMap::with_capacity(256);
+    let s: TSkipMap<u32, u32> = TSkipMap::new();
+    let attempts = AtomicU64::new(0);
+    atomically(|tx| {
+        attempts.fetch_add(1, Ordering::Relaxed);
+        for k in 0..64 {
+            if !h.contains_key(tx, &k)? {
+                h.insert(tx, k, k)?;
+            }
+            // Scan a range, then insert into it (thesis §5).
+            let _ = s.range(tx, 0..1000)?;
+            if !s.contains_key(tx, &(k * 7))? {
+                s.insert(tx, k * 7, k)?;
+            }
+        }
+        Ok(())
+    });
+    assert_eq!(attempts.load(Ordering::Relaxed), 1);
+    assert_eq!(h.load_len(), 64);
+    assert_eq!(s.load_len(), 64);
+}
+
+/// A scan of a range and a concurrent insert into it: either the scan's
+/// transaction aborts, or the two serialize (the scan and a later count in
+/// the same transaction agree).
+#[test]
+fn range_scan_is_protected_from_phantoms() {
+    let m: Arc<TSkipMap<u64, u64>> = Arc::new(TSkipMap::new());
+    atomically(|tx| {
+        for k in (0..200).step_by(10) {
+            m.insert(tx, k, k)?;
+        }
+        Ok(())
+    });
+    let barrier = Arc::new(Barrier::new(2));
+    let inserter = {
+        let (m, barrier) = (m.clone(), barrier.clone());
+        thread::spawn(move || {
+            barrier.wait();
+            for k in 0..200u64 {
+                if k % 10 != 0 {
+                    atomically(|tx| m.insert(tx, k, k).map(|_| ()));
+                }
+            }
+        })
+    };
+    barrier.wait();
+    for _ in 0..300 {
+        let (a, b, total) = atomically(|tx| {
+            let a = m.range(tx, 50..150)?.len();
+            let b = m.range_rev(tx, 50..150)?.len();
+            let total = m.len(tx)?;
+            Ok((a, b, total))
+        });
+        assert_eq!(a, b, "two scans of one range in one transaction disagree");
+        assert!(total >= a);
+    }
+    inserter.join().unwrap();
+    assert_eq!(atomically(|tx| m.range(tx, 50..150)).len(), 100);
+}
