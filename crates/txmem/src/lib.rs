@@ -146,5 +146,12 @@ pub use item::Item;
 pub use object::{Commit, LockOutcome, TObject};
 pub use options::{set_default_options, Opacity, TxOptions, DEFAULT_SERIALIZE_AFTER};
 pub use tx::{atomically, try_atomically, ItemId, Transaction};
+
+/// Knobs for measuring the runtime's internal thresholds (not needed in
+/// normal use).
+#[doc(hidden)]
+pub mod tuning {
+    pub use crate::tx::{set_item_index_cutoff, HASH_CUTOFF};
+}
 pub use types::{TArray, TBox, TCounter};
 pub use version::TVersion;

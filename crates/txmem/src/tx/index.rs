@@ -1,10 +1,30 @@
 //! Item lookup: a linear scan for small transactions, a hash index past a cutoff.
 //!
-//! STO found that below about 16 items a scan beats hashing; txmem's own
-//! measurement (`cargo bench --bench lookup_cutoff`) agrees closely (see the README).
+//! STO found that below about 16 items a scan beats hashing. txmem's items
+//! are smaller and its scan cheaper per item, but its hash probe cheaper
+//! too: `scripts/measure-lookup-cutoff.sh` (callgrind instruction counts per
+//! transaction, each item read then written) puts the crossover between 8
+//! and 12 items, so the index is built past 10 (table in the README).
 
-/// Item count at which the hash index is built.
-pub(crate) const HASH_CUTOFF: usize = 16;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Item count past which the hash index is built (the default; see
+/// [`set_item_index_cutoff`]).
+pub const HASH_CUTOFF: usize = 10;
+
+static CUTOFF: AtomicUsize = AtomicUsize::new(HASH_CUTOFF);
+
+/// Sets the item count past which transactions index their items by hash
+/// (for measuring the cutoff; `usize::MAX` never indexes, 0 always does).
+/// Takes effect for transactions that begin afterwards.
+pub fn set_item_index_cutoff(n: usize) {
+    CUTOFF.store(n, Ordering::Relaxed);
+}
+
+#[inline]
+pub(crate) fn item_index_cutoff() -> usize {
+    CUTOFF.load(Ordering::Relaxed)
+}
 
 /// An open-addressing table mapping (object address, key) to item positions.
 #[derive(Default)]

@@ -21,7 +21,8 @@ use crate::item::Item;
 use crate::object::{Commit, TObject};
 use crate::options::Opacity;
 use crate::version::{TVersion, LOCK_SPINS};
-use index::{ItemIndex, HASH_CUTOFF};
+use index::ItemIndex;
+pub use index::{set_item_index_cutoff, HASH_CUTOFF};
 use savepoint::Savepoint;
 
 /// A handle to an item of the current transaction (its position in the
@@ -40,6 +41,8 @@ pub(crate) struct TxState {
     items: Vec<Item>,
     index: ItemIndex,
     indexed: bool,
+    /// Item count past which `index` is used (read at begin).
+    cutoff: usize,
     /// Snapshot bound for TL2 opacity.
     start: u64,
     opacity: Opacity,
@@ -58,6 +61,7 @@ impl TxState {
             items: Vec::with_capacity(16),
             index: ItemIndex::default(),
             indexed: false,
+            cutoff: index::HASH_CUTOFF,
             start: 0,
             opacity: Opacity::Tl2,
             irrevocable: None,
@@ -104,7 +108,7 @@ impl TxState {
         self.items.push(Item::new(object, key));
         if self.indexed {
             self.index.insert(addr, key, pos, Self::key_of(&self.items));
-        } else if self.items.len() > HASH_CUTOFF {
+        } else if self.items.len() > self.cutoff {
             self.index
                 .build(self.items.len(), Self::key_of(&self.items));
             self.indexed = true;
@@ -128,6 +132,7 @@ impl TxState {
     pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool) {
         self.opacity = opacity;
         self.wants_irrevocable = false;
+        self.cutoff = index::item_index_cutoff();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();
         }
