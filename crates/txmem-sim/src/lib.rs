@@ -48,6 +48,11 @@ pub mod memory;
 pub mod stats;
 pub mod workloads;
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use config::SimConfig;
 pub use cpu::Cpu;
 pub use engine::executor::{Sim, SimError};

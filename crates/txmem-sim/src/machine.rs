@@ -340,7 +340,15 @@ impl Machine {
         let Some(idx) = self.htm.find(core, id) else {
             panic!("core {core}: xend of transaction {id} that is not running");
         };
+        let top = self.htm.depth(core) - 1;
         let f = &mut self.htm.stacks[core][idx];
+        if f.suspended.is_some() || idx != top {
+            panic!(
+                "core {core}: a transaction body ended while its transaction was suspended or had \
+                 unresumed xpush entries above it (every tsuspend needs a tresume and every xpush an \
+                 xpop inside the body)"
+            );
+        }
         if f.nesting > 1 {
             f.nesting -= 1;
             return Outcome::Done(0, 0);

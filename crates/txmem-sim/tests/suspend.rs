@@ -231,3 +231,13 @@ fn rollback_only_stores_are_tracked_and_buffered() {
     assert_eq!(sim.read(y), 0);
     assert_eq!(s.tx.rot_commits, 0);
 }
+
+#[test]
+#[should_panic(expected = "every tsuspend needs a tresume")]
+fn body_ending_while_suspended_is_reported() {
+    let mut sim = Sim::new(small(1)).unwrap();
+    sim.spawn(0, move |cpu| async move {
+        let _ = cpu.xbegin(|cpu| async move { cpu.tsuspend().await }).await;
+    });
+    let _ = sim.run();
+}

@@ -2,24 +2,20 @@
 //! proportional to its size and keeps its allocation, for per-transaction read/write sets.
 
 /// Map from `u64` to `u64`, insertion-ordered iteration, no allocation once warmed up.
-#[derive(Clone, Debug)]
+/// Up to [`SMALL`] entries it is a plain vector searched linearly (transactions are usually
+/// that small); beyond that an open-addressing index is built.
+#[derive(Clone, Debug, Default)]
 pub struct U64Map {
-    /// `key + 1` per slot, 0 = empty.
+    items: Vec<(u64, u64)>,
+    /// `key + 1` per slot, 0 = empty (only while `hashed`).
     slots: Vec<u64>,
     /// Index into `items` per slot.
     index: Vec<u32>,
-    items: Vec<(u64, u64)>,
+    hashed: bool,
 }
 
-impl Default for U64Map {
-    fn default() -> Self {
-        U64Map {
-            slots: vec![0; 16],
-            index: vec![0; 16],
-            items: Vec::new(),
-        }
-    }
-}
+/// Entries kept without a hash index.
+pub const SMALL: usize = 8;
 
 #[inline]
 fn hash(k: u64) -> u64 {
@@ -43,6 +39,18 @@ impl U64Map {
         }
     }
 
+    #[inline]
+    fn position(&self, key: u64) -> Option<usize> {
+        if self.hashed {
+            match self.slot_of(key) {
+                (i, true) => Some(self.index[i] as usize),
+                _ => None,
+            }
+        } else {
+            self.items.iter().position(|e| e.0 == key)
+        }
+    }
+
     /// Number of keys.
     #[inline]
     pub fn len(&self) -> usize {
@@ -58,23 +66,29 @@ impl U64Map {
     /// Whether `key` is present.
     #[inline]
     pub fn contains(&self, key: u64) -> bool {
-        !self.items.is_empty() && self.slot_of(key).1
+        self.position(key).is_some()
     }
 
     /// The value of `key`.
     #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
-        if self.items.is_empty() {
-            return None;
-        }
-        match self.slot_of(key) {
-            (i, true) => Some(self.items[self.index[i] as usize].1),
-            _ => None,
-        }
+        self.position(key).map(|i| self.items[i].1)
     }
 
     /// Inserts or overwrites; returns true when `key` was new.
+    #[inline]
     pub fn insert(&mut self, key: u64, value: u64) -> bool {
+        if !self.hashed {
+            if let Some(e) = self.items.iter_mut().find(|e| e.0 == key) {
+                e.1 = value;
+                return false;
+            }
+            self.items.push((key, value));
+            if self.items.len() > SMALL {
+                self.rebuild(64);
+            }
+            return true;
+        }
         let (i, found) = self.slot_of(key);
         if found {
             self.items[self.index[i] as usize].1 = value;
@@ -84,31 +98,33 @@ impl U64Map {
         self.index[i] = self.items.len() as u32;
         self.items.push((key, value));
         if self.items.len() * 2 > self.slots.len() {
-            self.grow();
+            self.rebuild(self.slots.len() * 2);
         }
         true
     }
 
-    fn grow(&mut self) {
-        let n = self.slots.len() * 2;
-        self.slots = vec![0; n];
-        self.index = vec![0; n];
-        for (j, &(k, _)) in self.items.iter().enumerate() {
+    fn rebuild(&mut self, n: usize) {
+        let n = n.max(self.slots.len());
+        self.slots.clear();
+        self.slots.resize(n, 0);
+        self.index.clear();
+        self.index.resize(n, 0);
+        self.hashed = true;
+        for j in 0..self.items.len() {
+            let k = self.items[j].0;
             let (i, _) = self.slot_of(k);
             self.slots[i] = k + 1;
             self.index[i] = j as u32;
         }
     }
 
-    /// Removes every key, keeping the allocation.
+    /// Removes every key, keeping the allocations.
+    #[inline]
     pub fn clear(&mut self) {
-        if self.items.len() * 8 < self.slots.len() {
-            for &(k, _) in &self.items {
-                let (i, _) = self.slot_of(k);
-                self.slots[i] = 0;
-            }
-        } else {
+        if self.hashed {
+            // Zeroing only the used slots while probing would break probe chains: fill.
             self.slots.iter_mut().for_each(|s| *s = 0);
+            self.hashed = false;
         }
         self.items.clear();
     }
@@ -133,7 +149,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn behaves_like_a_btreemap(ops in proptest::collection::vec((0u64..64, 0u64..5, any::<bool>()), 0..200)) {
+        fn behaves_like_a_btreemap(ops in proptest::collection::vec((0u64..64, 0u64..5, any::<bool>()), 0..300)) {
             let mut m = U64Map::default();
             let mut model = std::collections::BTreeMap::new();
             for (k, v, clear) in ops {
