@@ -102,8 +102,11 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
         index: usize,
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
-        let old = self.get(tx, index)?;
-        self.set(tx, index, f(old))
+        let slot = self.slot(index);
+        let id = tx.item(self, index as u64);
+        let old = slot.get(tx, id)?;
+        slot.set(tx, id, f(old));
+        Ok(())
     }
 
     /// Reads element `index` outside any transaction.

@@ -72,15 +72,18 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         tx: &mut Transaction<'env>,
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
-        let old = self.get(tx)?;
-        self.set(tx, f(old))
+        let id = tx.item(self, 0);
+        let old = self.slot.get(tx, id)?;
+        self.slot.set(tx, id, f(old));
+        Ok(())
     }
 
     /// Writes `value` and returns the previous value.
     #[inline]
     pub fn replace<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<T> {
-        let old = self.get(tx)?;
-        self.set(tx, value)?;
+        let id = tx.item(self, 0);
+        let old = self.slot.get(tx, id)?;
+        self.slot.set(tx, id, value);
         Ok(old)
     }
 
