@@ -142,9 +142,9 @@ impl TxState {
     fn acquire_irrevocability(&mut self) {
         let token = IRREVOCABLE_TOKEN.lock();
         let closed = clock::try_close(IRREVOCABLE);
-        debug_assert!(
+        assert!(
             closed,
-            "the irrevocable gate is only closed by the token holder"
+            "txmem: the irrevocable gate is only closed by the token holder"
         );
         self.irrevocable = Some(token);
     }
@@ -170,8 +170,11 @@ impl TxState {
         if self.guard.get().is_some() {
             drop(self.guard.take());
         }
-        if self.irrevocable.take().is_some() {
+        if let Some(token) = self.irrevocable.take() {
+            // Open the gate before handing the token on, or the next holder
+            // could find the gate still closed and then see it opened.
             clock::open(IRREVOCABLE);
+            drop(token);
         }
         if self.on_commit.is_empty() && self.on_abort.is_empty() {
             return Vec::new();
