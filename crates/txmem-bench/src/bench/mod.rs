@@ -153,7 +153,7 @@ fn run(args: BenchArgs) -> Result<u8, Failure> {
     };
     let cfg = SuiteConfig {
         quick,
-        policy: policy.clone(),
+        policy,
         seed: args.seed,
         libitm: libitm.clone(),
     };
@@ -193,22 +193,38 @@ fn run(args: BenchArgs) -> Result<u8, Failure> {
         )));
     }
 
-    let duration = args.duration.unwrap_or(if quick {
-        Duration::from_millis(200)
-    } else {
-        Duration::from_secs(1)
-    });
+    let bad = |flag: &str, v: &str, e: String| {
+        Failure::Usage(format!("invalid value '{v}' for '{flag}': {e}"))
+    };
+    let parse_opt = |flag: &str, v: &Option<String>, f: fn(&str) -> Result<Duration, String>| {
+        v.as_deref()
+            .map(|x| f(x).map_err(|e| bad(flag, x, e)))
+            .transpose()
+    };
+    let threads = match &args.threads {
+        Some(t) => {
+            args::parse_threads(t)
+                .map_err(|e| bad("--threads", t, e))?
+                .0
+        }
+        None => default_threads(machine.cores),
+    };
+    let repeats = match &args.repeat {
+        Some(r) => args::parse_repeat(r).map_err(|e| bad("--repeat", r, e))?,
+        None => 3,
+    };
+    let warmup = parse_opt("--warmup", &args.warmup, args::parse_duration)?;
+    let duration =
+        parse_opt("--duration", &args.duration, args::parse_duration)?.unwrap_or(if quick {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(1)
+        });
     let settings = Settings {
-        threads: args
-            .threads
-            .clone()
-            .map(|t| t.0)
-            .unwrap_or_else(|| default_threads(machine.cores)),
+        threads,
         duration,
-        repeats: args.repeat.unwrap_or(3),
-        warmup: args
-            .warmup
-            .unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
+        repeats,
+        warmup: warmup.unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
         seed: args.seed,
         sabotage: std::env::var(BREAK_ENV)
             .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
@@ -312,6 +328,13 @@ fn settings_json(
 }
 
 fn print_list(cfg: &SuiteConfig) {
+    let full = SuiteConfig {
+        quick: false,
+        policy: cfg.policy,
+        seed: cfg.seed,
+        libitm: cfg.libitm.clone(),
+    };
+    let cfg = &full;
     println!("Suites:");
     for (name, what) in SUITES {
         println!("  {name:<7} {what}");
@@ -343,7 +366,7 @@ fn print_list(cfg: &SuiteConfig) {
     }
     let quick = SuiteConfig {
         quick: true,
-        policy: cfg.policy.clone(),
+        policy: cfg.policy,
         seed: cfg.seed,
         libitm: cfg.libitm.clone(),
     };
@@ -352,6 +375,11 @@ fn print_list(cfg: &SuiteConfig) {
         ws.dedup();
         println!("\nquick runs: {}", ws.join(", "));
     }
+    println!(
+        "\nSystems: txmem (TL2 opacity), txmem-revalidate, txmem-no-opacity (txmem's opacity modes); \
+         mutex, rwlock (coarse locks); fine-locks (per element/bucket); fast-stm, stm (crates); \
+         libitm (GCC -fgnu-tm)"
+    );
 }
 
 #[cfg(test)]

@@ -267,8 +267,13 @@ fn run_threads(
                     );
                     let mut t = Tally::default();
                     start.wait();
-                    while !stop.load(Ordering::Relaxed) {
+                    // At least one operation per thread, so a loaded
+                    // machine cannot produce an empty (zero) sample.
+                    loop {
                         inst.op(&mut rng, &mut t);
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
                     }
                     t
                 })

@@ -1,52 +1,84 @@
-//! txmem as a [`Backend`]: words in a `TArray<u64>`, each body one
-//! transaction run with the row's `TxOptions` (opacity mode, contention
-//! policy). Rows: `txmem` (default TL2 opacity) and `txmem-<variant>`.
+//! txmem as a [`Backend`]: words in a typed `TArray<u64>` (one subobject
+//! per element) or in the untyped word STM `TWords` (versioned lock
+//! stripes, as in TL2), each body one transaction run with the row's
+//! `TxOptions` (opacity mode, contention policy).
 
-use txmem::{Abort, ContentionPolicy, Opacity, TArray, Transaction, TxOptions};
+use txmem::{Abort, ContentionPolicy, Opacity, TArray, TWords, Transaction, TxOptions, WordAddr};
 
 use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Word};
 use crate::bench::spec::{AbortCounting, Tally};
+
+/// Where a word workload keeps its words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// `TArray<u64>`: typed, one version per element.
+    TArray,
+    /// `TWords`: untyped words guarded by hashed lock stripes.
+    TWords,
+}
 
 /// A txmem configuration that a row runs with.
 #[derive(Clone, Debug)]
 pub struct Variant {
     /// System name: `txmem` or `txmem-<variant>`.
-    pub system: &'static str,
+    pub system: String,
     pub opacity: Opacity,
+    pub store: Store,
 }
 
-/// The opacity variants every array-based suite runs.
-pub const OPACITY_VARIANTS: [Variant; 3] = [
-    Variant {
-        system: "txmem",
-        opacity: Opacity::Tl2,
-    },
-    Variant {
-        system: "txmem-revalidate",
-        opacity: Opacity::Revalidate,
-    },
-    Variant {
-        system: "txmem-no-opacity",
-        opacity: Opacity::None,
-    },
-];
+impl Variant {
+    pub fn new(system: &str, opacity: Opacity, store: Store) -> Variant {
+        Variant {
+            system: system.to_string(),
+            opacity,
+            store,
+        }
+    }
+
+    pub fn note(&self) -> String {
+        let store = match self.store {
+            Store::TArray => "TArray<u64>",
+            Store::TWords => "TWords (untyped)",
+        };
+        format!("txmem {store}, opacity {}", self.opacity.name())
+    }
+}
+
+/// The names of txmem's opacity variants, after `prefix` (`txmem` for the
+/// reference row): `prefix`, `prefix-revalidate`, `prefix-no-opacity`.
+pub fn opacity_variants(prefix: &str, store: Store, quick: bool) -> Vec<Variant> {
+    let mut v = vec![Variant::new(prefix, Opacity::Tl2, store)];
+    if !quick {
+        v.push(Variant::new(
+            &format!("{prefix}-revalidate"),
+            Opacity::Revalidate,
+            store,
+        ));
+    }
+    v.push(Variant::new(
+        &format!("{prefix}-no-opacity"),
+        Opacity::None,
+        store,
+    ));
+    v
+}
 
 /// The options of a variant under the run's contention policy.
 pub fn options(variant: &Variant, policy: &ContentionPolicy) -> TxOptions {
     TxOptions::new()
         .opacity(variant.opacity)
-        .contention(policy.clone())
+        .contention(*policy)
 }
 
-pub struct TxmemWords {
+pub struct TxmemArray {
     words: TArray<Word>,
     options: TxOptions,
 }
 
-impl TxmemWords {
+impl TxmemArray {
     pub fn new(layout: &Layout, options: TxOptions) -> Self {
         let init = &layout.init;
-        TxmemWords {
+        TxmemArray {
             words: TArray::from_fn(init.len(), |i| init[i]),
             options,
         }
@@ -78,7 +110,7 @@ impl Mem for TxMem<'_, '_> {
     }
 }
 
-impl Backend for TxmemWords {
+impl Backend for TxmemArray {
     #[inline]
     fn atomic<B: Body>(&self, _tally: &mut Tally, body: &B) -> B::Out {
         let words = &self.words;
@@ -98,6 +130,88 @@ impl Backend for TxmemWords {
     }
     fn load(&self, i: usize) -> Word {
         self.words.load(i)
+    }
+    fn abort_counting(&self) -> AbortCounting {
+        AbortCounting::TxmemStats
+    }
+}
+
+/// Words in txmem's untyped `TWords` arena.
+pub struct TxmemUntyped {
+    words: TWords,
+    base: WordAddr,
+    options: TxOptions,
+}
+
+impl TxmemUntyped {
+    pub fn new(layout: &Layout, options: TxOptions) -> Self {
+        let init = &layout.init;
+        let words = TWords::new(init.len());
+        let base = words.alloc(init.len());
+        // The arena starts zeroed; write the other initial words in
+        // modest transactions (setup, untimed).
+        let nonzero: Vec<usize> = (0..init.len()).filter(|&i| init[i] != 0).collect();
+        for chunk in nonzero.chunks(256) {
+            options.run(|tx| {
+                for &i in chunk {
+                    words.write(tx, base.offset(i), init[i])?;
+                }
+                Ok(())
+            });
+        }
+        TxmemUntyped {
+            words,
+            base,
+            options,
+        }
+    }
+}
+
+struct UntypedMem<'a, 'env> {
+    tx: &'a mut Transaction<'env>,
+    words: &'env TWords,
+    base: WordAddr,
+    abort: Option<Abort>,
+}
+
+impl Mem for UntypedMem<'_, '_> {
+    #[inline]
+    fn read(&mut self, i: usize) -> Result<Word, Conflict> {
+        self.words.read(self.tx, self.base.offset(i)).map_err(|e| {
+            self.abort = Some(e);
+            Conflict
+        })
+    }
+    #[inline]
+    fn write(&mut self, i: usize, v: Word) -> Result<(), Conflict> {
+        self.words
+            .write(self.tx, self.base.offset(i), v)
+            .map_err(|e| {
+                self.abort = Some(e);
+                Conflict
+            })
+    }
+}
+
+impl Backend for TxmemUntyped {
+    #[inline]
+    fn atomic<B: Body>(&self, _tally: &mut Tally, body: &B) -> B::Out {
+        let (words, base) = (&self.words, self.base);
+        self.options.run(|tx| {
+            let mut m = UntypedMem {
+                tx,
+                words,
+                base,
+                abort: None,
+            };
+            match body.run(&mut m) {
+                Ok(v) => Ok(v),
+                Err(Conflict) => Err(m.abort.take().unwrap_or_else(|| m.tx.abort())),
+            }
+        })
+    }
+    fn load(&self, i: usize) -> Word {
+        self.words.load(self.base.offset(i))
     }
     fn abort_counting(&self) -> AbortCounting {
         AbortCounting::TxmemStats

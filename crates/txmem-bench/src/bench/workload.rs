@@ -7,7 +7,7 @@ use crate::bench::mem::{Backend, Layout, Word};
 use crate::bench::peers::locks::{LockKind, Locked};
 use crate::bench::peers::stm_crates::{FastStm, StmCrate};
 use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
-use crate::bench::txmem_sys::{self, TxmemWords, Variant};
+use crate::bench::txmem_sys::{self, Store, TxmemArray, TxmemUntyped, Variant};
 
 /// A workload over an array of words, runnable by every [`Backend`].
 pub trait WordWorkload: Send + Sync + 'static {
@@ -44,8 +44,8 @@ impl<W: WordWorkload, B: Backend> Instance for Pair<W, B> {
 
 /// Which word-backed systems to add, besides txmem's variants.
 pub struct Systems<'a> {
-    /// txmem configurations (first one is the reference `txmem` row).
-    pub txmem: &'a [Variant],
+    /// txmem configurations.
+    pub txmem: Vec<Variant>,
     pub policy: &'a ContentionPolicy,
     /// Lock peers to add.
     pub locks: &'a [LockKind],
@@ -65,20 +65,24 @@ pub fn add_rows<W, F>(
     W: WordWorkload,
     F: Fn() -> W + Clone + Send + Sync + 'static,
 {
-    for v in systems.txmem {
+    for v in &systems.txmem {
         let options = txmem_sys::options(v, systems.policy);
         let mk = make.clone();
-        plan.case(
-            suite,
-            name,
-            v.system,
-            &format!("txmem TArray<u64>, opacity {}", v.opacity.name()),
-            move || {
-                let workload = mk();
-                let backend = TxmemWords::new(&workload.layout(), options.clone());
-                Box::new(Pair { workload, backend })
-            },
-        );
+        let store = v.store;
+        plan.case(suite, name, &v.system, &v.note(), move || {
+            let workload = mk();
+            let layout = workload.layout();
+            match store {
+                Store::TArray => Box::new(Pair {
+                    backend: TxmemArray::new(&layout, options),
+                    workload,
+                }),
+                Store::TWords => Box::new(Pair {
+                    backend: TxmemUntyped::new(&layout, options),
+                    workload,
+                }),
+            }
+        });
     }
     for &kind in systems.locks {
         let mk = make.clone();

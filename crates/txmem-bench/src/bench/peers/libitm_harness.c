@@ -354,6 +354,9 @@ int main(int argc, char **argv) {
     uint64_t t0 = now_ns();
     sleep_ms(duration_ms);
     sum(threads, &ops1, &att1);
+    /* On a loaded machine no operation may have finished yet: wait for one,
+     * so a sample is never an empty zero. */
+    while (ops1 == ops0) { sleep_ms(1); sum(threads, &ops1, &att1); }
     uint64_t t1 = now_ns();
     atomic_store(&stop, 1);
     for (size_t i = 0; i < threads; i++) pthread_join(tid[i], NULL);

@@ -141,7 +141,9 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
         audit_percent: AUDIT_PERCENT,
     };
     let name = bank.name();
-    add_rows(plan, "bank", &name, &cfg.word_systems(), move || bank);
+    add_rows(plan, "bank", &name, &cfg.word_systems("txmem"), move || {
+        bank
+    });
     cfg.add_libitm(
         plan,
         "bank",

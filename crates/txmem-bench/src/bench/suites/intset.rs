@@ -14,8 +14,12 @@
 //! every key is where it belongs, and the size equals the initial size plus
 //! the committed net inserts.
 //!
-//! txmem's own collections (`THashMap`, `TListSet`, an ordered map) add
-//! rows named `txmem-<type>` once they exist; see [`collection_rows`].
+//! Systems: `txmem` (and `txmem-revalidate`, `txmem-no-opacity`) are txmem's
+//! typed collections — `TListSet`, `THashMap`, `TSkipMap` — which track one
+//! abstract item per operation ([`intset_typed`](super::intset_typed)).
+//! `txmem-tarray` and `txmem-words` run the word arena above through a
+//! `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
+//! comparison, where every `next` link walked is a tracked read.
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -23,7 +27,9 @@ use rand::{Rng, SeedableRng};
 
 use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Poke, Word, NIL};
 use crate::bench::spec::{Plan, Tally};
+use crate::bench::suites::intset_typed as typed;
 use crate::bench::suites::SuiteConfig;
+use crate::bench::txmem_sys::{self, opacity_variants, Store};
 use crate::bench::workload::{add_rows, WordWorkload};
 
 pub const SIZES: [usize; 2] = [256, 4096];
@@ -96,6 +102,65 @@ impl IntSet {
     }
 }
 
+impl IntSet {
+    /// The next operation: a uniform key; an update (insert or remove, even
+    /// odds) with probability `update_percent`, else a lookup.
+    #[inline]
+    pub fn draw(&self, rng: &mut SmallRng) -> (OpKind, usize) {
+        let key = rng.random_range(0..self.range);
+        let op = if rng.random_range(0..100) < self.update_percent {
+            if rng.random::<bool>() {
+                OpKind::Insert
+            } else {
+                OpKind::Remove
+            }
+        } else {
+            OpKind::Contains
+        };
+        (op, key)
+    }
+
+    /// Checks committed keys (any order) against the expected count; in
+    /// order if `sorted`.
+    pub fn check_keys(&self, keys: &[usize], sorted: bool, total: &Tally) -> Result<(), String> {
+        if let Some(k) = keys.iter().find(|&&k| k >= self.range) {
+            return Err(format!("key {k} outside the key range"));
+        }
+        if sorted {
+            if let Some(w) = keys.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(format!("keys not strictly increasing at {}", w[1]));
+            }
+        } else {
+            let mut v = keys.to_vec();
+            v.sort_unstable();
+            if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!("key {} present twice", w[0]));
+            }
+        }
+        let expected = self.size as i64 + total.delta;
+        if keys.len() as i64 != expected {
+            return Err(format!(
+                "set holds {} keys, expected {expected} (initial {} + net inserts {})",
+                keys.len(),
+                self.size,
+                total.delta
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Counts an operation and its effect on the set size.
+#[inline]
+pub fn record(tally: &mut Tally, op: OpKind, changed: bool) {
+    match (op, changed) {
+        (OpKind::Insert, true) => tally.delta += 1,
+        (OpKind::Remove, true) => tally.delta -= 1,
+        _ => {}
+    }
+    tally.ops += 1;
+}
+
 /// A key's skip-list height, a pure function of the key (so every system
 /// builds the same shape): 1 + (trailing zeros of a hash) / 2, i.e. each
 /// level keeps about a quarter of the one below.
@@ -113,7 +178,7 @@ pub fn level_of(key: usize) -> usize {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OpKind {
+pub enum OpKind {
     Contains,
     Insert,
     Remove,
@@ -274,23 +339,9 @@ impl WordWorkload for IntSet {
 
     #[inline]
     fn op<B: Backend>(&self, b: &B, rng: &mut SmallRng, tally: &mut Tally) {
-        let key = rng.random_range(0..self.range);
-        let op = if rng.random_range(0..100) < self.update_percent {
-            if rng.random::<bool>() {
-                OpKind::Insert
-            } else {
-                OpKind::Remove
-            }
-        } else {
-            OpKind::Contains
-        };
+        let (op, key) = self.draw(rng);
         let changed = b.atomic(tally, &SetOp { set: self, op, key });
-        match (op, changed) {
-            (OpKind::Insert, true) => tally.delta += 1,
-            (OpKind::Remove, true) => tally.delta -= 1,
-            _ => {}
-        }
-        tally.ops += 1;
+        record(tally, op, changed);
     }
 
     fn verify<B: Backend>(&self, b: &B, total: &Tally) -> Result<(), String> {
@@ -414,8 +465,14 @@ pub fn workloads(quick: bool, seed: u64) -> Vec<IntSet> {
 pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
     for set in workloads(cfg.quick, cfg.seed) {
         let name = set.name();
-        add_rows(plan, "intset", &name, &cfg.word_systems(), move || set);
         collection_rows(cfg, plan, &set);
+        add_rows(
+            plan,
+            "intset",
+            &name,
+            &cfg.word_systems("txmem-tarray"),
+            move || set,
+        );
         cfg.add_libitm(
             plan,
             "intset",
@@ -432,21 +489,11 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
     }
 }
 
-/// Rows for txmem's own transactional collections. They are not in
-/// `txmem` yet; each missing one is a skipped row with a note.
-fn collection_rows(_cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
-    let name = set.name();
-    let missing = match set.kind {
-        Kind::List => ("txmem-listset", "txmem::collections::TListSet"),
-        Kind::Hash => ("txmem-hashmap", "txmem::collections::THashMap"),
-        Kind::Ordered => (
-            "txmem-ordered",
-            "txmem's ordered map (TBTreeMap / skip list)",
-        ),
-    };
-    plan.skip(
-        &name,
-        missing.0,
-        &format!("{} is not in txmem yet", missing.1),
-    );
+/// Rows for txmem's own transactional collections: `txmem` (and its
+/// opacity variants) is the typed collection for the structure.
+fn collection_rows(cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
+    for v in opacity_variants("txmem", Store::TArray, cfg.quick) {
+        let options = txmem_sys::options(&v, &cfg.policy);
+        typed::add(plan, &v.system, *set, options);
+    }
 }

@@ -108,7 +108,13 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
         assert!(tx <= MAX_TX);
         let micro = Micro { array: ARRAY, tx };
         let name = micro.name();
-        add_rows(plan, "micro", &name, &cfg.word_systems(), move || micro);
+        add_rows(
+            plan,
+            "micro",
+            &name,
+            &cfg.word_systems("txmem"),
+            move || micro,
+        );
         cfg.add_libitm(
             plan,
             "micro",

@@ -2,16 +2,17 @@
 
 pub mod bank;
 pub mod intset;
+pub mod intset_typed;
 pub mod micro;
 
 use std::sync::Arc;
 
-use txmem::ContentionPolicy;
+use txmem::{ContentionPolicy, Opacity};
 
 use crate::bench::peers::libitm::Libitm;
 use crate::bench::peers::locks::LockKind;
 use crate::bench::spec::{Case, Plan, Subject};
-use crate::bench::txmem_sys::OPACITY_VARIANTS;
+use crate::bench::txmem_sys::{opacity_variants, Store, Variant};
 use crate::bench::workload::Systems;
 
 /// Suite names accepted on the command line, with a one-line description.
@@ -34,11 +35,14 @@ pub struct SuiteConfig {
 }
 
 impl SuiteConfig {
-    /// The word-backed systems: txmem's opacity variants, the lock peers,
-    /// fast-stm and stm.
-    pub fn word_systems(&self) -> Systems<'_> {
+    /// The word-backed systems: txmem's opacity variants over `TArray`
+    /// (named after `prefix`) plus `txmem-words` over the untyped `TWords`,
+    /// the lock peers, fast-stm and stm.
+    pub fn word_systems(&self, prefix: &str) -> Systems<'_> {
+        let mut txmem = opacity_variants(prefix, Store::TArray, self.quick);
+        txmem.push(Variant::new("txmem-words", Opacity::Tl2, Store::TWords));
         Systems {
-            txmem: &OPACITY_VARIANTS,
+            txmem,
             policy: &self.policy,
             locks: &LockKind::ALL,
             stm_crates: true,

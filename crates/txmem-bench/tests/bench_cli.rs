@@ -1,0 +1,351 @@
+//! End-to-end tests of `txmem bench`: the binary runs every suite and
+//! system with tiny durations (these tests check the plumbing and the
+//! result checks, never speed), writes valid JSON, CSV and SVG, rejects bad
+//! arguments with a message and the usage line, and reports a deliberately
+//! broken result check (`TXMEM_BENCH_BREAK_CHECK`) as a failure.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn txmem() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_txmem"));
+    c.env_remove("TXMEM_BENCH_BREAK_CHECK");
+    c
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("txmem-bench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// True if this machine has gcc with libitm (the harness compiles).
+fn have_libitm() -> bool {
+    let src = tmp("probe.c");
+    std::fs::write(
+        &src,
+        "int x; int main(void){ __transaction_atomic { x++; } return 0; }",
+    )
+    .unwrap();
+    Command::new("gcc")
+        .args(["-fgnu-tm", "-o"])
+        .arg(tmp("probe"))
+        .arg(&src)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `bench ARGS --json --csv --plot` with tiny durations and returns
+/// the parsed JSON, after checking the CSV and SVG agree with it.
+fn run_suite(tag: &str, args: &[&str]) -> Value {
+    let (json, csv, svg) = (
+        tmp(&format!("{tag}.json")),
+        tmp(&format!("{tag}.csv")),
+        tmp(&format!("{tag}.svg")),
+    );
+    let out = txmem()
+        .arg("bench")
+        .args(args)
+        .args([
+            "--duration",
+            "30ms",
+            "--repeat",
+            "1",
+            "--warmup",
+            "5ms",
+            "--no-progress",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--plot")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("vs txmem"), "no table header: {stdout}");
+
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    for key in ["suite", "version", "machine", "settings", "results"] {
+        assert!(v.get(key).is_some(), "JSON lacks {key}");
+    }
+    for key in ["cpu", "cores", "os"] {
+        assert!(v["machine"].get(key).is_some(), "machine lacks {key}");
+    }
+    for key in [
+        "threads",
+        "duration_ms",
+        "repeats",
+        "allocator",
+        "txmem",
+        "seed",
+    ] {
+        assert!(v["settings"].get(key).is_some(), "settings lack {key}");
+    }
+    assert_eq!(
+        v["settings"]["txmem"]["contention_policy"],
+        "backoff-exponential"
+    );
+    let results = v["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    for r in results {
+        for key in [
+            "workload",
+            "system",
+            "threads",
+            "ops_per_sec",
+            "ops_per_sec_min",
+            "ops_per_sec_max",
+            "repeats",
+            "aborts_per_commit",
+        ] {
+            assert!(r.get(key).is_some(), "result lacks {key}: {r}");
+        }
+        assert_eq!(r["status"], "ok", "{r}");
+        let ops = r["ops_per_sec"].as_f64().unwrap();
+        assert!(ops > 0.0, "{r}");
+        assert!(r["ops_per_sec_min"].as_f64().unwrap() <= ops);
+        assert!(r["ops_per_sec_max"].as_f64().unwrap() >= ops);
+        assert_eq!(r["repeats"], 1);
+        if r["system"] == "txmem" {
+            assert_eq!(r["ratio_to_txmem"].as_f64(), Some(1.0));
+        }
+    }
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = csv.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with(
+            "workload,system,threads,ops_per_sec,ops_per_sec_min,ops_per_sec_max,repeats,aborts_per_commit"
+        ),
+        "{header}"
+    );
+    assert_eq!(lines.count(), results.len(), "one CSV line per result");
+
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.starts_with("<svg"), "not an SVG");
+    assert!(svg.contains("txmem"), "plot lacks the txmem line");
+    v
+}
+
+fn systems(v: &Value) -> Vec<String> {
+    let mut s: Vec<String> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["system"].as_str().unwrap().to_string())
+        .collect();
+    s.sort();
+    s.dedup();
+    s
+}
+
+fn expect_systems(v: &Value, want: &[&str]) {
+    let have = systems(v);
+    for w in want {
+        assert!(have.iter().any(|h| h == w), "no {w} row in {have:?}");
+    }
+    let libitm_ran = have.iter().any(|h| h == "libitm");
+    assert_eq!(
+        libitm_ran,
+        have_libitm(),
+        "libitm row iff gcc -fgnu-tm works"
+    );
+    if !libitm_ran {
+        let skipped = v["skipped"].as_array().unwrap();
+        assert!(skipped.iter().any(|s| s["system"] == "libitm"));
+    }
+}
+
+const WORD_SYSTEMS: [&str; 9] = [
+    "txmem",
+    "txmem-words",
+    "txmem-revalidate",
+    "txmem-no-opacity",
+    "mutex",
+    "rwlock",
+    "fine-locks",
+    "fast-stm",
+    "stm",
+];
+
+#[test]
+fn micro_runs_every_system() {
+    let v = run_suite("micro", &["micro", "--filter", "tx=5", "--threads", "2"]);
+    assert_eq!(v["suite"], "micro");
+    expect_systems(&v, &WORD_SYSTEMS);
+}
+
+#[test]
+fn bank_runs_every_system_at_each_thread_count() {
+    let v = run_suite("bank", &["bank", "--threads", "1,2"]);
+    expect_systems(&v, &WORD_SYSTEMS);
+    let results = v["results"].as_array().unwrap();
+    for t in [1, 2] {
+        assert!(results
+            .iter()
+            .any(|r| r["system"] == "txmem" && r["threads"] == t));
+    }
+    assert_eq!(v["settings"]["threads"], serde_json::json!([1, 2]));
+}
+
+#[test]
+fn intset_runs_every_structure() {
+    let v = run_suite("intset", &["intset", "--threads", "2"]);
+    let workloads: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["workload"].as_str().unwrap())
+        .collect();
+    for kind in ["list", "hash", "ordered"] {
+        for size in ["256", "4096"] {
+            for update in ["0%", "20%", "50%"] {
+                let w = format!("intset/{kind}/size={size}/");
+                assert!(
+                    workloads
+                        .iter()
+                        .any(|x| x.starts_with(&w) && x.ends_with(&format!("update={update}"))),
+                    "missing {w}..update={update}"
+                );
+            }
+        }
+    }
+    expect_systems(&v, &WORD_SYSTEMS);
+    expect_systems(&v, &["txmem-tarray", "txmem-tarray-no-opacity"]);
+    let notes: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["system"] == "txmem")
+        .map(|r| r["note"].as_str().unwrap())
+        .collect();
+    for ty in ["TListSet", "THashMap", "TSkipMap"] {
+        assert!(notes.iter().any(|n| n.contains(ty)), "no txmem {ty} row");
+    }
+}
+
+#[test]
+fn quick_suite_is_the_default() {
+    let v = run_suite("quick", &["--threads", "1"]);
+    assert_eq!(v["suite"], "quick");
+    let results = v["results"].as_array().unwrap();
+    for prefix in ["micro/", "bank/", "intset/"] {
+        assert!(results
+            .iter()
+            .any(|r| r["workload"].as_str().unwrap().starts_with(prefix)));
+    }
+}
+
+#[test]
+fn list_names_suites_workloads_and_systems() {
+    let out = txmem().args(["bench", "--list"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "micro",
+        "intset",
+        "bank",
+        "micro/array=1M/tx=100",
+        "intset/ordered/size=4096/range=8192/update=50%",
+        "bank/accounts=1024/audit=20%",
+        "fast-stm",
+        "fine-locks",
+    ] {
+        assert!(s.contains(want), "--list lacks {want}:\n{s}");
+    }
+}
+
+fn expect_usage_error(args: &[&str], message: &str) {
+    let out = txmem().arg("bench").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(err.contains(message), "stderr lacks {message:?}:\n{err}");
+    assert!(
+        err.contains("Usage:"),
+        "stderr lacks the usage line:\n{err}"
+    );
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message_and_the_usage() {
+    expect_usage_error(&["nosuch"], "unknown suite `nosuch`");
+    expect_usage_error(&["bank", "--threads", "0"], "thread count 0");
+    expect_usage_error(&["bank", "--threads", "two"], "not a thread count");
+    expect_usage_error(&["bank", "--duration", "fast"], "not a duration");
+    expect_usage_error(&["bank", "--repeat", "0"], "repeat count");
+    expect_usage_error(&["bank", "--systems", "nosuch"], "unknown system `nosuch`");
+    expect_usage_error(
+        &["bank", "--contention", "polite"],
+        "unknown contention policy",
+    );
+    expect_usage_error(&["bank", "--filter", "zzz"], "no benchmark rows match");
+    expect_usage_error(
+        &["bank", "--json", "/nonexistent-dir/x.json"],
+        "does not exist",
+    );
+    expect_usage_error(&["bank", "--frobnicate"], "--frobnicate");
+}
+
+#[test]
+fn a_broken_check_is_reported_as_a_failure() {
+    let json = tmp("broken.json");
+    let csv = tmp("broken.csv");
+    let mut systems = vec!["txmem", "mutex", "fast-stm"];
+    if have_libitm() {
+        systems.push("libitm");
+    }
+    for (suite, filter, message) in [
+        ("bank", "bank", "bank total changed"),
+        ("intset", "hash/size=256/range=512/update=20%", "set holds"),
+    ] {
+        let out = txmem()
+            .env("TXMEM_BENCH_BREAK_CHECK", "txmem,fast-stm,libitm")
+            .args(["bench", suite, "--filter", filter, "--threads", "1"])
+            .args(["--duration", "20ms", "--repeat", "2", "--no-progress"])
+            .arg("--systems")
+            .arg(systems.join(","))
+            .arg("--json")
+            .arg(&json)
+            .arg("--csv")
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("FAILED"), "{stdout}");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        for r in v["results"].as_array().unwrap() {
+            if r["system"] == "mutex" {
+                assert_eq!(r["status"], "ok", "{r}");
+                assert!(r["ops_per_sec"].as_f64().is_some());
+            } else {
+                assert_eq!(r["status"], "failed", "{r}");
+                assert!(
+                    r["ops_per_sec"].is_null(),
+                    "a failed row has no figure: {r}"
+                );
+                assert!(
+                    r["error"].as_str().unwrap().contains(message),
+                    "{suite}: {r}"
+                );
+            }
+        }
+        let csv = std::fs::read_to_string(&csv).unwrap();
+        assert!(csv.contains(",failed,"), "{csv}");
+    }
+}
