@@ -60,7 +60,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "PATH")]
     param: Option<String>,
 
-    /// Comma-separated values of --param (sweep only).
+    /// Comma-separated values of --param (sweep), or values replacing those an experiment
+    /// sweeps (e.g. `txmem sim policies --values polka,timestamp`).
     #[arg(long, value_delimiter = ',', value_name = "V1,V2,...")]
     values: Vec<String>,
 
@@ -168,8 +169,8 @@ pub fn run(a: SimArgs) -> Result<(), String> {
         return Err("no experiment given; run `txmem sim --list` to see them".into());
     };
     let is_sweep = name == "sweep";
-    if !is_sweep && (a.param.is_some() || !a.values.is_empty() || a.series.is_some()) {
-        return Err("--param, --values and --series are only for `txmem sim sweep`".into());
+    if !is_sweep && (a.param.is_some() || a.series.is_some()) {
+        return Err("--param and --series are only for `txmem sim sweep`".into());
     }
     if !is_sweep && a.workload.is_some() {
         return Err(
@@ -243,8 +244,19 @@ pub fn run(a: SimArgs) -> Result<(), String> {
         )
     } else {
         let e = registry::find(&name).map_err(|e| e.to_string())?;
-        let r = e.run(&base, &mut progress).map_err(|e| e.to_string())?;
         let spec = e.sweep_spec();
+        // --values replaces the swept values; a flag naming the swept parameter
+        // (--array-size for counter-array) selects that one value.
+        let values: Option<Vec<String>> = if !a.values.is_empty() {
+            Some(a.values.clone())
+        } else if spec.param == "workload.array_size" {
+            a.array_size.map(|n| vec![n.to_string()])
+        } else {
+            None
+        };
+        let r = e
+            .run_values(&base, values.as_deref(), &mut progress)
+            .map_err(|e| e.to_string())?;
         (
             r,
             e.columns.iter().map(|s| s.to_string()).collect(),

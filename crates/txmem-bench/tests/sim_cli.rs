@@ -134,6 +134,47 @@ fn sweep_writes_table_json_and_svg() {
 }
 
 #[test]
+fn experiments_take_values_and_array_size() {
+    let json = tmp("array.json");
+    let o = txmem(&[
+        "sim",
+        "counter-array",
+        "--array-size",
+        "3",
+        "--cores",
+        "2",
+        "--increments",
+        "10",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "one array size, spinlock and transaction");
+    assert!(rows.iter().all(|r| r["params"]["array_size"] == 3));
+    let o = txmem(&[
+        "sim",
+        "policies",
+        "--values",
+        "polka,timestamp",
+        "--cores",
+        "2",
+        "--increments",
+        "10",
+        "-q",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("polka") && out.contains("timestamp") && !out.contains("karma"),
+        "{out}"
+    );
+}
+
+#[test]
 fn toml_config_is_read() {
     let cfg = tmp("run.toml");
     std::fs::write(
@@ -179,10 +220,18 @@ fn bad_arguments_fail_with_a_clear_message() {
             "only for `txmem sim sweep`",
         ),
         (
+            &["sim", "policies", "--values", "polka,bogus"],
+            "cannot set htm.policy",
+        ),
+        (
             &["sim", "counter", "--config", "/nonexistent/x.toml"],
             "cannot read",
         ),
         (&["sim"], "no experiment"),
+        (
+            &["sim", "counter-array", "--array-size", "100000000000"],
+            "raise memory_bytes",
+        ),
     ];
     for (args, want) in cases {
         let o = txmem(args);

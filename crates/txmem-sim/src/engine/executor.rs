@@ -128,7 +128,8 @@ impl Sim {
         self.alloc(n * lb, lb)
     }
 
-    /// Reads a word of simulated memory (committed state after a run).
+    /// Reads a word of simulated memory (committed state after a run). Panics on a
+    /// misaligned or out-of-range address.
     pub fn read(&self, addr: u64) -> u64 {
         let m = self.shared.machine.borrow();
         match m.mem.word_index(addr) {
@@ -137,7 +138,8 @@ impl Sim {
         }
     }
 
-    /// Writes a word of simulated memory (initial values, before the run).
+    /// Writes a word of simulated memory (initial values, before the run). Panics on a
+    /// misaligned or out-of-range address.
     pub fn write(&mut self, addr: u64, value: u64) {
         if let Err(e) = self.shared.machine.borrow_mut().poke(addr, value) {
             panic!("{e}");

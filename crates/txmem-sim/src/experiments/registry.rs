@@ -158,10 +158,23 @@ impl Experiment {
 
     /// Runs it on top of `base` (its workload kind is forced to the experiment's).
     pub fn run(&self, base: &RunConfig, progress: Progress<'_>) -> Result<Report, ExperimentError> {
+        self.run_values(base, None, progress)
+    }
+
+    /// Runs it with `values` (if given) in place of the values it normally sweeps.
+    pub fn run_values(
+        &self,
+        base: &RunConfig,
+        values: Option<&[String]>,
+        progress: Progress<'_>,
+    ) -> Result<Report, ExperimentError> {
         let mut base = base.clone();
         base.workload.kind = self.workload;
         base.validate()?;
-        let (spec, relative_to) = (self.build)();
+        let (mut spec, relative_to) = (self.build)();
+        if let Some(v) = values {
+            spec.values = v.to_vec();
+        }
         let mut rows = sweep(&base, &spec, progress)?;
         if let Some(b) = relative_to {
             // Relative to row `b` of each series (rows come series by series).

@@ -100,12 +100,13 @@ pub fn run_counter_array(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResul
     let start = Instant::now();
     let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
     let lb = cfg.line_bytes;
-    let lines = w.array_size * 2;
-    if lines * lb > cfg.memory_bytes / 2 {
+    let lines = w.array_size.saturating_mul(2);
+    let bytes = lines.saturating_mul(lb);
+    if bytes > cfg.memory_bytes / 2 {
         return Err(WorkloadError::Check(format!(
-            "array_size {} needs {} bytes; raise memory_bytes",
-            w.array_size,
-            lines * lb
+            "array_size {} needs {bytes} bytes of simulated memory (a counter line and a lock \
+             line each); raise memory_bytes (now {})",
+            w.array_size, cfg.memory_bytes
         )));
     }
     let base = sim.alloc_lines(lines);
