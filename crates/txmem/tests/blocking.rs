@@ -138,3 +138,34 @@ fn or_else_waits_on_both_branches() {
     assert_eq!(within(30, move || taker.join().unwrap()), 'b');
     assert_eq!(b.load(), 0);
 }
+
+#[test]
+fn serialized_transactions_may_still_block() {
+    // Serialize after every abort: the consumer becomes irrevocable after
+    // its first `retry`-abort and must still be able to wait.
+    let slot = std::sync::Arc::new(TBox::new(None::<u64>));
+    let opts = txmem::TxOptions::new().serialize_after(Some(1));
+    let consumer = {
+        let slot = slot.clone();
+        thread::spawn(move || {
+            (0..200)
+                .map(|_| {
+                    opts.run(|tx| {
+                        let v = slot.get(tx)?;
+                        tx.check(v.is_some())?;
+                        slot.set(tx, None)?;
+                        Ok(v.unwrap_or(0))
+                    })
+                })
+                .sum::<u64>()
+        })
+    };
+    for i in 1..=200u64 {
+        opts.run(|tx| {
+            let v = slot.get(tx)?;
+            tx.check(v.is_none())?;
+            slot.set(tx, Some(i))
+        });
+    }
+    assert_eq!(within(60, move || consumer.join().unwrap()), 200 * 201 / 2);
+}

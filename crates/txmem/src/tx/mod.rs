@@ -49,6 +49,9 @@ pub(crate) struct TxState {
     irrevocable: Option<MutexGuard<'static, ()>>,
     /// Set by `become_irrevocable` when the attempt must restart irrevocably.
     wants_irrevocable: bool,
+    /// True once the program itself asked for irrevocability in this
+    /// attempt (as opposed to the runtime serializing a starving transaction).
+    pub(crate) user_irrevocable: bool,
     guard: OnceCell<Guard>,
     on_commit: Vec<Handler>,
     on_abort: Vec<Handler>,
@@ -66,6 +69,7 @@ impl TxState {
             opacity: Opacity::Tl2,
             irrevocable: None,
             wants_irrevocable: false,
+            user_irrevocable: false,
             guard: OnceCell::new(),
             on_commit: Vec::new(),
             on_abort: Vec::new(),
@@ -132,11 +136,21 @@ impl TxState {
     pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool) {
         self.opacity = opacity;
         self.wants_irrevocable = false;
+        self.user_irrevocable = false;
         self.cutoff = index::item_index_cutoff();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();
         }
         self.start = clock::now().time();
+    }
+
+    pub(crate) fn release_irrevocability(&mut self) {
+        if let Some(token) = self.irrevocable.take() {
+            // Open the gate before handing the token on, or the next holder
+            // could find the gate still closed and then see it opened.
+            clock::open(IRREVOCABLE);
+            drop(token);
+        }
     }
 
     fn acquire_irrevocability(&mut self) {
@@ -170,12 +184,7 @@ impl TxState {
         if self.guard.get().is_some() {
             drop(self.guard.take());
         }
-        if let Some(token) = self.irrevocable.take() {
-            // Open the gate before handing the token on, or the next holder
-            // could find the gate still closed and then see it opened.
-            clock::open(IRREVOCABLE);
-            drop(token);
-        }
+        self.release_irrevocability();
         if self.on_commit.is_empty() && self.on_abort.is_empty() {
             return Vec::new();
         }
@@ -430,6 +439,7 @@ impl<'env> Transaction<'env> {
     /// beginning (so code before this call must not have done anything
     /// irreversible).
     pub fn become_irrevocable(&mut self) -> TxResult<()> {
+        self.st.user_irrevocable = true;
         if self.st.irrevocable.is_some() {
             return Ok(());
         }

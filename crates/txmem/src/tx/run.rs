@@ -218,6 +218,7 @@ pub(crate) fn run_with<'env, R, E>(
             let st = unsafe { &mut *ctx.state.get() };
             cm.before_begin(clock::now());
             st.begin(opts.opacity, irrevocable);
+            st.user_irrevocable = opts.irrevocable;
             let tx = Transaction::from_state(st);
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
 
@@ -270,12 +271,24 @@ pub(crate) fn run_with<'env, R, E>(
             let items = st.item_count();
             if cause == AbortCause::Retry {
                 assert!(
-                    st.irrevocable.is_none(),
+                    !(st.user_irrevocable && st.irrevocable.is_some()),
                     "txmem: retry() in an irrevocable transaction would block every writer forever"
                 );
+                // A transaction the runtime serialized may wait like any
+                // other: it gives up irrevocability (in `finish`, below the
+                // wait) and starts counting aborts afresh.
+                if st.irrevocable.is_some() {
+                    st.release_irrevocability();
+                    irrevocable = false;
+                    cm.consecutive = 0;
+                }
                 if counting {
                     ctx.stats.blocking_waits.add(1);
                 }
+                // Never sleep holding precedence (the hourglass would stop
+                // every other transaction from beginning, including the one
+                // this waiter needs).
+                cm.finish();
                 let objects = st.items.iter().filter(|it| it.is_read()).map(|it| it.object_addr()).collect();
                 let st_ref: &TxState = st;
                 wait::block_until_changed(objects, || st_ref.reads_still_valid());
