@@ -604,7 +604,10 @@ impl Machine {
             }
         }
         if self.cfg.check_invariants {
-            self.check_after_access(core, line, r.invalidated);
+            self.check_after_access(core, line);
+            for k in 0..r.n_evicted {
+                self.check_after_access(core, r.evicted[k]);
+            }
         }
 
         // 3. Values and read/write sets.
@@ -803,11 +806,10 @@ impl Machine {
         }
     }
 
-    fn check_after_access(&self, core: usize, line: u64, invalidated: u64) {
+    fn check_after_access(&self, core: usize, line: u64) {
         if let Err(e) = self.hier.check_line(line) {
             panic!("coherence invariant violated after an access by core {core}: {e}");
         }
-        let _ = invalidated;
     }
 
     /// Transactional single-writer invariant for one word (eager detection): at most one
