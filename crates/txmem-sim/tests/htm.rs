@@ -332,3 +332,76 @@ fn interrupts_abort_transactions_in_abort_mode() {
     assert!(s.tx.interrupted_transactions > 0);
     assert_eq!(s.tx.aborts.interrupt, s.tx.interrupted_transactions);
 }
+
+/// Core 0 writes word 0 of a line and waits; core 1 writes word 1 of the same line.
+/// Returns (core 0 committed first try, core 1 committed first try).
+fn false_sharing(granularity: Granularity) -> (bool, bool) {
+    let mut cfg = small(2);
+    cfg.htm.granularity = granularity;
+    cfg.htm.policy = PolicyKind::RequesterWins;
+    let mut sim = Sim::new(cfg).unwrap();
+    let line = sim.alloc_lines(1);
+    let ok = sim.alloc_lines(1);
+    sim.spawn(0, move |cpu| async move {
+        let r = cpu
+            .xbegin(|cpu| async move {
+                cpu.store(line, 1).await;
+                cpu.compute(1000).await;
+            })
+            .await;
+        cpu.store(ok, u64::from(r.is_ok())).await;
+    });
+    sim.spawn(1, move |cpu| async move {
+        cpu.compute(300).await;
+        let r = cpu
+            .xbegin(|cpu| async move { cpu.store(line + 8, 2).await })
+            .await;
+        cpu.store(ok + 8, u64::from(r.is_ok())).await;
+    });
+    sim.run().unwrap();
+    assert_eq!(sim.read(line + 8), 2);
+    (sim.read(ok) == 1, sim.read(ok + 8) == 1)
+}
+
+#[test]
+fn word_granularity_ignores_false_sharing() {
+    assert_eq!(false_sharing(Granularity::Word), (true, true));
+    // Line granularity: the requester wins and the first transaction loses its line.
+    assert_eq!(false_sharing(Granularity::Line), (false, true));
+}
+
+#[test]
+fn lazy_detection_lets_the_committer_win() {
+    let mut cfg = small(2);
+    cfg.htm.versioning = Versioning::Lazy;
+    cfg.htm.detection = Detection::Lazy;
+    let mut sim = Sim::new(cfg).unwrap();
+    let x = sim.alloc_lines(1);
+    let ok = sim.alloc_lines(1);
+    // Core 0 reads x and commits late; core 1 writes x and commits early: core 0 aborts at
+    // core 1's commit, not at core 1's access.
+    sim.spawn(0, move |cpu| async move {
+        let r = cpu
+            .xbegin(|cpu| async move {
+                let v = cpu.load(x).await;
+                cpu.compute(1000).await;
+                v
+            })
+            .await;
+        assert_eq!(r.unwrap_err().cause, AbortCause::Conflict);
+        let again = cpu.xbegin(|cpu| async move { cpu.load(x).await }).await;
+        cpu.store(ok, again.unwrap()).await;
+    });
+    sim.spawn(1, move |cpu| async move {
+        cpu.compute(300).await;
+        cpu.xbegin(|cpu| async move {
+            cpu.store(x, 5).await;
+            assert_eq!(cpu.load(x).await, 5, "read-my-writes from the write buffer");
+            cpu.compute(100).await;
+        })
+        .await
+        .unwrap();
+    });
+    sim.run().unwrap();
+    assert_eq!(sim.read(ok), 5);
+}
