@@ -1,12 +1,23 @@
+//! One `TBox` increment per transaction in a loop; prints ns per transaction.
+//! Used for profiling and for instruction counts under callgrind:
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats]`
 fn main() {
-    let b = txmem::TBox::new(0u64);
-    let n: u64 = std::env::args()
-        .nth(1)
+    let args: Vec<String> = std::env::args().collect();
+    let n: u64 = args
+        .get(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000_000);
+    let mut opts = txmem::TxOptions::new();
+    if args.iter().any(|a| a == "none") {
+        opts = opts.opacity(txmem::Opacity::None);
+    }
+    if args.iter().any(|a| a == "nostats") {
+        txmem::stats::set_enabled(false);
+    }
+    let b = txmem::TBox::new(0u64);
     let t = std::time::Instant::now();
     for _ in 0..n {
-        txmem::atomically(|tx| b.modify(tx, |v| v + 1));
+        opts.run(|tx| b.modify(tx, |v| v + 1));
     }
     let el = t.elapsed();
     println!(
