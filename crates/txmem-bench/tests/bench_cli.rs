@@ -349,3 +349,42 @@ fn a_broken_check_is_reported_as_a_failure() {
         assert!(csv.contains(",failed,"), "{csv}");
     }
 }
+
+#[test]
+fn ctrl_c_stops_cleanly_and_prints_what_finished() {
+    let json = tmp("interrupted.json");
+    let child = txmem()
+        .args(["bench", "bank", "--threads", "1", "--duration", "500ms"])
+        .args([
+            "--repeat",
+            "2",
+            "--no-progress",
+            "--systems",
+            "mutex,txmem,stm",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the first row (about 1.1 s), inside the second (until about 2.2 s).
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["interrupted"], true);
+    let results = v["results"].as_array().unwrap();
+    assert!(
+        results.iter().any(|r| r["status"] == "ok"),
+        "the finished row is kept: {results:?}"
+    );
+    assert!(results.len() < 3, "the run stopped early: {results:?}");
+}

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::bench::report::Report;
-use crate::plot::{write_svg, Panel, Series};
+use crate::plot::{write_svg_with, Panel, PlotOptions, Series};
 
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     let mut panels: Vec<Panel> = Vec::new();
@@ -16,7 +16,7 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
                 panels.push(Panel {
                     title: r.workload.clone(),
                     x_label: "threads".into(),
-                    y_label: "ops/s (median)".into(),
+                    y_label: "ops/s (median, log scale)".into(),
                     series: Vec::new(),
                 });
                 panels.last_mut().expect("just pushed")
@@ -34,5 +34,7 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
         return Err(format!("no successful rows to plot in {}", path.display()));
     }
     let columns = if panels.len() >= 4 { 3 } else { panels.len() };
-    write_svg(path, &panels, columns)
+    // Locks and STMs differ by orders of magnitude: a log axis keeps
+    // every line readable.
+    write_svg_with(path, &panels, columns, PlotOptions { log_y: true })
 }

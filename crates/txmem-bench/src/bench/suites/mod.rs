@@ -39,7 +39,12 @@ impl SuiteConfig {
     /// (named after `prefix`) plus `txmem-words` over the untyped `TWords`,
     /// the lock peers, fast-stm and stm.
     pub fn word_systems(&self, prefix: &str) -> Systems<'_> {
-        let mut txmem = opacity_variants(prefix, Store::TArray, self.quick);
+        // The quick suite shows the opacity variants of the reference rows only.
+        let mut txmem = if self.quick && prefix != "txmem" {
+            vec![Variant::new(prefix, Opacity::Tl2, Store::TArray)]
+        } else {
+            opacity_variants(prefix, Store::TArray, self.quick)
+        };
         txmem.push(Variant::new("txmem-words", Opacity::Tl2, Store::TWords));
         Systems {
             txmem,
