@@ -354,9 +354,14 @@ fn plot_report(
         .collect();
     let title = format!("txmem sim {}", r.experiment);
     let numeric: Option<Vec<f64>> = xs.iter().map(|x| x.parse::<f64>().ok()).collect();
+    let ymax = lines
+        .iter()
+        .flat_map(|l| l.ys.iter().flatten())
+        .fold(0.0f64, |a, &b| a.max(b));
     match numeric {
-        // Numeric parameter: the shared plot with a real x axis.
-        Some(xv) => {
+        // Numeric parameter and large values: the shared plot with a real x axis (its axis
+        // labels are whole numbers, so small rates and ratios use the labelled plot).
+        Some(xv) if ymax >= 10.0 => {
             let series = lines
                 .iter()
                 .map(|l| Series {
@@ -376,6 +381,6 @@ fn plot_report(
             };
             write_svg(path, &[panel], 1)
         }
-        None => labelled_line_plot(path, &title, x, metric, &xs, &lines),
+        _ => labelled_line_plot(path, &title, x, metric, &xs, &lines),
     }
 }

@@ -13,6 +13,17 @@ pub struct LabelledSeries {
     pub ys: Vec<Option<f64>>,
 }
 
+/// A y-axis label: short units for large values, decimals for small ones (rates, ratios).
+pub fn axis_label(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        crate::plot::human(v)
+    } else if v.abs() >= 10.0 || v == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
 /// Writes an SVG line plot with evenly spaced, labelled x positions.
 pub fn labelled_line_plot(
     path: &Path,
@@ -53,7 +64,7 @@ pub fn labelled_line_plot(
                 String::new()
             }
         })
-        .y_label_formatter(&|v| crate::plot::human(*v))
+        .y_label_formatter(&|v| axis_label(*v))
         .x_desc(x_label)
         .y_desc(y_label)
         .draw()
