@@ -41,6 +41,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 use crossbeam_epoch::Guard;
+use crossbeam_utils::CachePadded;
 
 use crate::error::TxResult;
 use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
@@ -187,9 +188,11 @@ struct Probe<K, V> {
 /// ```
 pub struct THashMap<K, V, S = RandomState> {
     table: AtomicPtr<Table<K, V>>,
-    size: SizeCounter,
+    // Written by every committing update: kept off the line that every
+    // operation reads (`table`, `hasher`).
+    size: CachePadded<SizeCounter>,
     /// Nodes currently linked (placeholders included): the resize trigger.
-    linked: AtomicUsize,
+    linked: CachePadded<AtomicUsize>,
     resizing: AtomicBool,
     hasher: S,
 }
@@ -247,8 +250,8 @@ where
             .max(INITIAL_LOG2);
         THashMap {
             table: AtomicPtr::new(Box::into_raw(Table::new(log2))),
-            size: SizeCounter::new(0),
-            linked: AtomicUsize::new(0),
+            size: CachePadded::new(SizeCounter::new(0)),
+            linked: CachePadded::new(AtomicUsize::new(0)),
             resizing: AtomicBool::new(false),
             hasher,
         }

@@ -16,6 +16,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
 use crate::error::TxResult;
@@ -48,8 +49,8 @@ struct LNode<T> {
 pub(crate) struct SortedList<T> {
     head_gap: TVersion,
     head_next: AtomicPtr<LNode<T>>,
-    structure: Mutex<()>,
-    size: SizeCounter,
+    structure: CachePadded<Mutex<()>>,
+    size: CachePadded<SizeCounter>,
     dups: bool,
 }
 
@@ -73,8 +74,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         SortedList {
             head_gap: TVersion::new(),
             head_next: AtomicPtr::new(ptr::null_mut()),
-            structure: Mutex::new(()),
-            size: SizeCounter::new(0),
+            structure: CachePadded::new(Mutex::new(())),
+            size: CachePadded::new(SizeCounter::new(0)),
             dups,
         }
     }

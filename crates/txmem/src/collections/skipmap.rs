@@ -31,6 +31,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
 use crate::error::TxResult;
@@ -125,8 +126,9 @@ fn random_height() -> usize {
 pub struct TSkipMap<K, V> {
     head: Box<[AtomicPtr<SNode<K, V>>]>,
     head_gap: TVersion,
-    structure: Mutex<()>,
-    size: SizeCounter,
+    // Written by updates: kept off the line every reader uses (`head`).
+    structure: CachePadded<Mutex<()>>,
+    size: CachePadded<SizeCounter>,
 }
 
 // SAFETY: the map owns keys and values in heap nodes, read by reference
@@ -175,8 +177,8 @@ where
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             head_gap: TVersion::new(),
-            structure: Mutex::new(()),
-            size: SizeCounter::new(0),
+            structure: CachePadded::new(Mutex::new(())),
+            size: CachePadded::new(SizeCounter::new(0)),
         }
     }
 
