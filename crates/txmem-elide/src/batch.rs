@@ -71,7 +71,7 @@ impl<'a, T: ?Sized, H: Htm> Batch<'a, T, H> {
                 raw.htm(),
                 raw.counters(),
                 || raw.fallback_locked(),
-                || engine::wait_while_busy(|| raw.fallback_locked(), || drop(self.mutex.lock())),
+                || raw.wait_until_free(),
             ) {
                 Path::Elided => {
                     // Read inside the transaction: the policy state was updated (outside

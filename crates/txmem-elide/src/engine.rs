@@ -163,18 +163,12 @@ pub(crate) fn acquire<H: Htm>(
     }
 }
 
-/// Bookkeeping after the caller acquired the fallback lock following [`Path::Fallback`].
-/// `exclusive` says whether the caller now holds the lock exclusively (then the per-lock
-/// counter can be bumped without a read-modify-write).
-pub(crate) fn fallback_acquired<H: Htm>(htm: &H, lock: &Counters, exclusive: bool) {
+/// Bookkeeping after the caller acquired the fallback lock following [`Path::Fallback`]
+/// (the caller counts the acquisition in its per-lock statistics itself).
+pub(crate) fn fallback_acquired<H: Htm>(htm: &H) {
     htm.fallback_acquired();
     retry_event(RetryEvent::FallbackAcquired);
     stats::thread_add(Stat::Fallback);
-    if exclusive {
-        lock.add_owned(Stat::Fallback);
-    } else {
-        lock.add_shared(Stat::Fallback);
-    }
 }
 
 /// Ends an elided section that covered `sections` critical sections. If this committed the

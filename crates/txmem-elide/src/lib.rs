@@ -62,6 +62,7 @@
 mod batch;
 mod condvar;
 mod engine;
+mod holds;
 pub mod htm;
 mod mutex;
 pub mod policy;

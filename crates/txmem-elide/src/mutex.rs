@@ -1,6 +1,7 @@
 //! The elided mutex (XSync's XScope behind the `lock_api` interface).
 
 use crate::engine::{self, Path};
+use crate::holds::{self, Hold};
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats};
 use crossbeam_utils::CachePadded;
@@ -98,7 +99,7 @@ impl<H: Htm> RawElidedMutex<H> {
         self.htm.fallback_acquired();
     }
 
-    fn wait_until_free(&self) {
+    pub(crate) fn wait_until_free(&self) {
         engine::wait_while_busy(
             || self.word.lock.is_locked(),
             || {
@@ -111,29 +112,39 @@ impl<H: Htm> RawElidedMutex<H> {
         )
     }
 
-    /// Runs the retry policy; on return the section is either elided or holds the fallback.
-    /// Returns true if elided.
+    /// Runs the retry policy; on return the section is either elided (and recorded as such
+    /// for `unlock`) or holds the fallback.
     #[inline(never)]
-    pub(crate) fn lock_elided(&self) -> bool {
+    fn lock_elided(&self) {
+        if !holds::has_room() {
+            self.acquire_fallback_after_policy();
+            return;
+        }
         match engine::acquire(
             &self.htm,
             &self.shared,
             || self.word.lock.is_locked(),
             || self.wait_until_free(),
         ) {
-            Path::Elided => true,
-            Path::Fallback => {
-                self.acquire_fallback_after_policy();
-                false
+            Path::Elided => {
+                // Inside the transaction: an abort erases the record with everything else.
+                let pushed = holds::try_push(self.addr(), Hold::Elided);
+                debug_assert!(pushed, "checked for room before beginning");
             }
+            Path::Fallback => self.acquire_fallback_after_policy(),
         }
+    }
+
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
     }
 
     /// Acquires the fallback lock after the retry policy gave up on elision.
     pub(crate) fn acquire_fallback_after_policy(&self) {
         self.word.lock.lock();
         self.count_fallback();
-        engine::fallback_acquired(&self.htm, &self.shared, true);
+        engine::fallback_acquired(&self.htm);
     }
 
     pub(crate) fn counters(&self) -> &Counters {
@@ -166,9 +177,9 @@ impl<H: Htm> core::fmt::Debug for RawElidedMutex<H> {
 // the `Htm` contract, a thread that later acquires the fallback lock either waits in
 // `fallback_acquired` until the section has ended (simulated backends) or aborts and rolls
 // the section back (hardware), and two elided sections are atomic and isolated from each
-// other. `unlock` tells the two paths apart soundly: inside a transaction with the word free,
-// the section must be elided (an elided section keeps the word free or is aborted; a fallback
-// holder has the word locked); otherwise the caller, who holds a guard, holds the fallback.
+// other. `unlock` tells the two paths apart by a per-thread record written inside the
+// transaction right after it started (so an abort erases it): with a record the section is
+// elided; without one the caller, who holds a guard, holds the fallback lock.
 unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
@@ -198,11 +209,11 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
 
     #[inline]
     unsafe fn unlock(&self) {
-        if self.htm.available() && self.htm.test() && !self.word.lock.is_locked() {
+        if self.htm.available() && holds::take_elided(self.addr()) {
             self.commit(1);
         } else {
-            // SAFETY: the caller holds the lock and it was not elided (see the impl comment),
-            // so this thread holds the fallback lock.
+            // SAFETY: the caller holds the lock and there is no elided record for it (see the
+            // impl comment), so this thread holds the fallback lock.
             unsafe { self.word.lock.unlock() }
         }
     }

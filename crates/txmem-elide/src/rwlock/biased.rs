@@ -14,10 +14,14 @@
 //! then reads every slot; all four are sequentially consistent, so either the reader sees the
 //! bias off (and backs out) or the writer sees the reader's slot (and waits for it).
 //!
+//! Invariant: whenever a writer holds the underlying lock and the bias is off, no fast
+//! reader is inside (revocation establishes it; the bias is turned on only by readers holding
+//! the underlying lock, or by a failed `try_lock_exclusive` undoing its own revocation).
+//!
 //! Writers cannot starve: once a writer has revoked the bias no new reader takes the fast
 //! path, and `parking_lot`'s lock is task-fair (new readers queue behind a waiting writer).
 
-use super::holds::{self, Hold};
+use crate::holds::{self, Hold};
 use crossbeam_utils::{Backoff, CachePadded};
 use lock_api::RawRwLock as _;
 use std::cell::Cell;
@@ -293,8 +297,9 @@ unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
         if self.header.bias.load(Ordering::Relaxed) {
             self.header.bias.store(false, Ordering::SeqCst);
             if self.slots.iter().any(|s| s.load(Ordering::SeqCst) != 0) {
-                // Readers inside: give up rather than wait. The bias stays off until a slow
-                // reader restores it.
+                // Readers inside: give up rather than wait. The bias must go back on: a
+                // writer that finds it off assumes no fast reader is inside.
+                self.header.bias.store(true, Ordering::SeqCst);
                 // SAFETY: acquired above by this thread.
                 unsafe { self.header.inner.unlock_exclusive() };
                 return false;

@@ -1,15 +1,14 @@
 //! The elided reader-writer lock and its reader-biased fallback.
 
 mod biased;
-pub(crate) mod holds;
 
 pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS};
 
 use crate::engine::{self, Path};
+use crate::holds::{self, Hold};
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats, Stat};
 use crossbeam_utils::CachePadded;
-use holds::Hold;
 use lock_api::RawRwLock as _;
 
 /// A raw reader-writer lock whose readers and writers run as hardware transactions when
@@ -109,7 +108,8 @@ impl<H: Htm> RawElidedRwLock<H> {
     fn lock_shared_elided(&self) {
         if !holds::has_room() {
             self.lock.lock_shared();
-            engine::fallback_acquired(&self.htm, &self.shared, false);
+            self.shared.add_shared(Stat::Fallback);
+            engine::fallback_acquired(&self.htm);
             return;
         }
         match engine::acquire(
@@ -125,23 +125,34 @@ impl<H: Htm> RawElidedRwLock<H> {
             }
             Path::Fallback => {
                 self.lock.lock_shared();
-                engine::fallback_acquired(&self.htm, &self.shared, false);
+                self.shared.add_shared(Stat::Fallback);
+                engine::fallback_acquired(&self.htm);
             }
         }
     }
 
     #[inline(never)]
     fn lock_exclusive_elided(&self) {
+        if !holds::has_room() {
+            self.lock.lock_exclusive();
+            self.shared.add_shared(Stat::Fallback);
+            engine::fallback_acquired(&self.htm);
+            return;
+        }
         match engine::acquire(
             &self.htm,
             &self.shared,
             || self.lock.writer_busy(),
             || self.wait_writable(),
         ) {
-            Path::Elided => {}
+            Path::Elided => {
+                let pushed = holds::try_push(self.lock.addr(), Hold::Elided);
+                debug_assert!(pushed, "checked for room before beginning");
+            }
             Path::Fallback => {
                 self.lock.lock_exclusive();
-                engine::fallback_acquired(&self.htm, &self.shared, false);
+                self.shared.add_shared(Stat::Fallback);
+                engine::fallback_acquired(&self.htm);
             }
         }
     }
@@ -169,9 +180,8 @@ impl<H: Htm> core::fmt::Debug for RawElidedRwLock<H> {
 // lock word or a slot, then calls `fallback_acquired`) either waits for the section or aborts
 // it, and elided sections are isolated from each other. Releases match acquisitions: read
 // holds that bypass the underlying lock are recorded per thread (an `Elided` record is made
-// inside the transaction, so an abort erases it); an exclusive release inside a transaction
-// with the underlying lock not write-held must be elided, otherwise the caller holds the
-// underlying write lock.
+// inside the transaction, so an abort erases it, and likewise for elided writers); a release
+// without a matching record was taken on the underlying lock.
 unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
@@ -233,7 +243,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        if self.htm.available() && self.htm.test() && !self.lock.write_locked() {
+        if self.htm.available() && holds::take_elided(self.lock.addr()) {
             engine::commit(&self.htm, &self.shared, 1);
         } else {
             // SAFETY: the caller holds the write lock and it was not elided.
