@@ -1,6 +1,6 @@
 //! One `TBox` increment per transaction in a loop; prints ns per transaction.
 //! Used for profiling and for instruction counts under callgrind:
-//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats]`
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read]`
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args
@@ -14,11 +14,18 @@ fn main() {
     if args.iter().any(|a| a == "nostats") {
         txmem::stats::set_enabled(false);
     }
+    let read_only = args.iter().any(|a| a == "read");
     let b = txmem::TBox::new(0u64);
     let t = std::time::Instant::now();
+    let mut sum = 0;
     for _ in 0..n {
-        opts.run(|tx| b.modify(tx, |v| v + 1));
+        if read_only {
+            sum += opts.run(|tx| b.get(tx));
+        } else {
+            opts.run(|tx| b.modify(tx, |v| v + 1));
+        }
     }
+    std::hint::black_box(sum);
     let el = t.elapsed();
     println!(
         "{:.2} ns/tx, value {}",

@@ -19,7 +19,18 @@ impl TxState {
     /// Commits the current attempt or reports why it must abort. On failure
     /// every lock taken has been released; the items stay for the caller's
     /// blocking wait or cleanup.
+    #[inline]
     pub(crate) fn commit(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
+        if !self.mutated {
+            // No item was handed out for mutation: nothing to lock or install.
+            return self.commit_read_only(self.items.len());
+        }
+        self.commit_writes(before_lock)
+    }
+
+    /// The full protocol, for transactions that may have written.
+    #[inline(never)]
+    fn commit_writes(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
         // Phase 1: lock the write set (bounded spinning keeps it
         // deadlock-free), counting the sets on the way. Read-only
         // transactions lock nothing.
@@ -65,13 +76,7 @@ impl TxState {
             return Err(cause);
         }
         if writes == 0 {
-            // Opaque modes validated every read against the snapshot when it
-            // was made, so a read-only transaction is serializable at its
-            // snapshot and needs no commit-time validation.
-            if self.opacity == Opacity::None && !self.validate_reads() {
-                return Err(AbortCause::Validation);
-            }
-            return Ok(Committed { reads, writes });
+            return self.commit_read_only(reads);
         }
 
         // Phase 2: the commit version. Its SeqCst access to the clock word,
@@ -147,6 +152,17 @@ impl TxState {
             );
         }
         Ok(Committed { reads, writes })
+    }
+
+    /// A read-only transaction commits without locking anything. Opaque
+    /// modes validated every read against the snapshot when it was made, so
+    /// it is serializable at its snapshot; without opacity, validate now.
+    #[inline]
+    fn commit_read_only(&self, reads: usize) -> Result<Committed, AbortCause> {
+        if self.opacity == Opacity::None && !self.validate_reads() {
+            return Err(AbortCause::Validation);
+        }
+        Ok(Committed { reads, writes: 0 })
     }
 
     fn unlock_all(&mut self) {

@@ -41,6 +41,9 @@ pub(crate) struct TxState {
     items: Vec<Item>,
     index: ItemIndex,
     indexed: bool,
+    /// True once `item_mut` handed out an item: until then the transaction
+    /// holds no write and no item needs cleanup (the read-only fast path).
+    pub(crate) mutated: bool,
     /// Item count past which `index` is used (read at begin).
     cutoff: usize,
     /// Snapshot bound for TL2 opacity.
@@ -64,6 +67,7 @@ impl TxState {
             items: Vec::with_capacity(16),
             index: ItemIndex::default(),
             indexed: false,
+            mutated: false,
             cutoff: index::HASH_CUTOFF,
             start: 0,
             opacity: Opacity::Tl2,
@@ -164,16 +168,21 @@ impl TxState {
     }
 
     /// Ends an attempt: drops items (running cleanups), releases the guard
-    /// and irrevocability, and returns the handlers for the outcome.
-    pub(crate) fn finish(&mut self, committed: bool) -> Vec<Handler> {
-        for it in self.items.iter_mut() {
-            if it.has(crate::item::NEEDS_CLEANUP) {
-                // SAFETY: objects outlive the transaction.
-                let obj = unsafe { it.object.as_ref() };
-                obj.cleanup(it, committed);
-            }
+    /// and irrevocability, and returns the handlers for the outcome, if any.
+    #[inline]
+    pub(crate) fn finish(&mut self, committed: bool) -> Option<Vec<Handler>> {
+        if self.mutated {
+            self.drop_items(committed);
+        } else {
+            debug_assert!(self
+                .items
+                .iter()
+                .all(|it| !it.value.is_set() && !it.has(crate::item::NEEDS_CLEANUP)));
+            // SAFETY: without `item_mut` no item was handed out mutably, so
+            // every item still holds an empty value and needs no cleanup;
+            // `Item` has no other drop glue. Forgetting them drops nothing.
+            unsafe { self.items.set_len(0) };
         }
-        self.items.clear();
         if self.indexed {
             self.index.clear();
             self.indexed = false;
@@ -184,10 +193,29 @@ impl TxState {
         if self.guard.get().is_some() {
             drop(self.guard.take());
         }
-        self.release_irrevocability();
-        if self.on_commit.is_empty() && self.on_abort.is_empty() {
-            return Vec::new();
+        if self.irrevocable.is_some() {
+            self.release_irrevocability();
         }
+        if self.on_commit.is_empty() && self.on_abort.is_empty() {
+            return None;
+        }
+        Some(self.take_handlers(committed))
+    }
+
+    fn drop_items(&mut self, committed: bool) {
+        for it in self.items.iter_mut() {
+            if it.has(crate::item::NEEDS_CLEANUP) {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                obj.cleanup(it, committed);
+            }
+        }
+        self.items.clear();
+        self.mutated = false;
+    }
+
+    #[cold]
+    fn take_handlers(&mut self, committed: bool) -> Vec<Handler> {
         let (keep, discard) = if committed {
             (&mut self.on_commit, &mut self.on_abort)
         } else {
@@ -256,6 +284,7 @@ impl<'env> Transaction<'env> {
     /// The item behind `id`, mutably.
     #[inline]
     pub fn item_mut(&mut self, id: ItemId) -> &mut Item {
+        self.st.mutated = true;
         if !self.st.savepoints.is_empty() {
             savepoint::log_before_change(&mut self.st, id.0);
         }

@@ -297,7 +297,7 @@ pub(crate) fn run_with<'env, R, E>(
                 irrevocable = true;
             }
             let handlers = st.finish(false);
-            if !handlers.is_empty() {
+            if handlers.is_some() {
                 // Abort handlers may run transactions of their own.
                 ctx.active.set(false);
                 run_handlers(handlers);
@@ -338,8 +338,8 @@ impl TxState {
 }
 
 #[inline]
-fn run_handlers(handlers: Vec<Box<dyn FnOnce()>>) {
-    if !handlers.is_empty() {
+fn run_handlers(handlers: Option<Vec<Box<dyn FnOnce()>>>) {
+    if let Some(handlers) = handlers {
         handlers.into_iter().for_each(|h| h());
     }
 }
