@@ -1,7 +1,7 @@
 //! The elided mutex (XSync's XScope behind the `lock_api` interface).
 
 use crate::engine::{self, Path};
-use crate::holds::{self, Hold};
+use crate::holds;
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats};
 use crossbeam_utils::CachePadded;
@@ -128,7 +128,7 @@ impl<H: Htm> RawElidedMutex<H> {
         ) {
             Path::Elided => {
                 // Inside the transaction: an abort erases the record with everything else.
-                let pushed = holds::try_push(self.addr(), Hold::Elided);
+                let pushed = holds::try_push(self.addr());
                 debug_assert!(pushed, "checked for room before beginning");
             }
             Path::Fallback => self.acquire_fallback_after_policy(),
@@ -209,7 +209,7 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
 
     #[inline]
     unsafe fn unlock(&self) {
-        if self.htm.available() && holds::take_elided(self.addr()) {
+        if self.htm.available() && holds::take(self.addr()) {
             self.commit(1);
         } else {
             // SAFETY: the caller holds the lock and there is no elided record for it (see the

@@ -1,16 +1,20 @@
 //! A scalable reader-biased reader-writer lock (BRAVO over `parking_lot`'s `RawRwLock`).
 //!
 //! While *reader bias* is on, a reader does not touch the shared lock word: it increments a
-//! counter in its own cache-padded *reader slot* (picked by a per-thread index, as in a
-//! big-reader lock), then checks that the bias is still on. Readers on different slots share
+//! counter in its own cache-padded *reader slot* (each thread leases a slot index for its
+//! lifetime, as in a big-reader lock), then checks that the bias is still on. The slot is
+//! written only by its thread, so releasing a fast read lock is a plain store, and a thread
+//! knows it holds a fast read lock exactly when its slot is nonzero. Threads beyond
+//! [`READER_SLOTS`] live at once get no slot and always use the underlying lock. Readers on different slots share
 //! no written cache line, so read-mostly workloads scale. A writer takes the underlying lock,
 //! *revokes* the bias and waits for every slot to drain; readers that arrive meanwhile see the
 //! bias off and queue on the underlying lock. To keep write-heavy phases from paying a
-//! revocation each time, the bias stays off for a while after a revocation (nine times as
-//! long as the revocation took, as in BRAVO) and is turned back on by a reader on the slow
+//! revocation each time, the bias stays off for a while after a revocation (a multiple of
+//! the time the revocation took, as in BRAVO) and is turned back on by a reader on the slow
 //! path once that time has passed.
 //!
-//! The handshake: a reader does `slot += 1` then reads `bias`; a writer does `bias = false`
+//! The handshake: a reader does `slot += 1` (a sequentially consistent store) then reads
+//! `bias`; a writer does `bias = false`
 //! then reads every slot; all four are sequentially consistent, so either the reader sees the
 //! bias off (and backs out) or the writer sees the reader's slot (and waits for it).
 //!
@@ -21,18 +25,24 @@
 //! Writers cannot starve: once a writer has revoked the bias no new reader takes the fast
 //! path, and `parking_lot`'s lock is task-fair (new readers queue behind a waiting writer).
 
-use crate::holds::{self, Hold};
 use crossbeam_utils::{Backoff, CachePadded};
 use lock_api::RawRwLock as _;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// Number of reader slots per lock. Threads beyond this share slots (correct, but they then
-/// share a cache line).
+/// Number of reader slots per lock: how many threads can use the fast read path at once
+/// (slot indices are leased per thread and returned when the thread exits).
 pub const READER_SLOTS: usize = 32;
 
-/// How many times the revocation time the bias stays off after a revocation.
-const INHIBIT_FACTOR: u64 = 9;
+/// Slow-path reads per thread between two checks of the clock for restoring the bias.
+const RESTORE_CHECK_EVERY: u32 = 8;
+
+/// How many times the revocation time the bias stays off after a revocation. BRAVO uses 9,
+/// which bounds the time spent revoking to a tenth; that suits workloads where writes are
+/// rarer than about one in a thousand operations. With short operations and writes around 1%,
+/// a window that long keeps the bias off almost all the time, so a smaller factor is used:
+/// revocations may then take up to a quarter of the time in write-heavy phases.
+const INHIBIT_FACTOR: u64 = 3;
 
 /// The fields every reader reads, and writers write only while revoking.
 struct Header {
@@ -66,24 +76,46 @@ pub struct RawBiasedRwLock {
 /// ```
 pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
 
-thread_local! {
-    static SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
-}
+/// A thread's lease on a reader-slot index, returned to the pool when the thread exits.
+struct SlotLease(Option<usize>);
 
+static FREE_SLOTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-#[inline]
-fn my_slot() -> usize {
-    SLOT.with(|s| {
-        let v = s.get();
-        if v != usize::MAX {
-            v
-        } else {
-            let v = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % READER_SLOTS;
-            s.set(v);
-            v
+impl SlotLease {
+    fn acquire() -> SlotLease {
+        if let Some(i) = FREE_SLOTS.lock().pop() {
+            return SlotLease(Some(i));
         }
-    })
+        // SeqCst: a writer that reads `NEXT_SLOT` after revoking the bias must see every
+        // index a reader that saw the bias on may be using (see `revoke`).
+        let i = NEXT_SLOT.fetch_add(1, Ordering::SeqCst);
+        if i < READER_SLOTS {
+            SlotLease(Some(i))
+        } else {
+            NEXT_SLOT.store(READER_SLOTS, Ordering::Relaxed);
+            SlotLease(None)
+        }
+    }
+}
+
+impl Drop for SlotLease {
+    fn drop(&mut self) {
+        if let Some(i) = self.0 {
+            FREE_SLOTS.lock().push(i);
+        }
+    }
+}
+
+thread_local! {
+    static SLOT: SlotLease = SlotLease::acquire();
+    static RESTORE_COUNTDOWN: Cell<u32> = const { Cell::new(0) };
+}
+
+/// This thread's slot index, if it has one.
+#[inline]
+fn my_slot() -> Option<usize> {
+    SLOT.try_with(|s| s.0).ok().flatten()
 }
 
 /// A cheap monotonic tick count (the time-stamp counter on x86-64).
@@ -153,28 +185,48 @@ impl RawBiasedRwLock {
                 && self.slots.iter().any(|s| s.load(Ordering::SeqCst) != 0))
     }
 
-    /// Tries the fast path: succeeds (and records a `Fast` hold) if bias is on.
+    /// Tries the fast path: succeeds if the bias is on and this thread has a slot.
     #[inline]
     fn try_read_fast(&self) -> bool {
-        if !self.header.bias.load(Ordering::Relaxed) || !holds::try_push(self.addr(), Hold::Fast) {
+        if !self.header.bias.load(Ordering::Relaxed) {
             return false;
         }
-        let slot = &self.slots[my_slot()];
-        slot.fetch_add(1, Ordering::SeqCst);
+        let Some(i) = my_slot() else {
+            return false;
+        };
+        let slot = &self.slots[i];
+        // Only this thread writes its slot, so load-then-store is an increment. The SeqCst
+        // store orders it before the bias load below (the reader half of the handshake).
+        let held = slot.load(Ordering::Relaxed);
+        slot.store(held + 1, Ordering::SeqCst);
         if self.header.bias.load(Ordering::SeqCst) {
             return true;
         }
         // A writer revoked the bias in between: back out, it may be waiting for us.
-        slot.fetch_sub(1, Ordering::Release);
-        holds::take(self.addr());
+        slot.store(held, Ordering::Release);
         false
     }
 
     #[inline]
     fn maybe_restore_bias(&self) {
-        // Called with the underlying lock held for reading, so no writer is revoking.
+        // Called with the underlying lock held for reading, so no writer is revoking. Reading
+        // the clock costs more than the rest of the slow path, so check it only now and then.
         let h = &self.header;
-        if !h.bias.load(Ordering::Relaxed) && ticks() >= h.inhibit_until.load(Ordering::Relaxed) {
+        if h.bias.load(Ordering::Relaxed) {
+            return;
+        }
+        let due = RESTORE_COUNTDOWN
+            .try_with(|c| {
+                let n = c.get();
+                c.set(if n == 0 {
+                    RESTORE_CHECK_EVERY - 1
+                } else {
+                    n - 1
+                });
+                n == 0
+            })
+            .unwrap_or(true);
+        if due && ticks() >= h.inhibit_until.load(Ordering::Relaxed) {
             h.bias.store(true, Ordering::SeqCst);
         }
     }
@@ -191,7 +243,11 @@ impl RawBiasedRwLock {
     fn revoke(&self) {
         let start = ticks();
         self.header.bias.store(false, Ordering::SeqCst);
-        for slot in &self.slots {
+        // Only slots ever leased can be nonzero. A reader leases its index (SeqCst) before
+        // its slot store, which precedes its bias load; if that load saw the bias on, the
+        // lease precedes our bias store, so this load sees it.
+        let leased = NEXT_SLOT.load(Ordering::SeqCst).min(READER_SLOTS);
+        for slot in &self.slots[..leased] {
             let backoff = Backoff::new();
             while slot.load(Ordering::SeqCst) != 0 {
                 backoff.snooze();
@@ -207,21 +263,26 @@ impl RawBiasedRwLock {
         r.store(r.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
-    /// Releases a read lock whose kind is `hold` (from the thread's records).
+    /// Releases a read lock: the fast one if this thread's slot is nonzero, otherwise the
+    /// underlying one (all read locks a thread holds on one lock are interchangeable).
     ///
     /// # Safety
     ///
-    /// The thread must hold a read lock of this kind (`None`: through the underlying lock).
+    /// The thread must hold a read lock on this lock.
     #[inline]
-    pub(crate) unsafe fn release_read(&self, hold: Option<Hold>) {
-        match hold {
-            Some(Hold::Fast) => {
-                self.slots[my_slot()].fetch_sub(1, Ordering::Release);
+    pub(crate) unsafe fn release_read(&self) {
+        if let Some(i) = my_slot() {
+            let slot = &self.slots[i];
+            let held = slot.load(Ordering::Relaxed);
+            if held > 0 {
+                // Release: the section's reads happen before a writer sees the slot drop.
+                slot.store(held - 1, Ordering::Release);
+                return;
             }
-            // SAFETY: no record means the read lock was taken on the underlying lock.
-            None => unsafe { self.header.inner.unlock_shared() },
-            Some(Hold::Elided) => unreachable!("elided hold on a plain biased lock"),
         }
+        // SAFETY: no fast read lock is held by this thread, so the caller's read lock is
+        // held on the underlying lock.
+        unsafe { self.header.inner.unlock_shared() }
     }
 }
 
@@ -248,7 +309,8 @@ impl core::fmt::Debug for RawBiasedRwLock {
 // Release decrement (read with SeqCst, so the reader's reads happen before the writer's
 // writes). A fast reader that sees the bias on after a writer has released synchronizes with
 // that writer through the reader that restored the bias while holding the underlying read
-// lock. Releases are matched with acquisitions through the per-thread hold records.
+// lock. Releases are matched with acquisitions through the thread's own slot: it is nonzero
+// exactly while the thread holds fast read locks, and no other thread writes it.
 unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
@@ -277,9 +339,8 @@ unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
 
     #[inline]
     unsafe fn unlock_shared(&self) {
-        let hold = holds::take(self.addr());
-        // SAFETY: the caller holds a read lock; the records say which kind.
-        unsafe { self.release_read(hold) }
+        // SAFETY: the caller holds a read lock.
+        unsafe { self.release_read() }
     }
 
     #[inline]

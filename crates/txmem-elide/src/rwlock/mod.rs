@@ -5,7 +5,7 @@ mod biased;
 pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS};
 
 use crate::engine::{self, Path};
-use crate::holds::{self, Hold};
+use crate::holds;
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats, Stat};
 use crossbeam_utils::CachePadded;
@@ -120,7 +120,7 @@ impl<H: Htm> RawElidedRwLock<H> {
         ) {
             Path::Elided => {
                 // Inside the transaction: rolled back with it on abort.
-                let pushed = holds::try_push(self.lock.addr(), Hold::Elided);
+                let pushed = holds::try_push(self.lock.addr());
                 debug_assert!(pushed, "checked for room before beginning");
             }
             Path::Fallback => {
@@ -146,7 +146,7 @@ impl<H: Htm> RawElidedRwLock<H> {
             || self.wait_writable(),
         ) {
             Path::Elided => {
-                let pushed = holds::try_push(self.lock.addr(), Hold::Elided);
+                let pushed = holds::try_push(self.lock.addr());
                 debug_assert!(pushed, "checked for room before beginning");
             }
             Path::Fallback => {
@@ -211,10 +211,12 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_shared(&self) {
-        match holds::take(self.lock.addr()) {
-            Some(Hold::Elided) => engine::commit(&self.htm, &self.shared, 1),
-            // SAFETY: the caller holds a read lock, and the records say it was not elided.
-            other => unsafe { self.lock.release_read(other) },
+        if self.htm.available() && holds::take(self.lock.addr()) {
+            engine::commit(&self.htm, &self.shared, 1);
+        } else {
+            // SAFETY: the caller holds a read lock and it was not elided, so it is held on
+            // the biased fallback.
+            unsafe { self.lock.unlock_shared() }
         }
     }
 
@@ -243,7 +245,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        if self.htm.available() && holds::take_elided(self.lock.addr()) {
+        if self.htm.available() && holds::take(self.lock.addr()) {
             engine::commit(&self.htm, &self.shared, 1);
         } else {
             // SAFETY: the caller holds the write lock and it was not elided.
