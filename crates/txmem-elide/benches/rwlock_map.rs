@@ -81,7 +81,7 @@ fn run<L: MapLock>(lock: &L, threads: usize, write_pct: u64, iters: u64) -> Dura
             .map(|t| {
                 let start = &start;
                 s.spawn(move || {
-                    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1) * 0x1234_5678;
+                    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ ((t as u64 + 1) * 0x1234_5678);
                     start.wait();
                     let mut found = 0u64;
                     for _ in 0..iters {
