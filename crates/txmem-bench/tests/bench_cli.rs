@@ -388,3 +388,34 @@ fn ctrl_c_stops_cleanly_and_prints_what_finished() {
     );
     assert!(results.len() < 3, "the run stopped early: {results:?}");
 }
+
+#[test]
+fn libitm_rows_are_skipped_with_a_reason_without_a_compiler() {
+    let json = tmp("no-cc.json");
+    let out = txmem()
+        .env("CC_LIBITM", "/nonexistent/gcc")
+        .args(["bench", "bank", "--threads", "1", "--duration", "20ms"])
+        .args([
+            "--repeat",
+            "1",
+            "--no-progress",
+            "--systems",
+            "txmem,libitm",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("skipped libitm"), "{stdout}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(systems(&v), vec!["txmem".to_string()]);
+    let skipped = v["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s["system"] == "libitm" && s["reason"].as_str().unwrap().contains("compiler")),
+        "{skipped:?}"
+    );
+}

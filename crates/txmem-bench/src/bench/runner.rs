@@ -100,8 +100,9 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
         }
     }
     let units = (plan.cases.len() * s.threads.len()) as u64;
-    let per_unit = s.warmup + s.duration * s.repeats as u32;
-    let bar = if s.progress && per_unit * units as u32 > Duration::from_secs(3) {
+    // Estimated in f64 seconds: Duration arithmetic panics on overflow.
+    let per_unit = s.warmup.as_secs_f64() + s.duration.as_secs_f64() * s.repeats as f64;
+    let bar = if s.progress && per_unit * units as f64 > 3.0 {
         let b = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
         b.set_style(
             ProgressStyle::with_template("{bar:30} {pos}/{len} rows, eta {eta} {msg}")

@@ -26,7 +26,7 @@ pub struct Micro {
 
 impl Micro {
     pub fn name(&self) -> String {
-        let array = if self.array % 1_000_000 == 0 {
+        let array = if self.array.is_multiple_of(1_000_000) {
             format!("{}M", self.array / 1_000_000)
         } else {
             self.array.to_string()
