@@ -99,13 +99,15 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
             order.push(&c.workload);
         }
     }
-    let units = (plan.cases.len() * s.threads.len()) as u64;
+    let rows = (plan.cases.len() * s.threads.len()) as u64;
+    // One progress step per repeat, so long rows move the bar too.
+    let units = rows * s.repeats as u64;
     // Estimated in f64 seconds: Duration arithmetic panics on overflow.
-    let per_unit = s.warmup.as_secs_f64() + s.duration.as_secs_f64() * s.repeats as f64;
-    let bar = if s.progress && per_unit * units as f64 > 3.0 {
+    let per_row = s.warmup.as_secs_f64() + s.duration.as_secs_f64() * s.repeats as f64;
+    let bar = if s.progress && per_row * rows as f64 > 3.0 {
         let b = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
         b.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} rows, eta {eta} {msg}")
+            ProgressStyle::with_template("{bar:30} {percent:>3}% eta {eta} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         b
@@ -113,6 +115,7 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
         ProgressBar::hidden()
     };
     let mut out = Vec::new();
+    let mut done = 0u64;
     'all: for w in order {
         for &threads in &s.threads {
             for case in plan.cases.iter().filter(|c| c.workload == w) {
@@ -120,10 +123,12 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
                     break 'all;
                 }
                 bar.set_message(format!("{} {} t={threads}", case.workload, case.system));
-                let m = measure(case, threads, s);
+                let m = measure(case, threads, s, &bar);
                 let stop = m.status == Status::Interrupted;
                 out.push(m);
-                bar.inc(1);
+                // A failed row skips its remaining repeats.
+                done += s.repeats as u64;
+                bar.set_position(done);
                 if stop {
                     break 'all;
                 }
@@ -134,7 +139,7 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
     out
 }
 
-fn measure(case: &Case, threads: usize, s: &Settings) -> Measured {
+fn measure(case: &Case, threads: usize, s: &Settings, bar: &ProgressBar) -> Measured {
     let mut m = Measured {
         suite: case.suite,
         workload: case.workload.clone(),
@@ -149,7 +154,7 @@ fn measure(case: &Case, threads: usize, s: &Settings) -> Measured {
     let sabotage = s.sabotage.iter().any(|x| x == &case.system || x == "all");
     match &case.subject {
         Subject::InProcess(make) => {
-            measure_in_process(make().as_ref(), threads, s, sabotage, &mut m)
+            measure_in_process(make().as_ref(), threads, s, sabotage, bar, &mut m)
         }
         Subject::External(run) => {
             for r in 0..s.repeats {
@@ -165,6 +170,7 @@ fn measure(case: &Case, threads: usize, s: &Settings) -> Measured {
                     m.status = Status::Interrupted;
                     break;
                 }
+                bar.inc(1);
                 match res {
                     Ok(run) => {
                         m.samples.push(run.ops as f64 / run.elapsed.as_secs_f64());
@@ -193,6 +199,7 @@ fn measure_in_process(
     threads: usize,
     s: &Settings,
     sabotage: bool,
+    bar: &ProgressBar,
     m: &mut Measured,
 ) {
     let mut total = Tally::default();
@@ -222,6 +229,7 @@ fn measure_in_process(
             };
         let stats = txmem::stats::snapshot() - before;
         total.merge(&t);
+        bar.inc(1);
         if interrupted() {
             // The repeat was cut short: its figure would be wrong.
             m.status = Status::Interrupted;
