@@ -13,7 +13,9 @@ root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
 def mean(group, bench):
     path = os.path.join(root, group, bench, "new", "estimates.json")
     with open(path) as f:
-        return json.load(f)["mean"]["point_estimate"]
+        e = json.load(f)
+    # Criterion reports the slope of the linear fit when it has one, else the mean.
+    return (e.get("slope") or e["mean"])["point_estimate"]
 
 g = "uncontended_lock_unlock"
 ours, pl = mean(g, "txmem_elided"), mean(g, "parking_lot")
@@ -23,7 +25,8 @@ print("| writes | threads | txmem ns/iter | parking_lot | std | crossbeam Sharde
 print("|---|---|---|---|---|---|")
 for w in (1, 10, 90):
     for t in (1, 2):
-        grp = os.path.join("rwlock_map", f"writes_{w}pct", f"threads_{t}")
+        # criterion turns the "/" in group names into "_" for directories
+        grp = f"rwlock_map_writes_{w}pct_threads_{t}"
         o = mean(grp, "txmem_elided")
         cells = []
         for peer in ("parking_lot", "std", "crossbeam_sharded"):

@@ -7,7 +7,7 @@
 //!
 //! # Pieces
 //!
-//! * [`htm`]: the [`Htm`](htm::Htm) trait (begin with an abort status, end, abort with an
+//! * [`htm`]: the [`Htm`] trait (begin with an abort status, end, abort with an
 //!   8-bit code, test, plus optional suspend/resume and rollback-only begin) and its
 //!   backends: [`Rtm`](htm::Rtm) (Intel RTM via stable `asm!`, enabled only after run-time
 //!   detection), [`MockHtm`](htm::MockHtm) (scripted, for deterministic tests) and
@@ -75,7 +75,7 @@ pub use engine::{configure_thread, thread_policy};
 pub use mutex::{ElidedMutex, ElidedMutexGuard, RawElidedMutex};
 pub use rwlock::{
     BiasedRwLock, ElidedRwLock, ElidedRwLockReadGuard, ElidedRwLockWriteGuard, RawBiasedRwLock,
-    RawElidedRwLock, READER_SLOTS,
+    RawElidedRwLock, READER_SLOTS, RESTORE_AFTER_READS,
 };
 pub use stats::ElisionStats;
 

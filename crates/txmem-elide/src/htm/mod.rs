@@ -23,7 +23,7 @@ mod none;
 mod rtm;
 mod status;
 
-pub use mock::{MockEvent, MockHtm, MockOutcome, MockScript};
+pub use mock::{MockEvent, MockHtm, MockOutcome, MockScript, MockStats, MOCK_LOG_CAPACITY};
 pub use none::NoHtm;
 pub use rtm::{Rtm, RtmDetection, RtmVerdict};
 pub use status::{AbortCause, AbortStatus, LOCK_BUSY_CODE};

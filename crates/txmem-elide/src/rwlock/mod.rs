@@ -2,7 +2,7 @@
 
 mod biased;
 
-pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS};
+pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS, RESTORE_AFTER_READS};
 
 use crate::engine::{self, Path};
 use crate::holds;
