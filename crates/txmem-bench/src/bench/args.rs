@@ -12,7 +12,8 @@ use clap::Args;
 #[derive(Args, Debug, Clone)]
 #[command(
     after_help = "Suites: quick (default), micro, intset, bank, all. `--list` shows every workload and system.\n\
-                  Use a release build for real numbers: cargo run --release -- bench micro"
+                  Use a release build for real numbers: cargo run --release -- bench micro\n\
+                  libitm rows need gcc with libitm (CC_LIBITM picks the compiler; ITM_DEFAULT_METHOD is passed on)."
 )]
 pub struct BenchArgs {
     /// Suite to run: quick, micro, intset, bank or all.
@@ -26,7 +27,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,N,..")]
     pub threads: Option<String>,
 
-    /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 300ms).
+    /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 200ms).
     #[arg(long, value_name = "TIME")]
     pub duration: Option<String>,
 
