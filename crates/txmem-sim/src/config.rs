@@ -386,7 +386,8 @@ fn check_cache(name: &str, c: &CacheConfig, line: u64) -> Result<(), ConfigError
         return Err(ConfigError(format!("{name}.ways must be at least 1")));
     }
     let lines = c.size_bytes / line;
-    if c.size_bytes % line != 0 || lines == 0 || lines % u64::from(c.ways) != 0 {
+    if !c.size_bytes.is_multiple_of(line) || lines == 0 || !lines.is_multiple_of(u64::from(c.ways))
+    {
         return Err(ConfigError(format!(
             "{name}.size_bytes ({}) must be a positive multiple of line_bytes * ways ({})",
             c.size_bytes,
@@ -418,7 +419,7 @@ impl SimConfig {
             )));
         }
         if self.memory_bytes == 0
-            || self.memory_bytes % self.line_bytes != 0
+            || !self.memory_bytes.is_multiple_of(self.line_bytes)
             || self.memory_bytes > 1 << 34
         {
             return Err(ConfigError(format!(

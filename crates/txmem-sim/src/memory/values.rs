@@ -24,7 +24,7 @@ impl Memory {
     /// Index of the word at `addr`, or a message saying why the address is invalid.
     #[inline]
     pub fn word_index(&self, addr: u64) -> Result<usize, String> {
-        if addr % 8 != 0 {
+        if !addr.is_multiple_of(8) {
             return Err(format!(
                 "simulated access to unaligned address {addr:#x} (must be 8-byte aligned)"
             ));
