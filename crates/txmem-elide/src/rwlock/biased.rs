@@ -31,6 +31,7 @@
 
 use crossbeam_utils::{Backoff, CachePadded};
 use lock_api::RawRwLock as _;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Number of reader slots per lock: how many threads can use the fast read path at once
@@ -74,44 +75,62 @@ pub struct RawBiasedRwLock {
 pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
 
 /// A thread's lease on a reader-slot index, returned to the pool when the thread exits.
-struct SlotLease(Option<usize>);
+struct SlotLease(usize);
 
 static FREE_SLOTS: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-impl SlotLease {
-    fn acquire() -> SlotLease {
-        if let Some(i) = FREE_SLOTS.lock().pop() {
-            return SlotLease(Some(i));
-        }
-        // SeqCst: a writer that reads `NEXT_SLOT` after revoking the bias must see every
-        // index a reader that saw the bias on may be using (see `revoke`).
-        let i = NEXT_SLOT.fetch_add(1, Ordering::SeqCst);
-        if i < READER_SLOTS {
-            SlotLease(Some(i))
-        } else {
-            NEXT_SLOT.store(READER_SLOTS, Ordering::Relaxed);
-            SlotLease(None)
-        }
-    }
-}
+/// `SLOT` before the thread has asked for an index.
+const UNASSIGNED: usize = usize::MAX;
+/// `SLOT` when every index is leased to other threads.
+const NO_SLOT: usize = usize::MAX - 1;
 
 impl Drop for SlotLease {
     fn drop(&mut self) {
-        if let Some(i) = self.0 {
-            FREE_SLOTS.lock().push(i);
-        }
+        let _ = SLOT.try_with(|s| s.set(NO_SLOT));
+        FREE_SLOTS.lock().push(self.0);
     }
 }
 
 thread_local! {
-    static SLOT: SlotLease = SlotLease::acquire();
+    /// This thread's slot index (no destructor, so reading it is a single TLS load).
+    static SLOT: Cell<usize> = const { Cell::new(UNASSIGNED) };
+    /// Returns the index when the thread exits.
+    static LEASE: Cell<Option<SlotLease>> = const { Cell::new(None) };
+}
+
+#[cold]
+fn lease_slot() -> usize {
+    let i = FREE_SLOTS.lock().pop().unwrap_or_else(|| {
+        // SeqCst: a writer that reads `NEXT_SLOT` after revoking the bias must see every
+        // index a reader that saw the bias on may be using (see `revoke`).
+        let i = NEXT_SLOT.fetch_add(1, Ordering::SeqCst);
+        if i < READER_SLOTS {
+            i
+        } else {
+            NEXT_SLOT.store(READER_SLOTS, Ordering::Relaxed);
+            NO_SLOT
+        }
+    });
+    if i != NO_SLOT && LEASE.try_with(|l| l.set(Some(SlotLease(i)))).is_err() {
+        // Thread teardown: cannot register the return, so do not take the slot.
+        FREE_SLOTS.lock().push(i);
+        return NO_SLOT;
+    }
+    let _ = SLOT.try_with(|s| s.set(i));
+    i
 }
 
 /// This thread's slot index, if it has one.
 #[inline]
 fn my_slot() -> Option<usize> {
-    SLOT.try_with(|s| s.0).ok().flatten()
+    let i = SLOT.try_with(Cell::get).unwrap_or(NO_SLOT);
+    let i = if i == UNASSIGNED { lease_slot() } else { i };
+    if i < READER_SLOTS {
+        Some(i)
+    } else {
+        None
+    }
 }
 
 impl RawBiasedRwLock {
@@ -184,11 +203,16 @@ impl RawBiasedRwLock {
     #[inline]
     fn maybe_restore_bias(&self) {
         // Called with the underlying lock held for reading, so no writer is running.
+        // The count is approximate on purpose: concurrent slow readers may lose increments
+        // (a plain load and store instead of a locked read-modify-write), which only delays
+        // restoring the bias a little.
         let h = &self.header;
-        if !h.bias.load(Ordering::Relaxed)
-            && h.slow_reads.fetch_add(1, Ordering::Relaxed) + 1 >= RESTORE_AFTER_READS
-        {
-            h.bias.store(true, Ordering::SeqCst);
+        if !h.bias.load(Ordering::Relaxed) {
+            let n = h.slow_reads.load(Ordering::Relaxed) + 1;
+            h.slow_reads.store(n, Ordering::Relaxed);
+            if n >= RESTORE_AFTER_READS {
+                h.bias.store(true, Ordering::SeqCst);
+            }
         }
     }
 
