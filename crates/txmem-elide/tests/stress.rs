@@ -1,9 +1,6 @@
 //! Mutual exclusion and reader/writer exclusion on real threads. On a CPU without HTM (and
 //! always with `NoHtm`) every section runs through the fallback paths.
 
-// `is_multiple_of` needs Rust 1.87; the workspace supports 1.85.
-#![allow(clippy::manual_is_multiple_of)]
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -21,7 +18,7 @@ fn mutex_counters<H: Htm>(threads: usize, iters: u64) {
             let m = m.clone();
             thread::spawn(move || {
                 for i in 0..iters {
-                    if i % 64 == 0 {
+                    if i.is_multiple_of(64) {
                         if let Some(mut g) = m.try_lock() {
                             g.0 += 1;
                             g.1 += 1;
@@ -73,7 +70,7 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
             let mut last = 0;
             let mut n = 0u64;
             while !done.load(Ordering::Relaxed) {
-                let g = if r % 2 == 0 && n % 97 == 0 {
+                let g = if r % 2 == 0 && n.is_multiple_of(97) {
                     match l.try_read() {
                         Some(g) => g,
                         None => l.read(),
@@ -88,7 +85,7 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
                 // A second read of the same lock from the same thread (try_read: a blocking
                 // recursive read could deadlock behind a queued writer, as with any fair
                 // reader-writer lock).
-                if n % 128 == 0 {
+                if n.is_multiple_of(128) {
                     if let Some(g2) = l.try_read() {
                         assert_eq!(g[3], g2[5]);
                     }
@@ -103,7 +100,7 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
         thread::spawn(move || {
             for i in 1..=writes {
                 // Sometimes try_write a few times (it fails while readers are inside).
-                let tried = if i % 10 == 0 {
+                let tried = if i.is_multiple_of(10) {
                     (0..20).find_map(|_| {
                         l.try_write().or_else(|| {
                             thread::yield_now();
@@ -121,7 +118,7 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
                     }
                 }
                 drop(g);
-                if i % 16 == 0 {
+                if i.is_multiple_of(16) {
                     thread::yield_now();
                 }
             }
