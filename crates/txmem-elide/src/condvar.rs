@@ -222,6 +222,38 @@ impl TxCondvar {
         WaitTimeoutResult(false)
     }
 
+    /// The current notification count, for waiting on a condition that no lock protects —
+    /// for example state of txmem transactions that notify from an `on_commit` handler. Take
+    /// the ticket *before* checking the condition; [`wait_for_ticket`](Self::wait_for_ticket)
+    /// then sleeps only if no notification was delivered since, so a notification that races
+    /// with the check is never lost.
+    ///
+    /// ```
+    /// use txmem_elide::TxCondvar;
+    /// let cv = TxCondvar::new();
+    /// let ticket = cv.ticket();
+    /// cv.notify_one(); // e.g. from another thread's commit handler
+    /// cv.wait_for_ticket(ticket); // returns at once: a notification came after the ticket
+    /// ```
+    pub fn ticket(&self) -> WaitTicket {
+        WaitTicket(self.inner.seq.load(SeqCst))
+    }
+
+    /// Sleeps until a notification is delivered after `ticket` was taken (at once if one
+    /// already was). May wake spuriously: re-check the condition with a fresh ticket.
+    pub fn wait_for_ticket(&self, ticket: WaitTicket) {
+        self.park_while_unchanged(ticket.0, None);
+    }
+
+    /// Like [`wait_for_ticket`](Self::wait_for_ticket), giving up after `timeout`.
+    pub fn wait_for_ticket_timeout(
+        &self,
+        ticket: WaitTicket,
+        timeout: Duration,
+    ) -> WaitTimeoutResult {
+        WaitTimeoutResult(self.park_while_unchanged(ticket.0, Instant::now().checked_add(timeout)))
+    }
+
     /// Returns true if it timed out.
     fn wait_inner<R: RawMutex, T: ?Sized>(
         &self,
@@ -230,26 +262,33 @@ impl TxCondvar {
     ) -> bool {
         // Read inside the critical section that observed the condition.
         let seen = self.inner.seq.load(SeqCst);
-        MutexGuard::unlocked(guard, || {
-            let inner = &*self.inner;
-            inner.waiters.fetch_add(1, SeqCst);
-            // SAFETY: the key is this condition variable's address, used only for it; the
-            // callbacks only load an atomic and do not panic or call into parking_lot.
-            let result = unsafe {
-                parking_lot_core::park(
-                    inner.key(),
-                    || inner.seq.load(SeqCst) == seen,
-                    || {},
-                    |_, _| {},
-                    DEFAULT_PARK_TOKEN,
-                    deadline,
-                )
-            };
-            inner.waiters.fetch_sub(1, SeqCst);
-            matches!(result, ParkResult::TimedOut)
-        })
+        MutexGuard::unlocked(guard, || self.park_while_unchanged(seen, deadline))
+    }
+
+    /// Sleeps while the notification count is still `seen`; true if it timed out.
+    fn park_while_unchanged(&self, seen: u64, deadline: Option<Instant>) -> bool {
+        let inner = &*self.inner;
+        inner.waiters.fetch_add(1, SeqCst);
+        // SAFETY: the key is this condition variable's address, used only for it; the
+        // callbacks only load an atomic and do not panic or call into parking_lot.
+        let result = unsafe {
+            parking_lot_core::park(
+                inner.key(),
+                || inner.seq.load(SeqCst) == seen,
+                || {},
+                |_, _| {},
+                DEFAULT_PARK_TOKEN,
+                deadline,
+            )
+        };
+        inner.waiters.fetch_sub(1, SeqCst);
+        matches!(result, ParkResult::TimedOut)
     }
 }
+
+/// A notification count taken by [`TxCondvar::ticket`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitTicket(u64);
 
 impl Notifier {
     /// Wakes one waiter (deferred to commit inside a transaction).

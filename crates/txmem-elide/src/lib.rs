@@ -70,7 +70,7 @@ mod rwlock;
 pub mod stats;
 
 pub use batch::Batch;
-pub use condvar::{flush_deferred, Notifier, TxCondvar, WaitTimeoutResult};
+pub use condvar::{flush_deferred, Notifier, TxCondvar, WaitTicket, WaitTimeoutResult};
 pub use engine::{configure_thread, thread_policy};
 pub use mutex::{ElidedMutex, ElidedMutexGuard, RawElidedMutex};
 pub use rwlock::{
