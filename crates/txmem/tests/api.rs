@@ -299,7 +299,7 @@ fn every_opacity_mode_and_policy_runs() {
     let a = TArray::new(8, 1u64);
     for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
         for policy in ContentionPolicy::all() {
-            let opts = TxOptions::new().opacity(mode).contention(policy.clone());
+            let opts = TxOptions::new().opacity(mode).contention(policy);
             assert_eq!(opts.opacity_mode(), mode);
             assert_eq!(opts.contention_policy(), &policy);
             let sum = opts.run(|tx| {

@@ -105,7 +105,7 @@ fn bank_total_is_conserved_in_every_opacity_mode() {
 #[test]
 fn bank_total_is_conserved_under_every_contention_policy() {
     for policy in ContentionPolicy::all() {
-        let torn = run_bank(TxOptions::new().contention(policy.clone()), transfers() / 2);
+        let torn = run_bank(TxOptions::new().contention(policy), transfers() / 2);
         assert_eq!(
             torn, 0,
             "{policy:?}: an attempt observed an inconsistent total"
