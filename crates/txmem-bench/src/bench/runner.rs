@@ -1,7 +1,8 @@
-//! Runs a plan: for every workload, every thread count, every system side
-//! by side; a brief untimed warm-up, then `repeats` timed runs, each
-//! followed by the workload's check. Throughput is committed operations
-//! per second; a row's figure is the median over its repeats.
+//! Runs a plan: for every workload and thread count, every system side by
+//! side; a brief untimed warm-up of each, then `repeats` rounds in which
+//! each system runs one timed repeat followed by the workload's check.
+//! Throughput is committed operations per second; a row's figure is the
+//! median over its repeats.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -118,20 +119,41 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
     let mut done = 0u64;
     'all: for w in order {
         for &threads in &s.threads {
-            for case in plan.cases.iter().filter(|c| c.workload == w) {
+            // Every system of this workload and thread count is built and
+            // warmed up first; then the repeats go round-robin across them,
+            // so a change in machine load hits all systems alike and the
+            // ratios between them stay meaningful on a shared machine.
+            let mut rows: Vec<Row> = plan
+                .cases
+                .iter()
+                .filter(|c| c.workload == w)
+                .map(|case| Row::new(case, threads, s))
+                .collect();
+            for row in rows.iter_mut() {
                 if interrupted() {
-                    break 'all;
+                    break;
                 }
-                bar.set_message(format!("{} {} t={threads}", case.workload, case.system));
-                let m = measure(case, threads, s, &bar);
-                let stop = m.status == Status::Interrupted;
-                out.push(m);
-                // A failed row skips its remaining repeats.
-                done += s.repeats as u64;
-                bar.set_position(done);
-                if stop {
-                    break 'all;
+                bar.set_message(format!("{} warm-up t={threads}", row.m.workload));
+                row.warm_up(s);
+            }
+            for r in 0..s.repeats {
+                for row in rows.iter_mut().filter(|row| row.m.status == Status::Ok) {
+                    if interrupted() {
+                        row.m.status = Status::Interrupted;
+                        break;
+                    }
+                    bar.set_message(format!("{} {} t={threads}", row.m.workload, row.m.system));
+                    row.repeat(r, s);
+                    done += 1;
+                    bar.set_position(done);
                 }
+            }
+            let stop = interrupted();
+            for row in rows {
+                out.push(row.finish());
+            }
+            if stop {
+                break 'all;
             }
         }
     }
@@ -139,119 +161,136 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
     out
 }
 
-fn measure(case: &Case, threads: usize, s: &Settings, bar: &ProgressBar) -> Measured {
-    let mut m = Measured {
-        suite: case.suite,
-        workload: case.workload.clone(),
-        system: case.system.clone(),
-        note: case.note.clone(),
-        threads,
-        samples: Vec::new(),
-        ops: 0,
-        aborts: Some(0),
-        status: Status::Ok,
-    };
-    let sabotage = s.sabotage.iter().any(|x| x == &case.system || x == "all");
-    match &case.subject {
-        Subject::InProcess(make) => {
-            measure_in_process(make().as_ref(), threads, s, sabotage, bar, &mut m)
+/// One system's row while its repeats run.
+struct Row<'a> {
+    case: &'a Case,
+    threads: usize,
+    /// The in-process instance (built once per thread count).
+    inst: Option<Box<dyn Instance>>,
+    /// Tallies since the instance was built (what the checks compare against).
+    total: Tally,
+    sabotage: bool,
+    m: Measured,
+}
+
+impl<'a> Row<'a> {
+    fn new(case: &'a Case, threads: usize, s: &Settings) -> Self {
+        Row {
+            case,
+            threads,
+            inst: None,
+            total: Tally::default(),
+            sabotage: s.sabotage.iter().any(|x| x == &case.system || x == "all"),
+            m: Measured {
+                suite: case.suite,
+                workload: case.workload.clone(),
+                system: case.system.clone(),
+                note: case.note.clone(),
+                threads,
+                samples: Vec::new(),
+                ops: 0,
+                aborts: Some(0),
+                status: Status::Ok,
+            },
         }
-        Subject::External(run) => {
-            for r in 0..s.repeats {
+    }
+
+    /// Builds the instance and runs the untimed warm-up (external systems
+    /// warm up in their own process at every repeat).
+    fn warm_up(&mut self, s: &Settings) {
+        let Subject::InProcess(make) = &self.case.subject else {
+            return;
+        };
+        let inst = make();
+        if !s.warmup.is_zero() {
+            match run_threads(inst.as_ref(), self.threads, s.warmup, s.seed ^ 0x5741_524d) {
+                Ok((t, _)) => self.total.merge(&t),
+                Err(e) => self.m.status = Status::Failed(e),
+            }
+        }
+        self.inst = Some(inst);
+    }
+
+    /// One timed repeat, followed by the workload's check.
+    fn repeat(&mut self, r: usize, s: &Settings) {
+        let seed = s.seed.wrapping_add(r as u64);
+        match &self.case.subject {
+            Subject::InProcess(_) => {
+                let Some(inst) = self.inst.as_deref() else {
+                    return;
+                };
+                let before = txmem::stats::snapshot();
+                let (t, elapsed) = match run_threads(inst, self.threads, s.duration, seed) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        self.m.status = Status::Failed(e);
+                        return;
+                    }
+                };
+                let stats = txmem::stats::snapshot() - before;
+                self.total.merge(&t);
+                if interrupted() {
+                    // The repeat was cut short: its figure would be wrong.
+                    self.m.status = Status::Interrupted;
+                    return;
+                }
+                if self.sabotage && r == 0 {
+                    inst.sabotage();
+                }
+                // The check comes after timing, so it costs the measurement
+                // nothing, and a wrong answer can never be reported as a figure.
+                if let Err(e) = inst.verify(&self.total) {
+                    self.m.status = Status::Failed(e);
+                    return;
+                }
+                self.m.samples.push(t.ops as f64 / elapsed.as_secs_f64());
+                self.m.ops += t.ops;
+                let aborts = match inst.abort_counting() {
+                    AbortCounting::TxmemStats => stats.total_aborts(),
+                    AbortCounting::Attempts => t.attempts.saturating_sub(t.ops),
+                    AbortCounting::Never => 0,
+                };
+                self.m.aborts = self.m.aborts.map(|a| a + aborts);
+            }
+            Subject::External(run) => {
                 let p = ExternalParams {
-                    threads,
+                    threads: self.threads,
                     duration: s.duration,
                     warmup: s.warmup,
-                    seed: s.seed.wrapping_add(r as u64),
-                    sabotage,
+                    seed,
+                    sabotage: self.sabotage,
                 };
                 let res = run(&p);
                 if interrupted() {
-                    m.status = Status::Interrupted;
-                    break;
+                    self.m.status = Status::Interrupted;
+                    return;
                 }
-                bar.inc(1);
                 match res {
                     Ok(run) => {
-                        m.samples.push(run.ops as f64 / run.elapsed.as_secs_f64());
-                        m.ops += run.ops;
-                        m.aborts = match (m.aborts, run.attempts) {
+                        self.m
+                            .samples
+                            .push(run.ops as f64 / run.elapsed.as_secs_f64());
+                        self.m.ops += run.ops;
+                        self.m.aborts = match (self.m.aborts, run.attempts) {
                             (Some(a), Some(att)) => Some(a + att.saturating_sub(run.ops)),
                             _ => None,
                         };
                     }
-                    Err(e) => {
-                        m.status = Status::Failed(e);
-                        break;
-                    }
+                    Err(e) => self.m.status = Status::Failed(e),
                 }
             }
         }
     }
-    if m.status != Status::Ok {
-        m.samples.clear();
-    }
-    m
-}
 
-fn measure_in_process(
-    inst: &dyn Instance,
-    threads: usize,
-    s: &Settings,
-    sabotage: bool,
-    bar: &ProgressBar,
-    m: &mut Measured,
-) {
-    let mut total = Tally::default();
-    if !s.warmup.is_zero() {
-        match run_threads(inst, threads, s.warmup, s.seed ^ 0x5741_524d) {
-            Ok((t, _)) => total.merge(&t),
-            Err(e) => {
-                m.status = Status::Failed(e);
-                return;
-            }
+    fn finish(mut self) -> Measured {
+        // A row that Ctrl-C reached before its first repeat has no figure.
+        if self.m.status == Status::Ok && self.m.samples.is_empty() && interrupted() {
+            self.m.status = Status::Interrupted;
         }
-    }
-    let counting = inst.abort_counting();
-    for r in 0..s.repeats {
-        if interrupted() {
-            m.status = Status::Interrupted;
-            return;
+        if self.m.status != Status::Ok {
+            self.m.samples.clear();
         }
-        let before = txmem::stats::snapshot();
-        let (t, elapsed) =
-            match run_threads(inst, threads, s.duration, s.seed.wrapping_add(r as u64)) {
-                Ok(x) => x,
-                Err(e) => {
-                    m.status = Status::Failed(e);
-                    return;
-                }
-            };
-        let stats = txmem::stats::snapshot() - before;
-        total.merge(&t);
-        bar.inc(1);
-        if interrupted() {
-            // The repeat was cut short: its figure would be wrong.
-            m.status = Status::Interrupted;
-            return;
-        }
-        if sabotage && r == 0 {
-            inst.sabotage();
-        }
-        // The check comes after timing, so it costs the measurement nothing,
-        // and a wrong answer can never be reported as a figure.
-        if let Err(e) = inst.verify(&total) {
-            m.status = Status::Failed(e);
-            return;
-        }
-        m.samples.push(t.ops as f64 / elapsed.as_secs_f64());
-        m.ops += t.ops;
-        let aborts = match counting {
-            AbortCounting::TxmemStats => stats.total_aborts(),
-            AbortCounting::Attempts => t.attempts.saturating_sub(t.ops),
-            AbortCounting::Never => 0,
-        };
-        m.aborts = m.aborts.map(|a| a + aborts);
+        self.m
     }
 }
 
