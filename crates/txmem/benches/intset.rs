@@ -29,8 +29,8 @@ trait IntSet: Sync {
 
 // ---------- txmem typed collections ----------
 
-struct TxHash(THashMap<u64, ()>);
-impl IntSet for TxHash {
+struct TxHash<S = std::collections::hash_map::RandomState>(THashMap<u64, (), S>);
+impl<S: std::hash::BuildHasher + Send + Sync + 'static> IntSet for TxHash<S> {
     fn contains(&self, k: u64) -> bool {
         atomically(|tx| self.0.contains_key(tx, &k))
     }
@@ -418,6 +418,29 @@ impl IntSet for WordsSkip {
 
 // ---------- the driver ----------
 
+/// A multiplicative (Fibonacci) hasher for integer keys: not HashDoS-safe,
+/// only for the `txmem-mulhash` row, which shows what `THashMap` costs
+/// without SipHash. The headline `txmem` row keeps `RandomState`, the hasher
+/// `dashmap` and the std sets use too, so that comparison stays fair.
+#[derive(Default)]
+struct MulHasher(u64);
+impl std::hash::Hasher for MulHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, k: u64) {
+        self.0 = (self.0 ^ k)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(32);
+    }
+}
+type MulState = std::hash::BuildHasherDefault<MulHasher>;
+
 #[derive(Clone, Copy)]
 struct Rng(u64);
 impl Rng {
@@ -477,6 +500,12 @@ fn systems(kind: &str) -> Vec<(&'static str, Maker)> {
     match kind {
         "hash" => vec![
             ("txmem", |_| Box::new(TxHash(THashMap::new()))),
+            ("txmem-mulhash", |_| {
+                Box::new(TxHash(THashMap::with_capacity_and_hasher(
+                    0,
+                    MulState::default(),
+                )))
+            }),
             ("txmem-words", |n| Box::new(WordsHash::new(n))),
             ("mutex-hashset", |_| Box::new(Mutex::new(HashSet::new()))),
             ("rwlock-hashset", |_| Box::new(RwLock::new(HashSet::new()))),

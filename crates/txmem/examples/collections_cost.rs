@@ -47,7 +47,9 @@ impl Hasher for MulHasher {
     }
     fn write_u64(&mut self, k: u64) {
         // Keep the high bits (which the multiply mixes best) in the low ones.
-        self.0 = (self.0 ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(32);
+        self.0 = (self.0 ^ k)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(32);
     }
 }
 

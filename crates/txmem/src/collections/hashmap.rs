@@ -107,7 +107,12 @@ impl<K, V> Table<K, V> {
 
     #[inline]
     fn bucket(&self, idx: u64) -> &Bucket<K, V> {
-        &self.buckets[(idx & self.mask) as usize]
+        let i = (idx & self.mask) as usize;
+        debug_assert!(i < self.buckets.len());
+        // SAFETY: `buckets` has `1 << log2` entries and `mask` is
+        // `(1 << log2) - 1` (both set in `new`, never changed), so
+        // `idx & mask` is in bounds.
+        unsafe { self.buckets.get_unchecked(i) }
     }
 
     #[inline]
@@ -343,7 +348,6 @@ where
         n: &Node<K, V>,
         f: impl FnOnce(&V) -> R,
     ) -> TxResult<Option<R>> {
-        let _ = tx.guard();
         if ValueCell::<V>::INLINE {
             // Small values: copy under the version check.
             let v = tx.observe(id, &n.state, || n.value.with(V::clone))?;
@@ -353,6 +357,7 @@ where
             }
             return Ok(Some(f(&v)));
         }
+        let _ = tx.guard();
         let p = tx.observe(id, &n.state, || n.value.with(|v| v as *const V as usize))?;
         let word = tx.item_ref(id).read_version();
         if word & (DELETED | INSERTING) != 0 {

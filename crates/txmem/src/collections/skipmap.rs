@@ -28,7 +28,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
@@ -59,7 +59,27 @@ struct SNode<K, V> {
     gap: TVersion,
     key: K,
     value: ValueCell<V>,
-    tower: Box<[AtomicPtr<SNode<K, V>>]>,
+    /// The level-0 link, inline: every traversal ends on level 0, and
+    /// three nodes in four have no other level (no second allocation).
+    next0: AtomicPtr<SNode<K, V>>,
+    /// The links of levels `1..height` (empty, unallocated, for height 1).
+    upper: Box<[AtomicPtr<SNode<K, V>>]>,
+}
+
+impl<K, V> SNode<K, V> {
+    #[inline]
+    fn link(&self, level: usize) -> &AtomicPtr<SNode<K, V>> {
+        if level == 0 {
+            &self.next0
+        } else {
+            &self.upper[level - 1]
+        }
+    }
+
+    #[inline]
+    fn height(&self) -> usize {
+        1 + self.upper.len()
+    }
 }
 
 type NodePtr<K, V> = *const SNode<K, V>;
@@ -125,6 +145,11 @@ fn random_height() -> usize {
 /// ```
 pub struct TSkipMap<K, V> {
     head: Box<[AtomicPtr<SNode<K, V>>]>,
+    /// The number of levels in use: no node is taller. Only grows, only
+    /// under the structure lock, and is raised before a taller node is
+    /// linked; searches start there instead of at `MAX_HEIGHT`. Any value
+    /// a reader sees is safe (a stale one only skips a shortcut level).
+    levels: AtomicUsize,
     head_gap: TVersion,
     // Written by updates: kept off the line every reader uses (`head`).
     structure: CachePadded<Mutex<()>>,
@@ -176,6 +201,7 @@ where
             head: (0..MAX_HEIGHT)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
+            levels: AtomicUsize::new(1),
             head_gap: TVersion::new(),
             structure: CachePadded::new(Mutex::new(())),
             size: CachePadded::new(SizeCounter::new(0)),
@@ -188,7 +214,7 @@ where
             &self.head[level]
         } else {
             // SAFETY: callers pass nodes reached while pinned.
-            &unsafe { &*n }.tower[level]
+            unsafe { &*n }.link(level)
         }
     }
 
@@ -203,10 +229,11 @@ where
     }
 
     /// The last node whose key satisfies `before` (null = head) at every
-    /// level. Lock-free; the caller is pinned.
+    /// level in use (`preds` above them are left as they are). Lock-free;
+    /// the caller is pinned.
     fn search(&self, before: &impl Fn(&K) -> bool, preds: &mut [NodePtr<K, V>; MAX_HEIGHT]) {
         let mut x: NodePtr<K, V> = ptr::null();
-        for level in (0..MAX_HEIGHT).rev() {
+        for level in (0..self.levels.load(Ordering::Relaxed)).rev() {
             loop {
                 let nx = self.next(x, level).load(Ordering::Acquire) as NodePtr<K, V>;
                 // SAFETY: reached through published links while pinned.
@@ -220,14 +247,53 @@ where
         }
     }
 
+    /// The last node whose key satisfies `before` (null = head) on level 0
+    /// only: [`search`](Self::search) without recording the upper levels.
+    #[inline]
+    fn search0(&self, before: &impl Fn(&K) -> bool) -> NodePtr<K, V> {
+        let mut x: NodePtr<K, V> = ptr::null();
+        // The links of levels 1.. of `x` (the head's, then a node's).
+        let mut upper: &[AtomicPtr<SNode<K, V>>] = &self.head[1..];
+        let mut level = self.levels.load(Ordering::Relaxed).min(MAX_HEIGHT);
+        while level > 1 {
+            // SAFETY: `x` is the head (whose `upper` has `MAX_HEIGHT - 1`
+            // links, and `level <= MAX_HEIGHT`) or a node reached through a
+            // link of level `level - 1` or higher; a node is linked on a
+            // level only if its tower has that level, so `upper` (levels
+            // `1..height`) has index `level - 2`.
+            let nx =
+                unsafe { upper.get_unchecked(level - 2) }.load(Ordering::Acquire) as NodePtr<K, V>;
+            // SAFETY: reached through published links while pinned.
+            if !nx.is_null() && before(&unsafe { &*nx }.key) {
+                x = nx;
+                // SAFETY: as above.
+                upper = &unsafe { &*nx }.upper;
+            } else {
+                level -= 1;
+            }
+        }
+        let mut link = self.next(x, 0);
+        loop {
+            let nx = link.load(Ordering::Acquire) as NodePtr<K, V>;
+            if nx.is_null() {
+                return x;
+            }
+            // SAFETY: reached through published links while pinned.
+            let n = unsafe { &*nx };
+            if !before(&n.key) {
+                return x;
+            }
+            x = nx;
+            link = &n.next0;
+        }
+    }
+
     /// The last node whose key satisfies `before`, with its gap word and
     /// successor, consistent with each other.
     fn locate(&self, before: impl Fn(&K) -> bool) -> TxResult<Pos<K, V>> {
         let mut spins = 0;
-        let mut preds = [ptr::null(); MAX_HEIGHT];
         'restart: loop {
-            self.search(&before, &mut preds);
-            let mut pred = preds[0];
+            let mut pred = self.search0(&before);
             loop {
                 let g = self.gap(pred);
                 let w = g.load();
@@ -370,7 +436,7 @@ where
             if let Some(r) = self.node_view(tx, cur, &mut f)? {
                 return Ok(Some((cur, r)));
             }
-            cur = n.tower[0].load(Ordering::Acquire);
+            cur = n.next0.load(Ordering::Acquire);
         }
         Ok(None)
     }
@@ -486,7 +552,7 @@ where
                         }
                     }
                 }
-                cur = n.tower[0].load(Ordering::Acquire);
+                cur = n.next0.load(Ordering::Acquire);
             }
             // Absent: link a placeholder after `pos.pred`.
             let guard = self.structure.lock();
@@ -502,7 +568,8 @@ where
                 gap: TVersion::new(),
                 key,
                 value: ValueCell::new(value),
-                tower: (0..height)
+                next0: AtomicPtr::new(pos.next as *mut _),
+                upper: (1..height)
                     .map(|_| AtomicPtr::new(ptr::null_mut()))
                     .collect(),
             }));
@@ -510,17 +577,21 @@ where
             let nref = unsafe { &*node };
             nref.state.set_flags_locked(INSERTING);
             let mut preds = [ptr::null(); MAX_HEIGHT];
-            // Under the structure lock nothing moves: search the upper
-            // levels for this key; level 0 must be `pos.pred` (its gap is
-            // unchanged, so its successor is too).
-            let before = |k: &K| k < &nref.key;
-            self.search(&before, &mut preds);
-            preds[0] = pos.pred;
-            for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
-                let nx = self.next(p, level).load(Ordering::Relaxed);
-                nref.tower[level].store(nx, Ordering::Relaxed);
+            if height > 1 {
+                // Under the structure lock nothing moves: search the upper
+                // levels for this key (level 0 is `pos.pred`: its gap is
+                // unchanged, so its successor is too). Levels not in use
+                // yet have the head as predecessor (`preds` is null-filled).
+                if height > self.levels.load(Ordering::Relaxed) {
+                    self.levels.store(height, Ordering::Relaxed);
+                }
+                let before = |k: &K| k < &nref.key;
+                self.search(&before, &mut preds);
+                for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
+                    let nx = self.next(p, level).load(Ordering::Relaxed);
+                    nref.upper[level - 1].store(nx, Ordering::Relaxed);
+                }
             }
-            nref.tower[0].store(pos.next as *mut _, Ordering::Relaxed);
             let new_gap = TVersion::next_after(pos.gap, 0);
             let locked = g.try_lock_at(pos.gap);
             debug_assert!(locked, "gap words change only under the structure lock");
@@ -701,9 +772,8 @@ where
     /// The committed value of `key`, outside any transaction.
     pub fn load(&self, key: &K) -> Option<V> {
         let _g = crossbeam_epoch::pin();
-        let mut preds = [ptr::null(); MAX_HEIGHT];
-        self.search(&|k: &K| k < key, &mut preds);
-        let mut cur = self.next(preds[0], 0).load(Ordering::Acquire) as NodePtr<K, V>;
+        let pred = self.search0(&|k: &K| k < key);
+        let mut cur = self.next(pred, 0).load(Ordering::Acquire) as NodePtr<K, V>;
         while !cur.is_null() {
             // SAFETY: reached while pinned.
             let n = unsafe { &*cur };
@@ -725,7 +795,7 @@ where
                     return Some(v);
                 }
             }
-            cur = n.tower[0].load(Ordering::Acquire);
+            cur = n.next0.load(Ordering::Acquire);
         }
         None
     }
@@ -747,7 +817,7 @@ where
             if n.state.load() & (INSERTING | DELETED) == 0 {
                 out.push(n.key.clone());
             }
-            cur = n.tower[0].load(Ordering::Acquire);
+            cur = n.next0.load(Ordering::Acquire);
         }
         out
     }
@@ -760,7 +830,7 @@ where
         let n = unsafe { &*np };
         let mut preds: [Option<NodePtr<K, V>>; MAX_HEIGHT] = [None; MAX_HEIGHT];
         let mut x: NodePtr<K, V> = ptr::null();
-        for level in (0..MAX_HEIGHT).rev() {
+        for level in (0..self.levels.load(Ordering::Relaxed)).rev() {
             // The last node before the run of equal keys at this level...
             loop {
                 let nx = self.next(x, level).load(Ordering::Relaxed) as NodePtr<K, V>;
@@ -786,10 +856,10 @@ where
                 p = nx;
             }
         }
-        for level in (1..n.tower.len()).rev() {
+        for level in (1..n.height()).rev() {
             let p = preds[level].expect("txmem: skiplist node missing from an upper level");
             self.next(p, level)
-                .store(n.tower[level].load(Ordering::Relaxed), Ordering::Release);
+                .store(n.link(level).load(Ordering::Relaxed), Ordering::Release);
         }
         let pred0 = preds[0].expect("txmem: skiplist node missing from its map");
         let preds = [pred0];
@@ -798,7 +868,7 @@ where
         let locked = pg.try_lock_at(pw);
         debug_assert!(locked, "gap words change only under the structure lock");
         self.next(preds[0], 0)
-            .store(n.tower[0].load(Ordering::Relaxed), Ordering::Release);
+            .store(n.next0.load(Ordering::Relaxed), Ordering::Release);
         match cv {
             Some(cv) => pg.unlock_to(TVersion::next_after(pw, cv)),
             None => pg.unlock_to(pw),
@@ -895,7 +965,7 @@ impl<K, V> Drop for TSkipMap<K, V> {
             // SAFETY: `&mut self` is exclusive; every linked node is on
             // level 0 exactly once and owned by the map.
             let node = unsafe { Box::from_raw(cur) };
-            cur = node.tower[0].load(Ordering::Relaxed);
+            cur = node.next0.load(Ordering::Relaxed);
         }
     }
 }
