@@ -5,7 +5,7 @@
 //! successor. The list head has a gap version too. Structural changes take
 //! one short list-wide lock (a list is O(n) to search anyway); readers
 //! traverse without locks and validate against gap versions. The element
-//! count lives in a share-locked [size counter](super::size), whose version
+//! count lives in a share-locked size counter (`collections::size`), whose version
 //! doubles as the *list version* that iteration and `len` read.
 //!
 //! Item keys: a node's state is keyed by its address, the gap after a node

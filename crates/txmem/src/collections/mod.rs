@@ -25,7 +25,7 @@
 //!   itself read, it updates its own read item instead of aborting itself
 //!   (thesis §5, "TItem modifications"), after checking that the read was
 //!   still current.
-//! * **Commutative sizes** ([`size`]): collections keep their element count
+//! * **Commutative sizes** (the private `size` module): collections keep their element count
 //!   in a counter that committing inserts and removes *share-lock* (any
 //!   number at once) rather than lock, so inserts never conflict over the
 //!   size; only a transaction that asks for the size reads it.
