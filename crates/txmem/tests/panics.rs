@@ -63,3 +63,42 @@ fn panic_in_doomed_transaction_is_retried() {
     });
     assert_eq!(a.load(), b.load());
 }
+
+#[test]
+fn user_errors_from_inconsistent_views_are_retried_without_opacity() {
+    // Writers keep two boxes equal. A no-opacity reader that sees them differ
+    // returns a user error; that error must never reach the caller, because
+    // the attempt that produced it fails validation and is retried.
+    let a = TBox::new(0u64);
+    let b = TBox::new(0u64);
+    let opts = txmem::TxOptions::new().opacity(txmem::Opacity::None);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            for i in 1..=20_000u64 {
+                atomically(|tx| {
+                    a.set(tx, i)?;
+                    b.set(tx, i)
+                });
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let r: Result<(), (u64, u64)> = opts.try_run(|tx| {
+                    let x = a.get(tx)?;
+                    let y = b.get(tx)?;
+                    if x != y {
+                        return Err(txmem::TxError::User((x, y)));
+                    }
+                    Ok(())
+                });
+                assert_eq!(
+                    r,
+                    Ok(()),
+                    "an error computed from an inconsistent view escaped"
+                );
+            }
+        });
+    });
+}

@@ -48,7 +48,7 @@ pub(crate) struct TxState {
     cutoff: usize,
     /// Snapshot bound for TL2 opacity.
     start: u64,
-    opacity: Opacity,
+    pub(crate) opacity: Opacity,
     irrevocable: Option<MutexGuard<'static, ()>>,
     /// Set by `become_irrevocable` when the attempt must restart irrevocably.
     wants_irrevocable: bool,

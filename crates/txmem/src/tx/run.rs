@@ -10,7 +10,7 @@ use super::{Transaction, TxState};
 use crate::clock::{self, IRREVOCABLE};
 use crate::contention::Contention;
 use crate::error::{AbortCause, TxError, TxResult};
-use crate::options::{self, TxOptions};
+use crate::options::{self, Opacity, TxOptions};
 use crate::stats::{self, SiteRow, SiteTable, ThreadStats};
 use crate::wait;
 
@@ -246,6 +246,11 @@ pub(crate) fn run_with<'env, R, E>(
                     }
                     Err(cause) => cause,
                 },
+                // Without opacity the error may come from an inconsistent
+                // view: only a validated attempt may return it.
+                Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
+                    AbortCause::Validation
+                }
                 Ok(Err(TxError::User(e))) => {
                     let handlers = st.finish(false);
                     cm.finish();
@@ -275,8 +280,8 @@ pub(crate) fn run_with<'env, R, E>(
                     "txmem: retry() in an irrevocable transaction would block every writer forever"
                 );
                 // A transaction the runtime serialized may wait like any
-                // other: it gives up irrevocability (in `finish`, below the
-                // wait) and starts counting aborts afresh.
+                // other: it gives up irrevocability before sleeping and
+                // starts counting aborts afresh.
                 if st.irrevocable.is_some() {
                     st.release_irrevocability();
                     irrevocable = false;
