@@ -77,11 +77,22 @@ crate::sync::thread_local! {
     static CONTEXT: ThreadContext = ThreadContext::new();
 }
 
-/// Clears the "a transaction runs on this thread" flag and the tracking set
-/// when the run loop exits, also by unwinding.
+/// Clears the "a transaction runs on this thread" flag when the run loop
+/// exits. Normal exits have already finished the attempt and call
+/// [`release`](Self::release); only an unwind (a panic escaping a handler
+/// or the runtime itself) reaches `Drop`, which also discards the attempt.
 struct ActiveGuard<'a>(&'a ThreadContext);
 
+impl ActiveGuard<'_> {
+    #[inline]
+    fn release(self) {
+        self.0.active.set(false);
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for ActiveGuard<'_> {
+    #[cold]
     fn drop(&mut self) {
         // SAFETY: the run loop holds no reference into the state when this
         // guard drops (it is declared before any such borrow and the loop's
@@ -240,7 +251,7 @@ pub(crate) fn run_with<'env, R, E>(
                         }
                         let handlers = st.finish(true);
                         cm.finish();
-                        drop(active);
+                        active.release();
                         run_handlers(handlers);
                         return Ok(value);
                     }
@@ -254,7 +265,7 @@ pub(crate) fn run_with<'env, R, E>(
                 Ok(Err(TxError::User(e))) => {
                     let handlers = st.finish(false);
                     cm.finish();
-                    drop(active);
+                    active.release();
                     run_handlers(handlers);
                     return Err(e);
                 }
@@ -264,7 +275,7 @@ pub(crate) fn run_with<'env, R, E>(
                         // A valid transaction panicked: abort it and propagate.
                         let handlers = st.finish(false);
                         cm.finish();
-                        drop(active);
+                        active.release();
                         run_handlers(handlers);
                         panic::resume_unwind(payload);
                     }
