@@ -44,31 +44,22 @@ use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
 
 use crate::error::TxResult;
-use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{ItemId, Transaction};
+use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 
+use super::node::{observe_value, retire, NodeCollection, DELETED, F_INSERT, F_REMOVE, INSERTING};
 use super::size::SizeCounter;
 use super::{busy, struct_wait, struct_wait_forever};
 
 /// Bucket flag: the bucket was migrated to the next table.
 const MOVED: u64 = 0b010;
-/// Node flag: placeholder of an uncommitted insert.
-const INSERTING: u64 = 0b010;
-/// Node flag: the node's removal committed.
-const DELETED: u64 = 0b100;
 
-/// Item flag (node items): this transaction linked the node (placeholder).
-const F_INSERT: u32 = USER_FLAG0;
-/// Item flag (node items): this transaction removes the key.
-const F_REMOVE: u32 = USER_FLAG0 << 1;
-
-const SIZE_KEY: u64 = 2;
 const INITIAL_LOG2: u32 = 4;
 
-struct Node<K, V> {
+pub(super) struct Node<K, V> {
     state: TVersion,
     hash: u64,
     key: K,
@@ -339,36 +330,6 @@ where
         tx.record_read(id, p.word)
     }
 
-    /// Reads the committed value of node `n` under its state version,
-    /// recording the read. Returns `None` if the node turns out deleted.
-    fn observe_node<'env, R>(
-        &'env self,
-        tx: &mut Transaction<'env>,
-        id: ItemId,
-        n: &Node<K, V>,
-        f: impl FnOnce(&V) -> R,
-    ) -> TxResult<Option<R>> {
-        if ValueCell::<V>::INLINE {
-            // Small values: copy under the version check.
-            let v = tx.observe(id, &n.state, || n.value.with(V::clone))?;
-            let word = tx.item_ref(id).read_version();
-            if word & (DELETED | INSERTING) != 0 {
-                return Ok(None);
-            }
-            return Ok(Some(f(&v)));
-        }
-        let _ = tx.guard();
-        let p = tx.observe(id, &n.state, || n.value.with(|v| v as *const V as usize))?;
-        let word = tx.item_ref(id).read_version();
-        if word & (DELETED | INSERTING) != 0 {
-            return Ok(None);
-        }
-        // SAFETY: heap values are replaced by swapping the pointer and
-        // retiring the old allocation through the epoch; this transaction
-        // is pinned, so the value observed stays live.
-        Ok(Some(f(unsafe { &*(p as *const V) })))
-    }
-
     /// The transaction's view of the key found by `p`: `Some(f(value))` if
     /// present, recording what makes the answer valid.
     fn view<'env, R>(
@@ -383,36 +344,11 @@ where
         }
         // SAFETY: found by `probe` while pinned.
         let n = unsafe { &*p.node };
-        let id = tx.item(self, p.node as u64);
-        let (flags, has_value) = {
-            let it = tx.item_ref(id);
-            (it.flags(), it.value.is_set())
-        };
-        if flags & F_REMOVE != 0 {
-            return Ok(None);
-        }
-        if flags & F_INSERT != 0 {
-            let it = tx.item_ref(id);
-            return Ok(Some(match it.write_value::<V>() {
-                Some(v) => f(v),
-                None => n.value.with(f),
-            }));
-        }
-        if has_value {
-            // A blind put: presence still has to be read.
-            let present = self.observe_node(tx, id, n, |_| ())?.is_some();
-            if !present {
-                return Err(super::inconsistent());
-            }
-            return Ok(tx.item_ref(id).write_value::<V>().map(f));
-        }
-        let r = self.observe_node(tx, id, n, f)?;
-        if r.is_none() {
-            // A foreign placeholder, or a removal that just committed: the
-            // key is absent; keep it so through the bucket as well.
-            self.record_bucket(tx, p)?;
-        }
-        Ok(r)
+        // A foreign placeholder, or a removal that just committed: the key
+        // is absent; keep it so through the bucket as well.
+        self.view_value(tx, p.node, &n.state, &n.value, f, |tx| {
+            self.record_bucket(tx, p)
+        })
     }
 
     /// The value of `key` (a clone), or `None`.
@@ -447,11 +383,6 @@ where
         Q: Hash + Eq + ?Sized,
     {
         Ok(self.get_with(tx, key, |_| ())?.is_some())
-    }
-
-    fn size_item<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
-        let id = tx.item(self, SIZE_KEY);
-        SizeCounter::add_pending(tx.item_mut(id), delta);
     }
 
     /// Inserts `key → value` if `key` is absent; returns whether it did.
@@ -495,7 +426,7 @@ where
                     let item = tx.item_mut(id);
                     item.clear_flags(F_REMOVE);
                     item.set_write(value);
-                    self.size_item(tx, 1);
+                    self.size_delta(tx, 1);
                     return Ok(true);
                 }
                 if flags & F_INSERT != 0 {
@@ -515,7 +446,7 @@ where
                     tx.item_mut(id).set_write(value);
                     return Ok(false);
                 }
-                match self.observe_node(tx, id, n, |_| ())? {
+                match observe_value(tx, id, &n.state, &n.value, |_| ())? {
                     Some(()) => return Ok(false),
                     None if own.is_some() => return Err(super::inconsistent()),
                     None => {
@@ -549,17 +480,7 @@ where
             b.version.unlock_to(new_word);
             // Our own read of this bucket (an absent key we now insert) stays
             // valid: the version changed because of us alone.
-            if let Some(bid) = tx.find_item(self, bucket_key(p.idx, t.log2)) {
-                let it = tx.item_ref(bid);
-                if it.is_read() && it.read_version() == p.word {
-                    tx.item_mut(bid).observe(new_word);
-                }
-            }
-            let id = tx.item(self, node as u64);
-            let item = tx.item_mut(id);
-            item.set_flags(F_INSERT | NEEDS_CLEANUP);
-            item.mark_write();
-            self.size_item(tx, 1);
+            self.adopt_placeholder(tx, node, bucket_key(p.idx, t.log2), p.word, new_word);
             let linked = self.linked.fetch_add(1, Ordering::Relaxed) + 1;
             if linked > t.buckets.len() && t.next.load(Ordering::Relaxed).is_null() {
                 self.grow(t);
@@ -578,17 +499,7 @@ where
         let p = self.probe(self.hash(key), key)?;
         let old = self.view(tx, &p, V::clone)?;
         if old.is_some() {
-            let id = tx.item(self, p.node as u64);
-            let item = tx.item_mut(id);
-            item.set_flags(F_REMOVE);
-            if item.has(F_INSERT) {
-                // Our own placeholder: nothing to publish; cleanup unlinks it.
-                item.clear_write();
-            } else {
-                item.clear_write();
-                item.mark_write();
-            }
-            self.size_item(tx, -1);
+            self.mark_removed(tx, p.node);
         }
         Ok(old)
     }
@@ -596,10 +507,7 @@ where
     /// The number of keys, as this transaction sees them. Reads the size
     /// counter: conflicts with inserts and removes that commit meanwhile.
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        let id = tx.item(self, SIZE_KEY);
-        let (committed, ()) = self.size.observe_with(tx, id, || ())?;
-        let pending = SizeCounter::pending(tx.item_ref(id));
-        Ok((committed + pending).max(0) as usize)
+        self.tx_len(tx)
     }
 
     /// True if the map has no key (for this transaction).
@@ -757,43 +665,6 @@ where
         }
     }
 
-    /// Unlinks node `np` from its chain. `commit_version` (if any) is
-    /// published in the bucket word, so that absent reads of the removed key
-    /// taken after this point see a version no older than the removal.
-    fn unlink(&self, np: *const Node<K, V>, commit_version: Option<u64>, guard: &Guard) {
-        // SAFETY: the caller owns the node's removal (it holds the node's
-        // commit lock or is the inserter cleaning up its placeholder); the
-        // node is linked, and we are pinned (`guard`).
-        let n = unsafe { &*np };
-        let (b, w) = self.lock_bucket_for(n.hash);
-        let mut link = &b.head;
-        loop {
-            let cur = link.load(Ordering::Relaxed);
-            assert!(
-                !cur.is_null(),
-                "txmem: THashMap node missing from its bucket"
-            );
-            if ptr::eq(cur, np) {
-                link.store(n.next.load(Ordering::Relaxed), Ordering::Release);
-                break;
-            }
-            // SAFETY: chain nodes stay valid while we hold the bucket lock.
-            link = &unsafe { &*cur }.next;
-        }
-        match commit_version {
-            Some(cv) => b.version.unlock_to(TVersion::next_after(w, cv)),
-            None => b.version.unlock_unchanged(w),
-        }
-        self.linked.fetch_sub(1, Ordering::Relaxed);
-        let addr = np as usize;
-        // SAFETY: the node is unreachable from the table now; transactions
-        // pinned earlier may still read it, so it is freed through the epoch.
-        // `K, V: Send` let the collector drop it on another thread.
-        unsafe {
-            guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut Node<K, V>)));
-        }
-    }
-
     /// Doubles the table `t` (if no other resize runs). Migrates every
     /// bucket, then publishes the new table and retires the old one.
     fn grow(&self, t: &Table<K, V>) {
@@ -874,12 +745,72 @@ where
         }
         true
     }
+}
 
-    fn node_of<'a>(item: &Item) -> &'a Node<K, V> {
-        // SAFETY: node items are keyed by the address of a node that is
-        // linked (or was, and is retired through the epoch) and the
-        // transaction holding the item is pinned until it finishes.
-        unsafe { &*(item.key() as *const Node<K, V>) }
+impl<K, V, S> NodeCollection for THashMap<K, V, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    type Node = Node<K, V>;
+
+    #[inline]
+    fn size(&self) -> &SizeCounter {
+        &self.size
+    }
+
+    #[inline]
+    fn state(node: &Node<K, V>) -> &TVersion {
+        &node.state
+    }
+
+    #[inline]
+    fn check_structure(&self, item: &Item, commit: &Commit<'_>) -> bool {
+        let _ = commit.guard();
+        let (idx, log2) = decode_bucket_key(item.key());
+        Self::check_range(self.current(), idx, log2, item.read_version())
+    }
+
+    #[inline]
+    fn store_value(node: &Node<K, V>, item: &mut Item, commit: &Commit<'_>) {
+        if let Some(v) = item.value.take::<V>() {
+            node.value.store(v, || commit.guard());
+        }
+    }
+
+    /// Unlinks node `np` from its chain. `commit_version` (if any) is
+    /// published in the bucket word, so that absent reads of the removed key
+    /// taken after this point see a version no older than the removal.
+    fn unlink(&self, np: *const Node<K, V>, commit_version: Option<u64>, guard: &Guard) {
+        // SAFETY: the caller owns the node's removal (it holds the node's
+        // commit lock or is the inserter cleaning up its placeholder); the
+        // node is linked, and we are pinned (`guard`).
+        let n = unsafe { &*np };
+        let (b, w) = self.lock_bucket_for(n.hash);
+        let mut link = &b.head;
+        loop {
+            let cur = link.load(Ordering::Relaxed);
+            assert!(
+                !cur.is_null(),
+                "txmem: THashMap node missing from its bucket"
+            );
+            if ptr::eq(cur, np) {
+                link.store(n.next.load(Ordering::Relaxed), Ordering::Release);
+                break;
+            }
+            // SAFETY: chain nodes stay valid while we hold the bucket lock.
+            link = &unsafe { &*cur }.next;
+        }
+        match commit_version {
+            Some(cv) => b.version.unlock_to(TVersion::next_after(w, cv)),
+            None => b.version.unlock_unchanged(w),
+        }
+        self.linked.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: the node is unreachable from the table now and its removal
+        // is ours (see above); nodes are boxed, and `K, V: Send` let the
+        // collector drop it on another thread.
+        unsafe { retire(guard, np) };
     }
 }
 
@@ -890,71 +821,23 @@ where
     S: BuildHasher + Send + Sync + 'static,
 {
     fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        if item.key() == SIZE_KEY {
-            return self.size.lock(item, commit);
-        }
-        let n = Self::node_of(item);
-        let outcome = commit.lock_version(&n.state, item);
-        if outcome == LockOutcome::Acquired
-            && !item.has(F_INSERT)
-            && item.read_version() & DELETED != 0
-        {
-            // A blind put (or a stale remove) of a key removed meanwhile.
-            n.state.unlock_unchanged(item.read_version());
-            return LockOutcome::Stale;
-        }
-        outcome
+        self.lock_item(item, commit)
     }
 
     fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
-        match item.key() {
-            SIZE_KEY => self.size.check(item),
-            k if k & 1 == 1 => {
-                let _ = commit.guard();
-                let (idx, log2) = decode_bucket_key(k);
-                Self::check_range(self.current(), idx, log2, item.read_version())
-            }
-            _ => Self::node_of(item)
-                .state
-                .still_valid(item.read_version(), item.is_locked()),
-        }
+        self.check_item(item, commit)
     }
 
     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        if item.key() == SIZE_KEY {
-            return self.size.install(item, commit);
-        }
-        let n = Self::node_of(item);
-        let prev = item.read_version();
-        let next = TVersion::next_after(prev, commit.version());
-        if item.has(F_REMOVE) {
-            // (Own placeholders removed again are never written.)
-            n.state.unlock_to(next | DELETED);
-            self.unlink(n, Some(commit.version()), commit.guard());
-            return;
-        }
-        if let Some(v) = item.value.take::<V>() {
-            n.value.store(v, || commit.guard());
-        }
-        n.state.unlock_to(next & !INSERTING);
+        self.install_item(item, commit)
     }
 
     fn unlock(&self, item: &mut Item) {
-        if item.key() == SIZE_KEY {
-            return self.size.unlock(item);
-        }
-        Self::node_of(item)
-            .state
-            .unlock_unchanged(item.read_version());
+        self.unlock_item(item)
     }
 
     fn cleanup(&self, item: &mut Item, committed: bool) {
-        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
-            // An abandoned placeholder: unlink it. Its state keeps the
-            // inserting flag, so readers that saw it stay valid.
-            let guard = crossbeam_epoch::pin();
-            self.unlink(Self::node_of(item), None, &guard);
-        }
+        self.cleanup_item(item, committed)
     }
 }
 

@@ -20,25 +20,16 @@ use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
 use crate::error::TxResult;
-use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::tx::Transaction;
 use crate::version::TVersion;
 
+use super::node::{GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING};
 use super::size::SizeCounter;
 use super::{busy, struct_wait};
 
-const INSERTING: u64 = 0b010;
-const DELETED: u64 = 0b100;
-/// Gap flag: the node was unlinked (its gap no longer means anything).
-const UNLINKED: u64 = 0b010;
-
-const F_INSERT: u32 = USER_FLAG0;
-const F_REMOVE: u32 = USER_FLAG0 << 1;
-
-const SIZE_KEY: u64 = 2;
-
-struct LNode<T> {
+pub(super) struct LNode<T> {
     state: TVersion,
     gap: TVersion,
     value: T,
@@ -61,14 +52,6 @@ unsafe impl<T: Send + Sync> Sync for SortedList<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for SortedList<T> {}
 
-/// A position found by a traversal: the last node before the searched value
-/// (null for the head), its gap word, and its successor.
-struct Pos<T> {
-    pred: *const LNode<T>,
-    gap: u64,
-    next: *const LNode<T>,
-}
-
 impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     fn new(dups: bool) -> Self {
         SortedList {
@@ -80,57 +63,11 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         }
     }
 
-    #[inline]
-    fn gap_of(&self, pred: *const LNode<T>) -> &TVersion {
-        if pred.is_null() {
-            &self.head_gap
-        } else {
-            // SAFETY: callers pass nodes reached while pinned.
-            &unsafe { &*pred }.gap
-        }
-    }
-
-    #[inline]
-    fn next_of(&self, pred: *const LNode<T>) -> &AtomicPtr<LNode<T>> {
-        if pred.is_null() {
-            &self.head_next
-        } else {
-            // SAFETY: as in `gap_of`.
-            &unsafe { &*pred }.next
-        }
-    }
-
     /// Finds the last node with a value below `x` (by a traversal consistent
     /// with that node's gap word). The caller is pinned.
-    fn locate(&self, x: &T) -> TxResult<Pos<T>> {
-        let mut spins = 0;
-        'restart: loop {
-            let mut pred: *const LNode<T> = ptr::null();
-            loop {
-                let gap = self.gap_of(pred);
-                let w = gap.load();
-                if TVersion::is_locked(w) {
-                    struct_wait(&mut spins)?;
-                    continue;
-                }
-                if w & UNLINKED != 0 {
-                    continue 'restart;
-                }
-                let nx = self.next_of(pred).load(Ordering::Acquire) as *const LNode<T>;
-                // SAFETY: reached through published links while pinned.
-                if !nx.is_null() && unsafe { &*nx }.value < *x {
-                    pred = nx;
-                    continue;
-                }
-                if gap.load() == w {
-                    return Ok(Pos {
-                        pred,
-                        gap: w,
-                        next: nx,
-                    });
-                }
-            }
-        }
+    #[inline]
+    fn locate_value(&self, x: &T) -> TxResult<Pos<LNode<T>>> {
+        self.locate(ptr::null, |n| n.value < *x)
     }
 
     /// The first node equal to `x` visible to this transaction, starting at
@@ -139,7 +76,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     fn first_visible<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
-        pos: &Pos<T>,
+        pos: &Pos<LNode<T>>,
         x: &T,
     ) -> TxResult<Option<*const LNode<T>>> {
         let mut cur = pos.next;
@@ -177,23 +114,13 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         Ok(None)
     }
 
-    fn record_gap<'env>(&'env self, tx: &mut Transaction<'env>, pos: &Pos<T>) -> TxResult<()> {
-        let id = tx.item(self, pos.pred as u64 | 1);
-        tx.record_read(id, pos.gap)
-    }
-
-    fn size_delta<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
-        let id = tx.item(self, SIZE_KEY);
-        SizeCounter::add_pending(tx.item_mut(id), delta);
-    }
-
     fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.locate(x)?;
+        let pos = self.locate_value(x)?;
         if self.first_visible(tx, &pos, x)?.is_some() {
             return Ok(true);
         }
-        self.record_gap(tx, &pos)?;
+        self.record_gap(tx, pos.pred, pos.gap)?;
         Ok(false)
     }
 
@@ -202,7 +129,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         let _ = tx.guard();
         let mut spins = 0;
         loop {
-            let pos = self.locate(&x)?;
+            let pos = self.locate_value(&x)?;
             if !self.dups {
                 // Revive our own removal, or report presence.
                 let mut cur = pos.next;
@@ -236,8 +163,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             }
             // Link a placeholder after `pos.pred` if nothing changed there.
             let guard = self.structure.lock();
-            let gap = self.gap_of(pos.pred);
-            if gap.load() != pos.gap {
+            if self.gap(pos.pred).load() != pos.gap {
                 drop(guard);
                 struct_wait(&mut spins)?;
                 continue;
@@ -246,66 +172,38 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
                 state: TVersion::new(),
                 gap: TVersion::new(),
                 value: x,
-                next: AtomicPtr::new(self.next_of(pos.pred).load(Ordering::Relaxed)),
+                next: AtomicPtr::new(self.link0(pos.pred).load(Ordering::Relaxed)),
             }));
             // SAFETY: not shared yet.
             unsafe { &*node }.state.set_flags_locked(INSERTING);
-            let new_gap = TVersion::next_after(pos.gap, 0);
-            let locked = gap.try_lock_at(pos.gap);
-            debug_assert!(locked, "gap words change only under the structure lock");
-            self.next_of(pos.pred).store(node, Ordering::Release);
-            gap.unlock_to(new_gap);
+            let new_gap = self.link_after(&pos, node);
             drop(guard);
             // Our own read of this gap stays valid (thesis §5).
-            if let Some(gid) = tx.find_item(self, pos.pred as u64 | 1) {
-                let it = tx.item_ref(gid);
-                if it.is_read() && it.read_version() == pos.gap {
-                    tx.item_mut(gid).observe(new_gap);
-                }
-            }
-            let id = tx.item(self, node as u64);
-            let item = tx.item_mut(id);
-            item.set_flags(F_INSERT | NEEDS_CLEANUP);
-            item.mark_write();
-            self.size_delta(tx, 1);
+            self.adopt_placeholder(tx, node, pos.pred as u64 | 1, pos.gap, new_gap);
             return Ok(true);
         }
     }
 
     fn remove<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.locate(x)?;
+        let pos = self.locate_value(x)?;
         match self.first_visible(tx, &pos, x)? {
             Some(np) => {
-                let id = tx.item(self, np as u64);
-                let item = tx.item_mut(id);
-                item.set_flags(F_REMOVE);
-                if item.has(F_INSERT) {
-                    item.clear_write();
-                } else {
-                    item.mark_write();
-                }
-                self.size_delta(tx, -1);
+                self.mark_removed(tx, np);
                 Ok(true)
             }
             None => {
-                self.record_gap(tx, &pos)?;
+                self.record_gap(tx, pos.pred, pos.gap)?;
                 Ok(false)
             }
         }
-    }
-
-    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        let id = tx.item(self, SIZE_KEY);
-        let (c, ()) = self.size.observe_with(tx, id, || ())?;
-        Ok((c + SizeCounter::pending(tx.item_ref(id))).max(0) as usize)
     }
 
     /// Every element visible to the transaction, in order. Reads only the
     /// list version.
     fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
         let _ = tx.guard();
-        let id = tx.item(self, SIZE_KEY);
+        let id = tx.item(self, super::node::SIZE_KEY);
         let (_, nodes) = self.size.observe_with(tx, id, || {
             let mut v = Vec::new();
             let mut cur = self.head_next.load(Ordering::Acquire) as *const LNode<T>;
@@ -380,6 +278,26 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         }
         false
     }
+}
+
+impl<T: Ord + Clone + Send + Sync + 'static> NodeCollection for SortedList<T> {
+    type Node = LNode<T>;
+
+    #[inline]
+    fn size(&self) -> &SizeCounter {
+        &self.size
+    }
+
+    #[inline]
+    fn state(node: &LNode<T>) -> &TVersion {
+        &node.state
+    }
+
+    #[inline]
+    fn check_structure(&self, item: &Item, _: &Commit<'_>) -> bool {
+        self.gap((item.key() & !1) as *const LNode<T>)
+            .still_valid(item.read_version(), false)
+    }
 
     /// Unlinks `np` under the structure lock. With a commit version, the
     /// gaps around it are bumped to at least that version.
@@ -387,95 +305,62 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         let _s = self.structure.lock();
         let mut pred: *const LNode<T> = ptr::null();
         loop {
-            let nx = self.next_of(pred).load(Ordering::Relaxed) as *const LNode<T>;
+            let nx = self.link0(pred).load(Ordering::Relaxed) as *const LNode<T>;
             assert!(!nx.is_null(), "txmem: list node missing from its list");
             if ptr::eq(nx, np) {
                 break;
             }
             pred = nx;
         }
-        // SAFETY: `np` is linked (found above) and we hold the structure lock.
-        let n = unsafe { &*np };
-        let pgap = self.gap_of(pred);
-        let pw = pgap.load();
-        let locked = pgap.try_lock_at(pw);
-        debug_assert!(locked, "gap words change only under the structure lock");
-        self.next_of(pred)
-            .store(n.next.load(Ordering::Relaxed), Ordering::Release);
-        let bump = |w: u64| match cv {
-            Some(cv) => TVersion::next_after(w, cv),
-            None => TVersion::next_after(w, 0),
-        };
-        if cv.is_some() {
-            pgap.unlock_to(bump(pw));
+        // SAFETY: `np` is linked right after `pred` (found above), we hold
+        // the structure lock, the caller owns its removal, and list nodes
+        // are boxed; `T: Send` lets the collector drop it elsewhere.
+        unsafe { self.splice_out(pred, np, cv, guard) };
+    }
+}
+
+impl<T: Ord + Clone + Send + Sync + 'static> GapChain for SortedList<T> {
+    #[inline]
+    fn gap(&self, n: *const LNode<T>) -> &TVersion {
+        if n.is_null() {
+            &self.head_gap
         } else {
-            pgap.unlock_to(pw);
-        }
-        let nw = n.gap.load();
-        n.gap.unlock_to(bump(nw) | UNLINKED);
-        let addr = np as usize;
-        // SAFETY: unreachable from the list now; pinned readers may still
-        // hold it, so it is freed through the epoch (`T: Send`).
-        unsafe {
-            guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut LNode<T>)));
+            // SAFETY: callers pass nodes reached while pinned (or under the
+            // structure lock).
+            &unsafe { &*n }.gap
         }
     }
 
-    fn node_of<'a>(item: &Item) -> &'a LNode<T> {
-        // SAFETY: node items are keyed by addresses of nodes that the
-        // transaction reached while pinned; it stays pinned until it ends.
-        unsafe { &*(item.key() as *const LNode<T>) }
+    #[inline]
+    fn link0(&self, n: *const LNode<T>) -> &AtomicPtr<LNode<T>> {
+        if n.is_null() {
+            &self.head_next
+        } else {
+            // SAFETY: as in `gap`.
+            &unsafe { &*n }.next
+        }
     }
 }
 
 impl<T: Ord + Clone + Send + Sync + 'static> TObject for SortedList<T> {
     fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        if item.key() == SIZE_KEY {
-            return self.size.lock(item, commit);
-        }
-        commit.lock_version(&Self::node_of(item).state, item)
+        self.lock_item(item, commit)
     }
 
-    fn check(&self, item: &Item, _: &Commit<'_>) -> bool {
-        match item.key() {
-            SIZE_KEY => self.size.check(item),
-            k if k & 1 == 1 => self
-                .gap_of((k & !1) as *const LNode<T>)
-                .still_valid(item.read_version(), false),
-            _ => Self::node_of(item)
-                .state
-                .still_valid(item.read_version(), item.is_locked()),
-        }
+    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
+        self.check_item(item, commit)
     }
 
     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        if item.key() == SIZE_KEY {
-            return self.size.install(item, commit);
-        }
-        let n = Self::node_of(item);
-        let next = TVersion::next_after(item.read_version(), commit.version());
-        if item.has(F_REMOVE) {
-            n.state.unlock_to(next | DELETED);
-            self.unlink(n, Some(commit.version()), commit.guard());
-        } else {
-            n.state.unlock_to(next & !INSERTING);
-        }
+        self.install_item(item, commit)
     }
 
     fn unlock(&self, item: &mut Item) {
-        if item.key() == SIZE_KEY {
-            return self.size.unlock(item);
-        }
-        Self::node_of(item)
-            .state
-            .unlock_unchanged(item.read_version());
+        self.unlock_item(item)
     }
 
     fn cleanup(&self, item: &mut Item, committed: bool) {
-        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
-            let guard = crossbeam_epoch::pin();
-            self.unlink(Self::node_of(item), None, &guard);
-        }
+        self.cleanup_item(item, committed)
     }
 }
 
@@ -552,11 +437,11 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
     }
     /// The number of elements (reads the list version).
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        self.inner.len(tx)
+        self.inner.tx_len(tx)
     }
     /// True if the set is empty (reads the list version).
     pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
-        Ok(self.inner.len(tx)? == 0)
+        Ok(self.inner.tx_len(tx)? == 0)
     }
     /// The elements in order (reads the list version).
     pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
@@ -623,11 +508,11 @@ impl<T: Ord + Clone + Send + Sync + 'static> TList<T> {
     }
     /// The number of elements (reads the list version).
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        self.inner.len(tx)
+        self.inner.tx_len(tx)
     }
     /// True if the list is empty (reads the list version).
     pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
-        Ok(self.inner.len(tx)? == 0)
+        Ok(self.inner.tx_len(tx)? == 0)
     }
     /// The elements in order (reads the list version).
     pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {

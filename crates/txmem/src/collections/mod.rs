@@ -35,6 +35,7 @@
 pub mod hashmap;
 pub mod list;
 pub mod mvar;
+mod node;
 pub mod queue;
 pub mod sem;
 pub(crate) mod size;

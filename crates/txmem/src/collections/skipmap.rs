@@ -35,26 +35,21 @@ use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
 use crate::error::TxResult;
-use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{ItemId, Transaction};
+use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
+use super::node::{
+    observe_value, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING, UNLINKED,
+};
 use super::size::SizeCounter;
 use super::{busy, inconsistent, struct_wait};
 
-const INSERTING: u64 = 0b010;
-const DELETED: u64 = 0b100;
-const UNLINKED: u64 = 0b010;
-
-const F_INSERT: u32 = USER_FLAG0;
-const F_REMOVE: u32 = USER_FLAG0 << 1;
-
-const SIZE_KEY: u64 = 2;
 const MAX_HEIGHT: usize = 16;
 
-struct SNode<K, V> {
+pub(super) struct SNode<K, V> {
     state: TVersion,
     gap: TVersion,
     key: K,
@@ -83,12 +78,6 @@ impl<K, V> SNode<K, V> {
 }
 
 type NodePtr<K, V> = *const SNode<K, V>;
-
-struct Pos<K, V> {
-    pred: NodePtr<K, V>,
-    gap: u64,
-    next: NodePtr<K, V>,
-}
 
 thread_local! {
     static RNG: Cell<u64> = Cell::new(0x2545_F491_4F6C_DD1D ^ (&RNG as *const _ as u64));
@@ -218,16 +207,6 @@ where
         }
     }
 
-    #[inline]
-    fn gap(&self, n: NodePtr<K, V>) -> &TVersion {
-        if n.is_null() {
-            &self.head_gap
-        } else {
-            // SAFETY: as in `next`.
-            &unsafe { &*n }.gap
-        }
-    }
-
     /// The last node whose key satisfies `before` (null = head) at every
     /// level in use (`preds` above them are left as they are). Lock-free;
     /// the caller is pinned.
@@ -290,45 +269,9 @@ where
 
     /// The last node whose key satisfies `before`, with its gap word and
     /// successor, consistent with each other.
-    fn locate(&self, before: impl Fn(&K) -> bool) -> TxResult<Pos<K, V>> {
-        let mut spins = 0;
-        'restart: loop {
-            let mut pred = self.search0(&before);
-            loop {
-                let g = self.gap(pred);
-                let w = g.load();
-                if TVersion::is_locked(w) {
-                    struct_wait(&mut spins)?;
-                    continue;
-                }
-                if w & UNLINKED != 0 {
-                    continue 'restart;
-                }
-                let nx = self.next(pred, 0).load(Ordering::Acquire) as NodePtr<K, V>;
-                // SAFETY: as in `search`.
-                if !nx.is_null() && before(&unsafe { &*nx }.key) {
-                    pred = nx;
-                    continue;
-                }
-                if g.load() == w {
-                    return Ok(Pos {
-                        pred,
-                        gap: w,
-                        next: nx,
-                    });
-                }
-            }
-        }
-    }
-
-    fn record_gap<'env>(
-        &'env self,
-        tx: &mut Transaction<'env>,
-        pred: NodePtr<K, V>,
-        word: u64,
-    ) -> TxResult<()> {
-        let id = tx.item(self, pred as u64 | 1);
-        tx.record_read(id, word)
+    #[inline]
+    fn seek(&self, before: impl Fn(&K) -> bool) -> TxResult<Pos<SNode<K, V>>> {
+        self.locate(|| self.search0(&before), |n| before(&n.key))
     }
 
     /// Reads the gap of `n` consistently with its successor, records it and
@@ -358,33 +301,10 @@ where
         }
     }
 
-    fn observe_node<'env, R>(
-        &'env self,
-        tx: &mut Transaction<'env>,
-        id: ItemId,
-        n: &SNode<K, V>,
-        f: impl FnOnce(&V) -> R,
-    ) -> TxResult<Option<R>> {
-        if ValueCell::<V>::INLINE {
-            let v = tx.observe(id, &n.state, || n.value.with(V::clone))?;
-            if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
-                return Ok(None);
-            }
-            return Ok(Some(f(&v)));
-        }
-        let _ = tx.guard();
-        let p = tx.observe(id, &n.state, || n.value.with(|v| v as *const V as usize))?;
-        if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
-            return Ok(None);
-        }
-        // SAFETY: heap values are swapped and the old one retired through
-        // the epoch; this transaction is pinned, so the value stays live.
-        Ok(Some(f(unsafe { &*(p as *const V) })))
-    }
-
     /// This transaction's view of node `np`: `Some(f(value))` if visible.
     /// Records the node's state read (except for the transaction's own
     /// placeholders and removals, which need none).
+    #[inline]
     fn node_view<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -393,28 +313,7 @@ where
     ) -> TxResult<Option<R>> {
         // SAFETY: reached while pinned.
         let n = unsafe { &*np };
-        let id = tx.item(self, np as u64);
-        let (flags, has_value) = {
-            let it = tx.item_ref(id);
-            (it.flags(), it.value.is_set())
-        };
-        if flags & F_REMOVE != 0 {
-            return Ok(None);
-        }
-        if flags & F_INSERT != 0 {
-            let it = tx.item_ref(id);
-            return Ok(Some(match it.write_value::<V>() {
-                Some(v) => f(&n.key, v),
-                None => n.value.with(|v| f(&n.key, v)),
-            }));
-        }
-        if has_value {
-            if self.observe_node(tx, id, n, |_| ())?.is_none() {
-                return Err(inconsistent());
-            }
-            return Ok(tx.item_ref(id).write_value::<V>().map(|v| f(&n.key, v)));
-        }
-        self.observe_node(tx, id, n, |v| f(&n.key, v))
+        self.view_value(tx, np, &n.state, &n.value, |v| f(&n.key, v), |_| Ok(()))
     }
 
     /// The first node of the run of `key` (starting at `pos.next`) visible
@@ -422,7 +321,7 @@ where
     fn find_visible<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
-        pos: &Pos<K, V>,
+        pos: &Pos<SNode<K, V>>,
         key: &K,
         mut f: impl FnMut(&K, &V) -> R,
     ) -> TxResult<Option<(NodePtr<K, V>, R)>> {
@@ -454,7 +353,7 @@ where
         f: impl FnOnce(&V) -> R,
     ) -> TxResult<Option<R>> {
         let _ = tx.guard();
-        let pos = self.locate(|k| k < key)?;
+        let pos = self.seek(|k| k < key)?;
         let mut f = Some(f);
         let found = self.find_visible(tx, &pos, key, |_, v| f.take().map(|f| f(v)))?;
         match found {
@@ -469,17 +368,12 @@ where
     /// True if `key` is present.
     pub fn contains_key<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.locate(|k| k < key)?;
+        let pos = self.seek(|k| k < key)?;
         if self.find_visible(tx, &pos, key, |_, _| ())?.is_some() {
             return Ok(true);
         }
         self.record_gap(tx, pos.pred, pos.gap)?;
         Ok(false)
-    }
-
-    fn size_delta<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
-        let id = tx.item(self, SIZE_KEY);
-        SizeCounter::add_pending(tx.item_mut(id), delta);
     }
 
     /// Inserts `key → value` if `key` is absent; returns whether it did.
@@ -508,7 +402,7 @@ where
         let _ = tx.guard();
         let mut spins = 0;
         'retry: loop {
-            let pos = self.locate(|k| k < &key)?;
+            let pos = self.seek(|k| k < &key)?;
             let mut cur = pos.next;
             while !cur.is_null() {
                 // SAFETY: reached while pinned.
@@ -542,7 +436,7 @@ where
                         tx.item_mut(id).set_write(value);
                         return Ok(false);
                     }
-                    match self.observe_node(tx, id, n, |_| ())? {
+                    match observe_value(tx, id, &n.state, &n.value, |_| ())? {
                         Some(()) => return Ok(false),
                         None if own.is_some() => return Err(inconsistent()),
                         None => {
@@ -556,8 +450,7 @@ where
             }
             // Absent: link a placeholder after `pos.pred`.
             let guard = self.structure.lock();
-            let g = self.gap(pos.pred);
-            if g.load() != pos.gap {
+            if self.gap(pos.pred).load() != pos.gap {
                 drop(guard);
                 struct_wait(&mut spins)?;
                 continue;
@@ -592,26 +485,12 @@ where
                     nref.upper[level - 1].store(nx, Ordering::Relaxed);
                 }
             }
-            let new_gap = TVersion::next_after(pos.gap, 0);
-            let locked = g.try_lock_at(pos.gap);
-            debug_assert!(locked, "gap words change only under the structure lock");
-            self.next(pos.pred, 0).store(node, Ordering::Release);
-            g.unlock_to(new_gap);
+            let new_gap = self.link_after(&pos, node);
             for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
                 self.next(p, level).store(node, Ordering::Release);
             }
             drop(guard);
-            if let Some(gid) = tx.find_item(self, pos.pred as u64 | 1) {
-                let it = tx.item_ref(gid);
-                if it.is_read() && it.read_version() == pos.gap {
-                    tx.item_mut(gid).observe(new_gap);
-                }
-            }
-            let id = tx.item(self, node as u64);
-            let item = tx.item_mut(id);
-            item.set_flags(F_INSERT | NEEDS_CLEANUP);
-            item.mark_write();
-            self.size_delta(tx, 1);
+            self.adopt_placeholder(tx, node, pos.pred as u64 | 1, pos.gap, new_gap);
             return Ok(true);
         }
     }
@@ -619,18 +498,10 @@ where
     /// Removes `key`, returning its value if it was present.
     pub fn remove<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<Option<V>> {
         let _ = tx.guard();
-        let pos = self.locate(|k| k < key)?;
+        let pos = self.seek(|k| k < key)?;
         match self.find_visible(tx, &pos, key, |_, v| v.clone())? {
             Some((np, v)) => {
-                let id = tx.item(self, np as u64);
-                let item = tx.item_mut(id);
-                item.set_flags(F_REMOVE);
-                let own_insert = item.has(F_INSERT);
-                item.clear_write();
-                if !own_insert {
-                    item.mark_write();
-                }
-                self.size_delta(tx, -1);
+                self.mark_removed(tx, np);
                 Ok(Some(v))
             }
             None => {
@@ -653,7 +524,7 @@ where
     ) -> TxResult<()> {
         let _ = tx.guard();
         let start = below_start(range.start_bound());
-        let pos = self.locate(&start)?;
+        let pos = self.seek(&start)?;
         self.record_gap(tx, pos.pred, pos.gap)?;
         let end = within_end(range.end_bound());
         let mut cur = pos.next;
@@ -684,7 +555,7 @@ where
     ) -> TxResult<()> {
         let _ = tx.guard();
         let lower = below_start(range.start_bound());
-        let mut pos = self.locate(within_end(range.end_bound()))?;
+        let mut pos = self.seek(within_end(range.end_bound()))?;
         loop {
             if pos.pred.is_null() {
                 // Nothing below: the head's gap covers the rest.
@@ -700,7 +571,7 @@ where
             // Examine the whole run of nodes holding `last.key` (normally
             // one node; more while placeholders or removals are in flight).
             let key = last.key.clone();
-            let run = self.locate(|k| k < &key)?;
+            let run = self.seek(|k| k < &key)?;
             self.record_gap(tx, run.pred, run.gap)?;
             let mut cur = run.next;
             let mut stop = false;
@@ -757,9 +628,7 @@ where
     /// The number of keys, as this transaction sees them (reads the size
     /// counter: conflicts with inserts and removes committing meanwhile).
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        let id = tx.item(self, SIZE_KEY);
-        let (c, ()) = self.size.observe_with(tx, id, || ())?;
-        Ok((c + SizeCounter::pending(tx.item_ref(id))).max(0) as usize)
+        self.tx_len(tx)
     }
 
     /// True if the map is empty (reads the size counter).
@@ -821,6 +690,37 @@ where
         }
         out
     }
+}
+
+impl<K, V> NodeCollection for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    type Node = SNode<K, V>;
+
+    #[inline]
+    fn size(&self) -> &SizeCounter {
+        &self.size
+    }
+
+    #[inline]
+    fn state(node: &SNode<K, V>) -> &TVersion {
+        &node.state
+    }
+
+    #[inline]
+    fn check_structure(&self, item: &Item, _: &Commit<'_>) -> bool {
+        self.gap((item.key() & !1) as NodePtr<K, V>)
+            .still_valid(item.read_version(), false)
+    }
+
+    #[inline]
+    fn store_value(node: &SNode<K, V>, item: &mut Item, commit: &Commit<'_>) {
+        if let Some(v) = item.value.take::<V>() {
+            node.value.store(v, || commit.guard());
+        }
+    }
 
     /// Unlinks `np` at every level under the structure lock; with a commit
     /// version, bumps the surrounding gaps to at least that version.
@@ -862,32 +762,38 @@ where
                 .store(n.link(level).load(Ordering::Relaxed), Ordering::Release);
         }
         let pred0 = preds[0].expect("txmem: skiplist node missing from its map");
-        let preds = [pred0];
-        let pg = self.gap(preds[0]);
-        let pw = pg.load();
-        let locked = pg.try_lock_at(pw);
-        debug_assert!(locked, "gap words change only under the structure lock");
-        self.next(preds[0], 0)
-            .store(n.next0.load(Ordering::Relaxed), Ordering::Release);
-        match cv {
-            Some(cv) => pg.unlock_to(TVersion::next_after(pw, cv)),
-            None => pg.unlock_to(pw),
-        }
-        let nw = n.gap.load();
-        n.gap
-            .unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
-        let addr = np as usize;
-        // SAFETY: unreachable from the map now; pinned readers may still
-        // hold it, so it is freed through the epoch (`K, V: Send`).
-        unsafe {
-            guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut SNode<K, V>)));
+        // SAFETY: `np` follows `pred0` on level 0 (found above), its upper
+        // levels are unlinked, we hold the structure lock, the caller owns
+        // its removal, and nodes are boxed; `K, V: Send` let the collector
+        // drop it elsewhere.
+        unsafe { self.splice_out(pred0, np, cv, guard) };
+    }
+}
+
+impl<K, V> GapChain for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    #[inline]
+    fn gap(&self, n: NodePtr<K, V>) -> &TVersion {
+        if n.is_null() {
+            &self.head_gap
+        } else {
+            // SAFETY: callers pass nodes reached while pinned (or under the
+            // structure lock).
+            &unsafe { &*n }.gap
         }
     }
 
-    fn node_of<'a>(item: &Item) -> &'a SNode<K, V> {
-        // SAFETY: node items are keyed by addresses of nodes reached while
-        // pinned; the transaction stays pinned until it ends.
-        unsafe { &*(item.key() as *const SNode<K, V>) }
+    #[inline]
+    fn link0(&self, n: NodePtr<K, V>) -> &AtomicPtr<SNode<K, V>> {
+        if n.is_null() {
+            &self.head[0]
+        } else {
+            // SAFETY: as in `gap`.
+            &unsafe { &*n }.next0
+        }
     }
 }
 
@@ -897,64 +803,23 @@ where
     V: Clone + Send + Sync + 'static,
 {
     fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        if item.key() == SIZE_KEY {
-            return self.size.lock(item, commit);
-        }
-        let n = Self::node_of(item);
-        let outcome = commit.lock_version(&n.state, item);
-        if outcome == LockOutcome::Acquired
-            && !item.has(F_INSERT)
-            && item.read_version() & DELETED != 0
-        {
-            n.state.unlock_unchanged(item.read_version());
-            return LockOutcome::Stale;
-        }
-        outcome
+        self.lock_item(item, commit)
     }
 
-    fn check(&self, item: &Item, _: &Commit<'_>) -> bool {
-        match item.key() {
-            SIZE_KEY => self.size.check(item),
-            k if k & 1 == 1 => self
-                .gap((k & !1) as NodePtr<K, V>)
-                .still_valid(item.read_version(), false),
-            _ => Self::node_of(item)
-                .state
-                .still_valid(item.read_version(), item.is_locked()),
-        }
+    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
+        self.check_item(item, commit)
     }
 
     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        if item.key() == SIZE_KEY {
-            return self.size.install(item, commit);
-        }
-        let n = Self::node_of(item);
-        let next = TVersion::next_after(item.read_version(), commit.version());
-        if item.has(F_REMOVE) {
-            n.state.unlock_to(next | DELETED);
-            self.unlink(n, Some(commit.version()), commit.guard());
-            return;
-        }
-        if let Some(v) = item.value.take::<V>() {
-            n.value.store(v, || commit.guard());
-        }
-        n.state.unlock_to(next & !INSERTING);
+        self.install_item(item, commit)
     }
 
     fn unlock(&self, item: &mut Item) {
-        if item.key() == SIZE_KEY {
-            return self.size.unlock(item);
-        }
-        Self::node_of(item)
-            .state
-            .unlock_unchanged(item.read_version());
+        self.unlock_item(item)
     }
 
     fn cleanup(&self, item: &mut Item, committed: bool) {
-        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
-            let guard = crossbeam_epoch::pin();
-            self.unlink(Self::node_of(item), None, &guard);
-        }
+        self.cleanup_item(item, committed)
     }
 }
 

@@ -1,0 +1,443 @@
+//! The node protocol shared by the node-based collections ([`THashMap`],
+//! [`TListSet`]/[`TList`] and [`TSkipMap`]).
+//!
+//! Each of them keeps its elements in heap nodes that carry a *state*
+//! version: the node's commit lock plus two flag bits, [`INSERTING`] (a
+//! placeholder linked by a transaction that has not committed) and
+//! [`DELETED`] (a node whose removal committed). A transaction's item for a
+//! node is keyed by the node's address and carries [`F_INSERT`] (this
+//! transaction linked the placeholder) and [`F_REMOVE`] (this transaction
+//! removes the node). The element count lives in a share-locked
+//! [`SizeCounter`] under the item key [`SIZE_KEY`]; the structure around the
+//! nodes (a hash bucket, the gap after a list node) is read through items
+//! whose key has bit 0 set.
+//!
+//! [`NodeCollection`] holds what is common: the [`TObject`] steps for node
+//! and size items (the collections' own `TObject` impls delegate to them),
+//! the cleanup of abandoned placeholders, the bookkeeping of an insert or a
+//! remove in the transaction, and epoch retirement. [`GapChain`] adds the
+//! gap-version search shared by the sorted list and the skiplist.
+//!
+//! Everything is static dispatch: the provided methods are monomorphized
+//! for each collection and inline into its `TObject` methods.
+//!
+//! [`THashMap`]: super::THashMap
+//! [`TListSet`]: super::TListSet
+//! [`TList`]: super::TList
+//! [`TSkipMap`]: super::TSkipMap
+
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use crossbeam_epoch::Guard;
+
+use crate::error::TxResult;
+use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::{ItemId, Transaction};
+use crate::types::cell::ValueCell;
+use crate::version::TVersion;
+
+use super::size::SizeCounter;
+use super::{inconsistent, struct_wait};
+
+/// Node state flag: placeholder of an uncommitted insert.
+pub(super) const INSERTING: u64 = 0b010;
+/// Node state flag: the node's removal committed.
+pub(super) const DELETED: u64 = 0b100;
+
+/// Item flag (node items): this transaction linked the node (placeholder).
+pub(super) const F_INSERT: u32 = USER_FLAG0;
+/// Item flag (node items): this transaction removes the node.
+pub(super) const F_REMOVE: u32 = USER_FLAG0 << 1;
+
+/// The item key of the size counter (node keys are multiples of 8 and
+/// structure keys are odd).
+pub(super) const SIZE_KEY: u64 = 2;
+
+/// A collection of heap nodes with state versions and a size counter (see
+/// the module docs). Implementors provide access to their parts; the
+/// provided methods are the shared protocol.
+pub(super) trait NodeCollection: TObject + Sized {
+    /// The node type; items keyed by a node's address refer to one.
+    type Node;
+
+    /// The element counter.
+    fn size(&self) -> &SizeCounter;
+
+    /// The state version of `node`.
+    fn state(node: &Self::Node) -> &TVersion;
+
+    /// True if the read of the structure item `item` (key bit 0 set) is
+    /// still valid.
+    fn check_structure(&self, item: &Item, commit: &Commit<'_>) -> bool;
+
+    /// Unlinks `node` from the structure and retires it. With a commit
+    /// version, the structure versions around it are bumped to at least that
+    /// version; without one (an abandoned placeholder) they need not change.
+    fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
+
+    /// Publishes the item's pending value into `node` before the state is
+    /// unlocked at commit (collections with values).
+    #[inline]
+    fn store_value(_node: &Self::Node, _item: &mut Item, _commit: &Commit<'_>) {}
+
+    /// The node an item is keyed by.
+    #[inline]
+    fn node_of<'a>(item: &Item) -> &'a Self::Node {
+        // SAFETY: node items are keyed by addresses of nodes that the
+        // transaction reached while pinned; a node is freed only through the
+        // epoch after it is unlinked, and the transaction (or the commit
+        // holding its items) stays pinned until it ends.
+        unsafe { &*(item.key() as *const Self::Node) }
+    }
+
+    /// [`TObject::lock`]: the size counter's share/exclusive lock, or the
+    /// node's state lock. A node read as deleted cannot take a write (a
+    /// blind put or a stale remove of a key removed meanwhile): stale.
+    #[inline]
+    fn lock_item(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        if item.key() == SIZE_KEY {
+            return self.size().lock(item, commit);
+        }
+        let state = Self::state(Self::node_of(item));
+        let outcome = commit.lock_version(state, item);
+        if outcome == LockOutcome::Acquired
+            && !item.has(F_INSERT)
+            && item.read_version() & DELETED != 0
+        {
+            state.unlock_unchanged(item.read_version());
+            return LockOutcome::Stale;
+        }
+        outcome
+    }
+
+    /// [`TObject::check`]: size, structure or node read.
+    #[inline]
+    fn check_item(&self, item: &Item, commit: &Commit<'_>) -> bool {
+        match item.key() {
+            SIZE_KEY => self.size().check(item),
+            k if k & 1 == 1 => self.check_structure(item, commit),
+            _ => {
+                Self::state(Self::node_of(item)).still_valid(item.read_version(), item.is_locked())
+            }
+        }
+    }
+
+    /// [`TObject::install`]: a removal marks the node deleted and unlinks
+    /// it; anything else publishes the pending value (if any) and clears the
+    /// inserting flag.
+    #[inline]
+    fn install_item(&self, item: &mut Item, commit: &Commit<'_>) {
+        if item.key() == SIZE_KEY {
+            return self.size().install(item, commit);
+        }
+        let n = Self::node_of(item);
+        let next = TVersion::next_after(item.read_version(), commit.version());
+        if item.has(F_REMOVE) {
+            // (Own placeholders removed again are never written.)
+            Self::state(n).unlock_to(next | DELETED);
+            self.unlink(n, Some(commit.version()), commit.guard());
+            return;
+        }
+        Self::store_value(n, item, commit);
+        Self::state(n).unlock_to(next & !INSERTING);
+    }
+
+    /// [`TObject::unlock`].
+    #[inline]
+    fn unlock_item(&self, item: &mut Item) {
+        if item.key() == SIZE_KEY {
+            return self.size().unlock(item);
+        }
+        Self::state(Self::node_of(item)).unlock_unchanged(item.read_version());
+    }
+
+    /// [`TObject::cleanup`]: an abandoned placeholder (the inserter aborted,
+    /// or removed its own insert again) is unlinked. Its state keeps the
+    /// inserting flag, so readers that saw it stay valid.
+    #[inline]
+    fn cleanup_item(&self, item: &mut Item, committed: bool) {
+        if item.has(F_INSERT) && (!committed || item.has(F_REMOVE)) {
+            let guard = crossbeam_epoch::pin();
+            self.unlink(Self::node_of(item), None, &guard);
+        }
+    }
+
+    /// Adds `delta` to this transaction's pending change of the size.
+    #[inline]
+    fn size_delta<'env>(&'env self, tx: &mut Transaction<'env>, delta: i64) {
+        let id = tx.item(self, SIZE_KEY);
+        SizeCounter::add_pending(tx.item_mut(id), delta);
+    }
+
+    /// The number of elements as the transaction sees them (reads the size
+    /// counter).
+    fn tx_len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        let id = tx.item(self, SIZE_KEY);
+        let (committed, ()) = self.size().observe_with(tx, id, || ())?;
+        let pending = SizeCounter::pending(tx.item_ref(id));
+        Ok((committed + pending).max(0) as usize)
+    }
+
+    /// Records in the transaction a placeholder it has just linked: the
+    /// structure word under key `read_key` went from `old` to `new` because
+    /// of this link alone, so the transaction's own read of it (if it read
+    /// `old`) stays valid (thesis §5); the node becomes a write that cleanup
+    /// must see, and the size grows by one.
+    fn adopt_placeholder<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        node: *const Self::Node,
+        read_key: u64,
+        old: u64,
+        new: u64,
+    ) {
+        if let Some(rid) = tx.find_item(self, read_key) {
+            let it = tx.item_ref(rid);
+            if it.is_read() && it.read_version() == old {
+                tx.item_mut(rid).observe(new);
+            }
+        }
+        let id = tx.item(self, node as u64);
+        let item = tx.item_mut(id);
+        item.set_flags(F_INSERT | NEEDS_CLEANUP);
+        item.mark_write();
+        self.size_delta(tx, 1);
+    }
+
+    /// Records the removal of a node visible to the transaction: its own
+    /// placeholder is simply dropped from the write set (cleanup unlinks
+    /// it); a committed node becomes a write (deleted and unlinked at
+    /// commit). The size shrinks by one.
+    fn mark_removed<'env>(&'env self, tx: &mut Transaction<'env>, node: *const Self::Node) {
+        let id = tx.item(self, node as u64);
+        let item = tx.item_mut(id);
+        item.set_flags(F_REMOVE);
+        let own_insert = item.has(F_INSERT);
+        item.clear_write();
+        if !own_insert {
+            item.mark_write();
+        }
+        self.size_delta(tx, -1);
+    }
+
+    /// The transaction's view of node `np` (state `state`, value `value`):
+    /// `Some(f(value))` if it is visible. Reads the node's state, except for
+    /// the transaction's own placeholders and removals. `absent` is called
+    /// when a read of the state finds the node invisible (a foreign
+    /// placeholder or a committed removal).
+    fn view_value<'env, V, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        np: *const Self::Node,
+        state: &TVersion,
+        value: &ValueCell<V>,
+        f: impl FnOnce(&V) -> R,
+        absent: impl FnOnce(&mut Transaction<'env>) -> TxResult<()>,
+    ) -> TxResult<Option<R>>
+    where
+        V: Clone + 'static,
+    {
+        let id = tx.item(self, np as u64);
+        let (flags, has_value) = {
+            let it = tx.item_ref(id);
+            (it.flags(), it.value.is_set())
+        };
+        if flags & F_REMOVE != 0 {
+            return Ok(None);
+        }
+        if flags & F_INSERT != 0 {
+            let it = tx.item_ref(id);
+            return Ok(Some(match it.write_value::<V>() {
+                Some(v) => f(v),
+                None => value.with(f),
+            }));
+        }
+        if has_value {
+            // A blind put: presence still has to be read.
+            if observe_value(tx, id, state, value, |_| ())?.is_none() {
+                return Err(inconsistent());
+            }
+            return Ok(tx.item_ref(id).write_value::<V>().map(f));
+        }
+        let r = observe_value(tx, id, state, value, f)?;
+        if r.is_none() {
+            absent(tx)?;
+        }
+        Ok(r)
+    }
+}
+
+/// Reads the committed value in `value` under the node state `state`,
+/// recording the read in item `id`. `None` if the node is a placeholder or
+/// deleted.
+pub(super) fn observe_value<'env, V: Clone, R>(
+    tx: &mut Transaction<'env>,
+    id: ItemId,
+    state: &TVersion,
+    value: &ValueCell<V>,
+    f: impl FnOnce(&V) -> R,
+) -> TxResult<Option<R>> {
+    if ValueCell::<V>::INLINE {
+        // Small values: copy under the version check.
+        let v = tx.observe(id, state, || value.with(V::clone))?;
+        if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+            return Ok(None);
+        }
+        return Ok(Some(f(&v)));
+    }
+    let _ = tx.guard();
+    let p = tx.observe(id, state, || value.with(|v| v as *const V as usize))?;
+    if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+        return Ok(None);
+    }
+    // SAFETY: heap values are replaced by swapping the pointer and retiring
+    // the old allocation through the epoch; this transaction is pinned, so
+    // the value observed stays live.
+    Ok(Some(f(unsafe { &*(p as *const V) })))
+}
+
+/// Frees `np` through the epoch once no pinned thread can still hold it.
+///
+/// # Safety
+///
+/// `np` came from `Box::into_raw`, is unreachable from its collection now,
+/// and is retired only once. The collection must be `Send` for its nodes'
+/// contents (the collector may drop the node on another thread).
+pub(super) unsafe fn retire<N>(guard: &Guard, np: *const N) {
+    let addr = np as usize;
+    // SAFETY: per this function's contract; pinned readers may still hold
+    // the node, which is why it is deferred.
+    unsafe {
+        guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut N)));
+    }
+}
+
+/// Gap flag: the node was unlinked (its gap no longer means anything).
+pub(super) const UNLINKED: u64 = 0b010;
+
+/// A position in a [`GapChain`]: the last node before a searched key (null
+/// for the head), its gap word, and its successor at that word.
+pub(super) struct Pos<N> {
+    pub pred: *const N,
+    pub gap: u64,
+    pub next: *const N,
+}
+
+/// A sorted chain of nodes in which every node (and the head) has a *gap*
+/// version covering the interval up to its successor, changed only under
+/// the collection's structure lock. Gap items are keyed by `address | 1`
+/// (the head's by 1). Readers search without locks and validate against
+/// gap words.
+pub(super) trait GapChain: NodeCollection {
+    /// The gap version after `n` (the head's for null).
+    fn gap(&self, n: *const Self::Node) -> &TVersion;
+
+    /// The level-0 link after `n` (the head's for null).
+    fn link0(&self, n: *const Self::Node) -> &AtomicPtr<Self::Node>;
+
+    /// The last node satisfying `before`, by a traversal consistent with
+    /// that node's gap word. `start` gives a node satisfying `before` (or
+    /// null) to walk level 0 from; the search restarts there if the node it
+    /// stands on is unlinked. The caller is pinned.
+    #[inline]
+    fn locate(
+        &self,
+        start: impl Fn() -> *const Self::Node,
+        before: impl Fn(&Self::Node) -> bool,
+    ) -> TxResult<Pos<Self::Node>> {
+        let mut spins = 0;
+        'restart: loop {
+            let mut pred = start();
+            loop {
+                let g = self.gap(pred);
+                let w = g.load();
+                if TVersion::is_locked(w) {
+                    struct_wait(&mut spins)?;
+                    continue;
+                }
+                if w & UNLINKED != 0 {
+                    continue 'restart;
+                }
+                let nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
+                // SAFETY: reached through published links while pinned.
+                if !nx.is_null() && before(unsafe { &*nx }) {
+                    pred = nx;
+                    continue;
+                }
+                if g.load() == w {
+                    return Ok(Pos {
+                        pred,
+                        gap: w,
+                        next: nx,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Records a read of the gap after `pred` at `word`.
+    #[inline]
+    fn record_gap<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        pred: *const Self::Node,
+        word: u64,
+    ) -> TxResult<()> {
+        let id = tx.item(self, pred as u64 | 1);
+        tx.record_read(id, word)
+    }
+
+    /// Links `node` (already pointing at `pos.next`) after `pos.pred` on
+    /// level 0 and bumps that gap; returns the new gap word, for
+    /// [`adopt_placeholder`](NodeCollection::adopt_placeholder) once the
+    /// structure lock is released. The caller holds the structure lock and
+    /// has checked that the gap still holds `pos.gap`.
+    #[inline]
+    fn link_after(&self, pos: &Pos<Self::Node>, node: *mut Self::Node) -> u64 {
+        let g = self.gap(pos.pred);
+        let new_gap = TVersion::next_after(pos.gap, 0);
+        let locked = g.try_lock_at(pos.gap);
+        debug_assert!(locked, "gap words change only under the structure lock");
+        self.link0(pos.pred).store(node, Ordering::Release);
+        g.unlock_to(new_gap);
+        new_gap
+    }
+
+    /// Unlinks `np` from level 0 after `pred`, under the structure lock (its
+    /// other levels, if any, already done), and retires it. With a commit
+    /// version the gap before it is bumped to at least that version; its own
+    /// gap is bumped and flagged [`UNLINKED`].
+    ///
+    /// # Safety
+    ///
+    /// `np` is linked right after `pred` on level 0, the caller holds the
+    /// structure lock and owns the node's removal, and the node was
+    /// allocated with `Box`.
+    unsafe fn splice_out(
+        &self,
+        pred: *const Self::Node,
+        np: *const Self::Node,
+        cv: Option<u64>,
+        guard: &Guard,
+    ) {
+        debug_assert!(ptr::eq(self.link0(pred).load(Ordering::Relaxed), np));
+        let pgap = self.gap(pred);
+        let pw = pgap.load();
+        let locked = pgap.try_lock_at(pw);
+        debug_assert!(locked, "gap words change only under the structure lock");
+        self.link0(pred)
+            .store(self.link0(np).load(Ordering::Relaxed), Ordering::Release);
+        match cv {
+            Some(cv) => pgap.unlock_to(TVersion::next_after(pw, cv)),
+            None => pgap.unlock_to(pw),
+        }
+        let ngap = self.gap(np);
+        let nw = ngap.load();
+        ngap.unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
+        // SAFETY: unreachable from the chain now (per the contract), and
+        // retired only by the owner of its removal.
+        unsafe { retire(guard, np) };
+    }
+}
