@@ -50,9 +50,9 @@ use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 
-use super::node::{observe_value, retire, NodeCollection, DELETED, F_INSERT, F_REMOVE, INSERTING};
+use super::node::{retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
-use super::{busy, struct_wait, struct_wait_forever};
+use super::{struct_wait, struct_wait_forever};
 
 /// Bucket flag: the bucket was migrated to the next table.
 const MOVED: u64 = 0b010;
@@ -342,13 +342,9 @@ where
             self.record_bucket(tx, p)?;
             return Ok(None);
         }
-        // SAFETY: found by `probe` while pinned.
-        let n = unsafe { &*p.node };
         // A foreign placeholder, or a removal that just committed: the key
         // is absent; keep it so through the bucket as well.
-        self.view_value(tx, p.node, &n.state, &n.value, f, |tx| {
-            self.record_bucket(tx, p)
-        })
+        self.view_value(tx, p.node, f, |tx| self.record_bucket(tx, p))
     }
 
     /// The value of `key` (a clone), or `None`.
@@ -407,7 +403,7 @@ where
         &'env self,
         tx: &mut Transaction<'env>,
         key: K,
-        value: V,
+        mut value: V,
         overwrite: bool,
     ) -> TxResult<bool> {
         let _ = tx.guard();
@@ -416,44 +412,11 @@ where
         loop {
             let p = self.probe(h, &key)?;
             if !p.node.is_null() {
-                // SAFETY: found by `probe` while pinned.
-                let n = unsafe { &*p.node };
-                let own = tx.find_item(self, p.node as u64);
-                let flags = own.map_or(0, |id| tx.item_ref(id).flags());
-                if flags & F_REMOVE != 0 {
-                    // Removed earlier by this transaction: revive it.
-                    let id = own.expect("flags came from the item");
-                    let item = tx.item_mut(id);
-                    item.clear_flags(F_REMOVE);
-                    item.set_write(value);
-                    self.size_delta(tx, 1);
-                    return Ok(true);
-                }
-                if flags & F_INSERT != 0 {
-                    // Our own placeholder: present for us.
-                    if overwrite {
-                        let id = own.expect("flags came from the item");
-                        tx.item_mut(id).set_write(value);
-                    }
-                    return Ok(false);
-                }
-                if n.state.load() & INSERTING != 0 {
-                    // Another transaction is inserting this key.
-                    return Err(busy());
-                }
-                let id = tx.item(self, p.node as u64);
-                if overwrite {
-                    tx.item_mut(id).set_write(value);
-                    return Ok(false);
-                }
-                match observe_value(tx, id, &n.state, &n.value, |_| ())? {
-                    Some(()) => return Ok(false),
-                    None if own.is_some() => return Err(super::inconsistent()),
-                    None => {
-                        // Deleted under us: its unlink is imminent. Drop the
-                        // read and look again.
-                        tx.item_mut(id).forget_read();
-                        struct_wait(&mut spins)?;
+                match self.upsert_existing(tx, p.node, value, overwrite, false, &mut spins)? {
+                    Upserted::Done(inserted) => return Ok(inserted),
+                    // (`Deleted` is not returned here: deletions show in the read.)
+                    Upserted::Retry(v) | Upserted::Deleted(v) => {
+                        value = v;
                         continue;
                     }
                 }
@@ -774,9 +737,7 @@ where
 
     #[inline]
     fn store_value(node: &Node<K, V>, item: &mut Item, commit: &Commit<'_>) {
-        if let Some(v) = item.value.take::<V>() {
-            node.value.store(v, || commit.guard());
-        }
+        Self::store_pending(node, item, commit)
     }
 
     /// Unlinks node `np` from its chain. `commit_version` (if any) is
@@ -811,6 +772,20 @@ where
         // is ours (see above); nodes are boxed, and `K, V: Send` let the
         // collector drop it on another thread.
         unsafe { retire(guard, np) };
+    }
+}
+
+impl<K, V, S> MapNodes for THashMap<K, V, S>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    S: BuildHasher + Send + Sync + 'static,
+{
+    type Value = V;
+
+    #[inline]
+    fn cell(node: &Node<K, V>) -> &ValueCell<V> {
+        &node.value
     }
 }
 

@@ -39,7 +39,7 @@ use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::size::SizeCounter;
-use super::{inconsistent, struct_wait};
+use super::{busy, inconsistent, struct_wait};
 
 /// Node state flag: placeholder of an uncommitted insert.
 pub(super) const INSERTING: u64 = 0b010;
@@ -221,24 +221,52 @@ pub(super) trait NodeCollection: TObject + Sized {
         }
         self.size_delta(tx, -1);
     }
+}
 
-    /// The transaction's view of node `np` (state `state`, value `value`):
-    /// `Some(f(value))` if it is visible. Reads the node's state, except for
-    /// the transaction's own placeholders and removals. `absent` is called
-    /// when a read of the state finds the node invisible (a foreign
-    /// placeholder or a committed removal).
-    fn view_value<'env, V, R>(
+/// What [`MapNodes::upsert_existing`] did at a node holding the key.
+pub(super) enum Upserted<V> {
+    /// Finished: whether the key was (re)inserted.
+    Done(bool),
+    /// The node turned out deleted and its read was dropped: look the key
+    /// up again; the value is handed back.
+    Retry(V),
+    /// The node is deleted (a committed removal not unlinked yet); the value
+    /// is handed back to try the next node.
+    Deleted(V),
+}
+
+/// A [`NodeCollection`] whose nodes hold a value in a [`ValueCell`] (the
+/// maps): reads, blind writes and upserts of node values.
+pub(super) trait MapNodes: NodeCollection {
+    /// The value type.
+    type Value: Clone + 'static;
+
+    /// The value cell of `node`.
+    fn cell(node: &Self::Node) -> &ValueCell<Self::Value>;
+
+    /// [`NodeCollection::store_value`] for maps: publishes the pending
+    /// write value, if any.
+    #[inline]
+    fn store_pending(node: &Self::Node, item: &mut Item, commit: &Commit<'_>) {
+        if let Some(v) = item.value.take::<Self::Value>() {
+            Self::cell(node).store(v, || commit.guard());
+        }
+    }
+
+    /// The transaction's view of node `np`: `Some(f(value))` if it is
+    /// visible. Reads the node's state, except for the transaction's own
+    /// placeholders and removals. `absent` is called when a read of the
+    /// state finds the node invisible (a foreign placeholder or a committed
+    /// removal).
+    fn view_value<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
         np: *const Self::Node,
-        state: &TVersion,
-        value: &ValueCell<V>,
-        f: impl FnOnce(&V) -> R,
+        f: impl FnOnce(&Self::Value) -> R,
         absent: impl FnOnce(&mut Transaction<'env>) -> TxResult<()>,
-    ) -> TxResult<Option<R>>
-    where
-        V: Clone + 'static,
-    {
+    ) -> TxResult<Option<R>> {
+        // SAFETY: callers pass nodes reached while pinned.
+        let n = unsafe { &*np };
         let id = tx.item(self, np as u64);
         let (flags, has_value) = {
             let it = tx.item_ref(id);
@@ -249,30 +277,93 @@ pub(super) trait NodeCollection: TObject + Sized {
         }
         if flags & F_INSERT != 0 {
             let it = tx.item_ref(id);
-            return Ok(Some(match it.write_value::<V>() {
+            return Ok(Some(match it.write_value::<Self::Value>() {
                 Some(v) => f(v),
-                None => value.with(f),
+                None => Self::cell(n).with(f),
             }));
         }
         if has_value {
             // A blind put: presence still has to be read.
-            if observe_value(tx, id, state, value, |_| ())?.is_none() {
+            if observe_value(tx, id, Self::state(n), Self::cell(n), |_| ())?.is_none() {
                 return Err(inconsistent());
             }
-            return Ok(tx.item_ref(id).write_value::<V>().map(f));
+            return Ok(tx.item_ref(id).write_value::<Self::Value>().map(f));
         }
-        let r = observe_value(tx, id, state, value, f)?;
+        let r = observe_value(tx, id, Self::state(n), Self::cell(n), f)?;
         if r.is_none() {
             absent(tx)?;
         }
         Ok(r)
+    }
+
+    /// Inserts (or, with `overwrite`, blindly writes) `value` at node `np`,
+    /// which holds the key: revives the transaction's own removal, keeps its
+    /// own placeholder (present), aborts on another transaction's
+    /// placeholder, and otherwise reads the node's presence (or, with
+    /// `overwrite`, writes it without reading). A node found deleted is
+    /// handed back as [`Upserted::Deleted`] if `skip_deleted`; otherwise a
+    /// deletion is only noticed by the read, which then asks for a retry
+    /// (after a wait counted in `spins`).
+    fn upsert_existing<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        np: *const Self::Node,
+        value: Self::Value,
+        overwrite: bool,
+        skip_deleted: bool,
+        spins: &mut u32,
+    ) -> TxResult<Upserted<Self::Value>> {
+        // SAFETY: callers pass nodes reached while pinned.
+        let n = unsafe { &*np };
+        let own = tx.find_item(self, np as u64);
+        let flags = own.map_or(0, |id| tx.item_ref(id).flags());
+        if flags & F_REMOVE != 0 {
+            // Removed earlier by this transaction: revive it.
+            let item = tx.item_mut(own.expect("flags came from the item"));
+            item.clear_flags(F_REMOVE);
+            item.set_write(value);
+            self.size_delta(tx, 1);
+            return Ok(Upserted::Done(true));
+        }
+        if flags & F_INSERT != 0 {
+            // Our own placeholder: present for us.
+            if overwrite {
+                tx.item_mut(own.expect("flags came from the item"))
+                    .set_write(value);
+            }
+            return Ok(Upserted::Done(false));
+        }
+        let w = Self::state(n).load();
+        if w & INSERTING != 0 {
+            // Another transaction is inserting this key.
+            return Err(busy());
+        }
+        if skip_deleted && w & DELETED != 0 {
+            return Ok(Upserted::Deleted(value));
+        }
+        let id = tx.item(self, np as u64);
+        if overwrite {
+            tx.item_mut(id).set_write(value);
+            return Ok(Upserted::Done(false));
+        }
+        match observe_value(tx, id, Self::state(n), Self::cell(n), |_| ())? {
+            Some(()) => Ok(Upserted::Done(false)),
+            None if own.is_some() => Err(inconsistent()),
+            None => {
+                // Deleted under us: its unlink is imminent. Drop the read
+                // and look again.
+                tx.item_mut(id).forget_read();
+                struct_wait(spins)?;
+                Ok(Upserted::Retry(value))
+            }
+        }
     }
 }
 
 /// Reads the committed value in `value` under the node state `state`,
 /// recording the read in item `id`. `None` if the node is a placeholder or
 /// deleted.
-pub(super) fn observe_value<'env, V: Clone, R>(
+fn observe_value<'env, V: Clone, R>(
     tx: &mut Transaction<'env>,
     id: ItemId,
     state: &TVersion,

@@ -42,10 +42,10 @@ use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::node::{
-    observe_value, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING, UNLINKED,
+    GapChain, MapNodes, NodeCollection, Pos, Upserted, DELETED, INSERTING, UNLINKED,
 };
 use super::size::SizeCounter;
-use super::{busy, inconsistent, struct_wait};
+use super::{inconsistent, struct_wait};
 
 const MAX_HEIGHT: usize = 16;
 
@@ -312,8 +312,8 @@ where
         f: impl FnOnce(&K, &V) -> R,
     ) -> TxResult<Option<R>> {
         // SAFETY: reached while pinned.
-        let n = unsafe { &*np };
-        self.view_value(tx, np, &n.state, &n.value, |v| f(&n.key, v), |_| Ok(()))
+        let key = &unsafe { &*np }.key;
+        self.view_value(tx, np, |v| f(key, v), |_| Ok(()))
     }
 
     /// The first node of the run of `key` (starting at `pos.next`) visible
@@ -396,7 +396,7 @@ where
         &'env self,
         tx: &mut Transaction<'env>,
         key: K,
-        value: V,
+        mut value: V,
         overwrite: bool,
     ) -> TxResult<bool> {
         let _ = tx.guard();
@@ -410,41 +410,13 @@ where
                 if n.key != key {
                     break;
                 }
-                let own = tx.find_item(self, cur as u64);
-                let flags = own.map_or(0, |id| tx.item_ref(id).flags());
-                if flags & F_REMOVE != 0 {
-                    let item = tx.item_mut(own.expect("flags came from the item"));
-                    item.clear_flags(F_REMOVE);
-                    item.set_write(value);
-                    self.size_delta(tx, 1);
-                    return Ok(true);
-                }
-                if flags & F_INSERT != 0 {
-                    if overwrite {
-                        tx.item_mut(own.expect("flags came from the item"))
-                            .set_write(value);
+                match self.upsert_existing(tx, cur, value, overwrite, true, &mut spins)? {
+                    Upserted::Done(inserted) => return Ok(inserted),
+                    Upserted::Retry(v) => {
+                        value = v;
+                        continue 'retry;
                     }
-                    return Ok(false);
-                }
-                let w = n.state.load();
-                if w & INSERTING != 0 {
-                    return Err(busy());
-                }
-                if w & DELETED == 0 {
-                    let id = tx.item(self, cur as u64);
-                    if overwrite {
-                        tx.item_mut(id).set_write(value);
-                        return Ok(false);
-                    }
-                    match observe_value(tx, id, &n.state, &n.value, |_| ())? {
-                        Some(()) => return Ok(false),
-                        None if own.is_some() => return Err(inconsistent()),
-                        None => {
-                            tx.item_mut(id).forget_read();
-                            struct_wait(&mut spins)?;
-                            continue 'retry;
-                        }
-                    }
+                    Upserted::Deleted(v) => value = v,
                 }
                 cur = n.next0.load(Ordering::Acquire);
             }
@@ -717,9 +689,7 @@ where
 
     #[inline]
     fn store_value(node: &SNode<K, V>, item: &mut Item, commit: &Commit<'_>) {
-        if let Some(v) = item.value.take::<V>() {
-            node.value.store(v, || commit.guard());
-        }
+        Self::store_pending(node, item, commit)
     }
 
     /// Unlinks `np` at every level under the structure lock; with a commit
@@ -767,6 +737,19 @@ where
         // its removal, and nodes are boxed; `K, V: Send` let the collector
         // drop it elsewhere.
         unsafe { self.splice_out(pred0, np, cv, guard) };
+    }
+}
+
+impl<K, V> MapNodes for TSkipMap<K, V>
+where
+    K: Ord + Clone + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    type Value = V;
+
+    #[inline]
+    fn cell(node: &SNode<K, V>) -> &ValueCell<V> {
+        &node.value
     }
 }
 
