@@ -45,12 +45,12 @@ use crossbeam_utils::CachePadded;
 
 use crate::error::TxResult;
 use crate::item::Item;
-use crate::object::{Commit, LockOutcome, TObject};
+use crate::object::Commit;
 use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 
-use super::node::{retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
+use super::node::{node_tobject, retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
 use super::{struct_wait, struct_wait_forever};
 
@@ -789,32 +789,12 @@ where
     }
 }
 
-impl<K, V, S> TObject for THashMap<K, V, S>
+node_tobject!(impl[K, V, S] for THashMap<K, V, S>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
     S: BuildHasher + Send + Sync + 'static,
-{
-    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        self.lock_item(item, commit)
-    }
-
-    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
-        self.check_item(item, commit)
-    }
-
-    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        self.install_item(item, commit)
-    }
-
-    fn unlock(&self, item: &mut Item) {
-        self.unlock_item(item)
-    }
-
-    fn cleanup(&self, item: &mut Item, committed: bool) {
-        self.cleanup_item(item, committed)
-    }
-}
+);
 
 impl<K, V, S> Drop for THashMap<K, V, S> {
     fn drop(&mut self) {

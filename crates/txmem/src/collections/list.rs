@@ -21,11 +21,13 @@ use parking_lot::Mutex;
 
 use crate::error::TxResult;
 use crate::item::Item;
-use crate::object::{Commit, LockOutcome, TObject};
+use crate::object::Commit;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 
-use super::node::{GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING};
+use super::node::{
+    node_tobject, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING,
+};
 use super::size::SizeCounter;
 use super::{busy, struct_wait};
 
@@ -342,27 +344,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> GapChain for SortedList<T> {
     }
 }
 
-impl<T: Ord + Clone + Send + Sync + 'static> TObject for SortedList<T> {
-    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        self.lock_item(item, commit)
-    }
-
-    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
-        self.check_item(item, commit)
-    }
-
-    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        self.install_item(item, commit)
-    }
-
-    fn unlock(&self, item: &mut Item) {
-        self.unlock_item(item)
-    }
-
-    fn cleanup(&self, item: &mut Item, committed: bool) {
-        self.cleanup_item(item, committed)
-    }
-}
+node_tobject!(impl[T] for SortedList<T> where T: Ord + Clone + Send + Sync + 'static);
 
 impl<T> Drop for SortedList<T> {
     fn drop(&mut self) {

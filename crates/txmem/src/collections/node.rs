@@ -223,6 +223,43 @@ pub(super) trait NodeCollection: TObject + Sized {
     }
 }
 
+/// Implements [`TObject`] for a [`NodeCollection`] by delegating each step
+/// to the shared protocol (`lock_item`, `check_item`, ...):
+/// `node_tobject!(impl[K, V] for Map<K, V> where K: Bounds, V: Bounds);`
+macro_rules! node_tobject {
+    (impl[$($gen:tt)*] for $ty:ty where $($bounds:tt)*) => {
+        impl<$($gen)*> $crate::object::TObject for $ty
+        where
+            $($bounds)*
+        {
+            fn lock(
+                &self,
+                item: &mut $crate::item::Item,
+                commit: &$crate::object::Commit<'_>,
+            ) -> $crate::object::LockOutcome {
+                self.lock_item(item, commit)
+            }
+
+            fn check(&self, item: &$crate::item::Item, commit: &$crate::object::Commit<'_>) -> bool {
+                self.check_item(item, commit)
+            }
+
+            fn install(&self, item: &mut $crate::item::Item, commit: &$crate::object::Commit<'_>) {
+                self.install_item(item, commit)
+            }
+
+            fn unlock(&self, item: &mut $crate::item::Item) {
+                self.unlock_item(item)
+            }
+
+            fn cleanup(&self, item: &mut $crate::item::Item, committed: bool) {
+                self.cleanup_item(item, committed)
+            }
+        }
+    };
+}
+pub(super) use node_tobject;
+
 /// What [`MapNodes::upsert_existing`] did at a node holding the key.
 pub(super) enum Upserted<V> {
     /// Finished: whether the key was (re)inserted.

@@ -36,13 +36,13 @@ use parking_lot::Mutex;
 
 use crate::error::TxResult;
 use crate::item::Item;
-use crate::object::{Commit, LockOutcome, TObject};
+use crate::object::Commit;
 use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::node::{
-    GapChain, MapNodes, NodeCollection, Pos, Upserted, DELETED, INSERTING, UNLINKED,
+    node_tobject, GapChain, MapNodes, NodeCollection, Pos, Upserted, DELETED, INSERTING, UNLINKED,
 };
 use super::size::SizeCounter;
 use super::{inconsistent, struct_wait};
@@ -780,31 +780,11 @@ where
     }
 }
 
-impl<K, V> TObject for TSkipMap<K, V>
+node_tobject!(impl[K, V] for TSkipMap<K, V>
 where
     K: Ord + Clone + Send + Sync + 'static,
     V: Clone + Send + Sync + 'static,
-{
-    fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        self.lock_item(item, commit)
-    }
-
-    fn check(&self, item: &Item, commit: &Commit<'_>) -> bool {
-        self.check_item(item, commit)
-    }
-
-    fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        self.install_item(item, commit)
-    }
-
-    fn unlock(&self, item: &mut Item) {
-        self.unlock_item(item)
-    }
-
-    fn cleanup(&self, item: &mut Item, committed: bool) {
-        self.cleanup_item(item, committed)
-    }
-}
+);
 
 impl<K, V> Drop for TSkipMap<K, V> {
     fn drop(&mut self) {
