@@ -1,6 +1,9 @@
 //! Runs the TxLinux counter microbenchmark with a spinlock and with transactions and prints
-//! the main figures: `cargo run --release -p txmem-sim --example counter [cores] [increments]`.
+//! the main figures:
+//! `cargo run --release -p txmem-sim --example counter [cores] [increments] [only] [policy]`
+//! (`only`: `spinlock`, `tx` or `atomic`; `policy`: a conflict policy name, default SizeMatters).
 
+use txmem_sim::config::PolicyKind;
 use txmem_sim::workloads::{run, SyncKind, WorkloadConfig};
 use txmem_sim::SimConfig;
 
@@ -9,10 +12,23 @@ fn main() {
     let cores = args.next().and_then(|a| a.parse().ok()).unwrap_or(8);
     let increments = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let only = args.next();
-    let cfg = SimConfig {
+    let policy = args.next();
+    let mut cfg = SimConfig {
         cores,
         ..SimConfig::default()
     };
+    if let Some(p) = policy {
+        match PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(&p))
+        {
+            Some(k) => cfg.htm.policy = k,
+            None => {
+                eprintln!("unknown policy {p}");
+                std::process::exit(2);
+            }
+        }
+    }
     for sync in [SyncKind::Spinlock, SyncKind::Tx, SyncKind::Atomic] {
         if only.as_deref().is_some_and(|o| o != sync.name()) {
             continue;

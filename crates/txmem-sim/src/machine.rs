@@ -574,7 +574,7 @@ impl Machine {
 
         // 1. Conflict detection (eager), or strong atomicity for non-transactional accesses.
         let check = tx.is_none() || self.cfg.htm.detection == Detection::Eager;
-        if check && (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) != 0 {
+        if check && self.htm.may_conflict(core, tx, line, write) {
             match self.resolve(core, tx, line, word, write, retrying) {
                 Resolution::Proceed => {}
                 Resolution::Stall(c) => return Outcome::Stall(c),
@@ -742,34 +742,37 @@ impl Machine {
         line: u64,
     ) -> bool {
         let wg = self.cfg.htm.granularity == crate::config::Granularity::Word;
-        let mut rl = std::mem::take(&mut self.htm.stacks[core][i].logical);
-        let mut hl = std::mem::take(&mut self.htm.stacks[d][j].logical);
-        let rsize = self.htm.stacks[core][i].size_bytes();
-        let h = &self.htm.stacks[d][j];
-        let hsize = h.size_bytes();
+        // Only SizeMatters looks at working-set sizes; the other policies ignore them.
+        let sizes = self.cfg.htm.policy == crate::config::PolicyKind::SizeMatters;
+        debug_assert_ne!(core, d, "a core's own frames never go to the policy");
+        let [rs, hs] = self
+            .htm
+            .stacks
+            .get_disjoint_mut([core, d])
+            .expect("requester and holder are different cores");
+        let (r, h) = (&mut rs[i], &mut hs[j]);
+        let rsize = if sizes { r.size_bytes() } else { 0 };
+        let hsize = if sizes { h.size_bytes() } else { 0 };
         let hwrites = if wg {
             h.write_words.contains(word)
         } else {
             h.write_lines.contains(line)
         };
-        let wins = requester_wins(
+        requester_wins(
             &self.cfg.htm,
             &mut Side {
-                logical: &mut rl,
+                logical: &mut r.logical,
                 size_bytes: rsize,
                 writes: write,
                 core,
             },
             &mut Side {
-                logical: &mut hl,
+                logical: &mut h.logical,
                 size_bytes: hsize,
                 writes: hwrites,
                 core: d,
             },
-        );
-        self.htm.stacks[core][i].logical = rl;
-        self.htm.stacks[d][j].logical = hl;
-        wins
+        )
     }
 
     /// Whether frame `j` of core `d` wrote the conflicting location (it owns the line).

@@ -228,14 +228,16 @@ impl std::ops::Index<usize> for FrameStack {
     type Output = TxFrame;
     #[inline]
     fn index(&self, i: usize) -> &TxFrame {
-        &self.frames[..self.len][i]
+        assert!(i < self.len, "frame {i} of a stack of {}", self.len);
+        &self.frames[i]
     }
 }
 
 impl std::ops::IndexMut<usize> for FrameStack {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut TxFrame {
-        &mut self.frames[..self.len][i]
+        assert!(i < self.len, "frame {i} of a stack of {}", self.len);
+        &mut self.frames[i]
     }
 }
 
@@ -420,6 +422,30 @@ impl Htm {
         f.write_words.clear();
     }
 
+    /// Cores that may hold a frame conflicting with an access by `core` to `line` (`skip`
+    /// being the requester's own active frame, if any): a cheap filter for
+    /// [`Htm::conflicts`], which finds nothing when this is 0.
+    #[inline]
+    fn conflict_mask(&self, core: usize, skip: Option<usize>, line: u64, write: bool) -> u64 {
+        let mut mask = self.line_w[line as usize];
+        if write {
+            mask |= self.line_r[line as usize];
+        }
+        // The requester's own frame is skipped: when it is the core's only frame (or the core
+        // has none), the core's own bit cannot name a conflicting frame.
+        if mask != 0 && self.stacks[core].len() == usize::from(skip.is_some()) {
+            mask &= !(1u64 << core);
+        }
+        mask
+    }
+
+    /// Whether [`Htm::conflicts`] may find a conflicting frame for this access (false means
+    /// it finds none).
+    #[inline]
+    pub fn may_conflict(&self, core: usize, skip: Option<usize>, line: u64, write: bool) -> bool {
+        self.conflict_mask(core, skip, line, write) != 0
+    }
+
     /// Appends to `out` every frame `(core, index)` whose footprint conflicts with an access
     /// by `core` to `word`/`line`, except frame `skip` of `core` (the requester itself).
     pub fn conflicts(
@@ -431,10 +457,7 @@ impl Htm {
         write: bool,
         out: &mut Vec<(usize, usize)>,
     ) {
-        let mut mask = self.line_w[line as usize];
-        if write {
-            mask |= self.line_r[line as usize];
-        }
+        let mut mask = self.conflict_mask(core, skip, line, write);
         if mask == 0 {
             return;
         }
