@@ -1,13 +1,8 @@
-//! The event queue: events kept sorted by (time, sequence number).
-//!
-//! The queue is small (about one live wake-up per core, a timer per core, and the stale
-//! wake-ups that dooms leave behind), so a sorted array beats a binary heap: popping is
-//! reading the head, and a new event is placed by a binary search and a short move of the
-//! entries after it. Keys are unique, so the order is the same total order a heap would
-//! produce.
+//! The event queue: a binary min-heap keyed by (time, sequence number).
 
 use super::time::Cycle;
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 
 /// What an event does when its time comes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +61,7 @@ impl Event {
 impl Ord for Event {
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        // Reversed (earlier events are greater), as a max-heap of events would want.
+        // Reversed so that `BinaryHeap` (a max-heap) pops the earliest event first.
         other.key().cmp(&self.key())
     }
 }
@@ -78,19 +73,12 @@ impl PartialOrd for Event {
     }
 }
 
-/// Priority queue of events, earliest first; equal times pop in scheduling order, so runs are
-/// deterministic.
+/// Min-heap of events; equal times pop in scheduling order, so runs are deterministic.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    /// `events[head..]` are the pending events in ascending key order; `events[..head]` are
-    /// popped ones not yet compacted away.
-    events: Vec<Event>,
-    head: usize,
+    heap: BinaryHeap<Event>,
     next_seq: u64,
 }
-
-/// Popped entries tolerated at the front before they are compacted away.
-const COMPACT_AT: usize = 64;
 
 impl EventQueue {
     /// An empty queue.
@@ -111,48 +99,33 @@ impl EventQueue {
             }
             EventKind::Timer => TIMER,
         };
-        let ev = Event {
+        self.heap.push(Event {
             time,
             seq_core: (seq << 8) | core as u64,
             token,
-        };
-        if self.head >= COMPACT_AT {
-            self.events.drain(..self.head);
-            self.head = 0;
-        }
-        // The new key is larger than every pending key of the same time (sequence numbers
-        // grow), so it goes after all keys not greater than it.
-        let key = ev.key();
-        let pos = self.head + self.events[self.head..].partition_point(|e| e.key() < key);
-        self.events.insert(pos, ev);
+        });
     }
 
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        let ev = *self.events.get(self.head)?;
-        self.head += 1;
-        if self.head == self.events.len() {
-            self.events.clear();
-            self.head = 0;
-        }
-        Some(ev)
+        self.heap.pop()
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn next_time(&self) -> Option<Cycle> {
-        self.events.get(self.head).map(|e| e.time)
+        self.heap.peek().map(|e| e.time)
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.events.len() - self.head
+        self.heap.len()
     }
 
     /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.heap.is_empty()
     }
 }
 
@@ -180,32 +153,5 @@ mod tests {
             ]
         );
         assert!(q.is_empty());
-    }
-
-    #[test]
-    fn matches_a_binary_heap() {
-        use std::collections::BinaryHeap;
-        let mut q = EventQueue::new();
-        let mut heap = BinaryHeap::new();
-        let mut x = 12345u64;
-        let mut pushed = 0u64;
-        for i in 0..5000u64 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            if !x.is_multiple_of(3) || q.is_empty() {
-                let t = i / 4 + x % 50;
-                let core = (x >> 8) as usize % 8;
-                q.push(t, core, EventKind::Wake { token: i + 1 });
-                heap.push(std::cmp::Reverse((t, pushed, core)));
-                pushed += 1;
-            } else {
-                let e = q.pop().unwrap();
-                let std::cmp::Reverse((t, seq, core)) = heap.pop().unwrap();
-                assert_eq!((e.time, e.seq(), e.core()), (t, seq, core));
-                assert_eq!(q.len(), heap.len());
-            }
-            assert_eq!(q.next_time(), heap.peek().map(|r| r.0 .0));
-        }
     }
 }
