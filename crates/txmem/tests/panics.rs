@@ -31,11 +31,10 @@ fn panic_in_valid_transaction_propagates_and_releases_everything() {
     assert_eq!(b.load(), 2);
 }
 
-#[test]
-fn panic_in_doomed_transaction_is_retried() {
-    // Two boxes that writers keep equal. A NON-opaque reader may see them
-    // differ; it "panics" on that inconsistency, which must be treated as
-    // an abort (the attempt was doomed), never propagated.
+/// Runs `reader` on one thread, over and over with no opacity, while
+/// another thread commits 20,000 transactions that keep two boxes equal.
+/// The reader gets the boxes and may see them differ in a doomed attempt.
+fn race_unopaque_reader(reader: impl Fn(&txmem::TxOptions, &TBox<u64>, &TBox<u64>) + Sync) {
     let a = TBox::new(0u64);
     let b = TBox::new(0u64);
     let opts = txmem::TxOptions::new().opacity(txmem::Opacity::None);
@@ -52,12 +51,7 @@ fn panic_in_doomed_transaction_is_retried() {
         });
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                opts.run(|tx| {
-                    let x = a.get(tx)?;
-                    let y = b.get(tx)?;
-                    assert_eq!(x, y, "inconsistent view");
-                    Ok(())
-                });
+                reader(&opts, &a, &b);
             }
         });
     });
@@ -65,40 +59,37 @@ fn panic_in_doomed_transaction_is_retried() {
 }
 
 #[test]
+fn panic_in_doomed_transaction_is_retried() {
+    // The reader panics on an inconsistent view; that must be treated as an
+    // abort (the attempt was doomed), never propagated.
+    race_unopaque_reader(|opts, a, b| {
+        opts.run(|tx| {
+            let x = a.get(tx)?;
+            let y = b.get(tx)?;
+            assert_eq!(x, y, "inconsistent view");
+            Ok(())
+        })
+    });
+}
+
+#[test]
 fn user_errors_from_inconsistent_views_are_retried_without_opacity() {
-    // Writers keep two boxes equal. A no-opacity reader that sees them differ
-    // returns a user error; that error must never reach the caller, because
-    // the attempt that produced it fails validation and is retried.
-    let a = TBox::new(0u64);
-    let b = TBox::new(0u64);
-    let opts = txmem::TxOptions::new().opacity(txmem::Opacity::None);
-    let stop = std::sync::atomic::AtomicBool::new(false);
-    thread::scope(|s| {
-        s.spawn(|| {
-            for i in 1..=20_000u64 {
-                atomically(|tx| {
-                    a.set(tx, i)?;
-                    b.set(tx, i)
-                });
+    // The reader returns a user error on an inconsistent view; that error
+    // must never reach the caller, because the attempt that produced it
+    // fails validation and is retried.
+    race_unopaque_reader(|opts, a, b| {
+        let r: Result<(), (u64, u64)> = opts.try_run(|tx| {
+            let x = a.get(tx)?;
+            let y = b.get(tx)?;
+            if x != y {
+                return Err(txmem::TxError::User((x, y)));
             }
-            stop.store(true, Ordering::Relaxed);
+            Ok(())
         });
-        s.spawn(|| {
-            while !stop.load(Ordering::Relaxed) {
-                let r: Result<(), (u64, u64)> = opts.try_run(|tx| {
-                    let x = a.get(tx)?;
-                    let y = b.get(tx)?;
-                    if x != y {
-                        return Err(txmem::TxError::User((x, y)));
-                    }
-                    Ok(())
-                });
-                assert_eq!(
-                    r,
-                    Ok(()),
-                    "an error computed from an inconsistent view escaped"
-                );
-            }
-        });
+        assert_eq!(
+            r,
+            Ok(()),
+            "an error computed from an inconsistent view escaped"
+        );
     });
 }
