@@ -20,9 +20,8 @@ use crate::version::VERSION_STEP;
 pub(crate) const IRREVOCABLE: u64 = 0b001;
 /// Gate bit: the hourglass is held by a starving transaction.
 pub(crate) const HOURGLASS: u64 = 0b010;
-/// Gate bit: a high-priority transaction asks lower-priority writers to wait.
-pub(crate) const PRIORITY: u64 = 0b100;
-const GATES: u64 = IRREVOCABLE | HOURGLASS | PRIORITY;
+/// All gate bits (the clock advances in steps of `VERSION_STEP`, above them).
+const GATES: u64 = IRREVOCABLE | HOURGLASS;
 
 protocol_static! {
     static CLOCK: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(VERSION_STEP));
