@@ -307,7 +307,7 @@ pub(crate) fn run_with<'env, R, E>(
                 cm.finish();
                 let objects = st.items.iter().filter(|it| it.is_read()).map(|it| it.object_addr()).collect();
                 let st_ref: &TxState = st;
-                wait::block_until_changed(objects, || st_ref.reads_still_valid());
+                wait::block_until_changed(objects, || st_ref.validate_reads());
             }
             if st.wants_irrevocable {
                 irrevocable = true;
@@ -344,13 +344,6 @@ pub(crate) fn run_with<'env, R, E>(
             }
         }
     })
-}
-
-impl TxState {
-    /// For blocking retry: true while every read is unchanged and unlocked.
-    fn reads_still_valid(&self) -> bool {
-        self.validate_reads()
-    }
 }
 
 #[inline]
