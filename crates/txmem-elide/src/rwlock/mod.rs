@@ -106,55 +106,41 @@ impl<H: Htm> RawElidedRwLock<H> {
 
     #[inline(never)]
     fn lock_shared_elided(&self) {
-        if !holds::has_room() {
-            self.lock.lock_shared();
-            self.shared.add_shared(Stat::Fallback);
-            engine::fallback_acquired(&self.htm);
-            return;
-        }
-        match engine::acquire(
-            &self.htm,
-            &self.shared,
+        self.lock_elided(
             || self.lock.write_locked(),
             || self.wait_no_writer(),
-        ) {
-            Path::Elided => {
-                // Inside the transaction: rolled back with it on abort.
-                let pushed = holds::try_push(self.lock.addr());
-                debug_assert!(pushed, "checked for room before beginning");
-            }
-            Path::Fallback => {
-                self.lock.lock_shared();
-                self.shared.add_shared(Stat::Fallback);
-                engine::fallback_acquired(&self.htm);
-            }
-        }
+            || self.lock.lock_shared(),
+        )
     }
 
     #[inline(never)]
     fn lock_exclusive_elided(&self) {
-        if !holds::has_room() {
-            self.lock.lock_exclusive();
-            self.shared.add_shared(Stat::Fallback);
-            engine::fallback_acquired(&self.htm);
-            return;
-        }
-        match engine::acquire(
-            &self.htm,
-            &self.shared,
+        self.lock_elided(
             || self.lock.writer_busy(),
             || self.wait_writable(),
-        ) {
-            Path::Elided => {
-                let pushed = holds::try_push(self.lock.addr());
-                debug_assert!(pushed, "checked for room before beginning");
-            }
-            Path::Fallback => {
-                self.lock.lock_exclusive();
-                self.shared.add_shared(Stat::Fallback);
-                engine::fallback_acquired(&self.htm);
+            || self.lock.lock_exclusive(),
+        )
+    }
+
+    /// The elided acquisition shared by readers and writers: they differ only
+    /// in what makes the fallback lock busy for them, how they wait for it,
+    /// and which mode of it they take when elision gives up.
+    #[inline(always)]
+    fn lock_elided(&self, busy: impl Fn() -> bool, wait: impl Fn(), take_fallback: impl FnOnce()) {
+        if holds::has_room() {
+            match engine::acquire(&self.htm, &self.shared, busy, wait) {
+                Path::Elided => {
+                    // Inside the transaction: rolled back with it on abort.
+                    let pushed = holds::try_push(self.lock.addr());
+                    debug_assert!(pushed, "checked for room before beginning");
+                    return;
+                }
+                Path::Fallback => {}
             }
         }
+        take_fallback();
+        self.shared.add_shared(Stat::Fallback);
+        engine::fallback_acquired(&self.htm);
     }
 }
 
