@@ -70,50 +70,27 @@ impl IntSet for TxList {
 
 // ---------- peers ----------
 
-impl IntSet for Mutex<HashSet<u64>> {
-    fn contains(&self, k: u64) -> bool {
-        self.lock().unwrap().contains(&k)
-    }
-    fn insert(&self, k: u64) -> bool {
-        self.lock().unwrap().insert(k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        self.lock().unwrap().remove(&k)
-    }
+/// A std set behind one coarse lock: `$read`/`$write` name the lock's
+/// shared and exclusive accessors (both `lock` for a mutex).
+macro_rules! locked_std_set {
+    ($ty:ty, $read:ident, $write:ident) => {
+        impl IntSet for $ty {
+            fn contains(&self, k: u64) -> bool {
+                self.$read().unwrap().contains(&k)
+            }
+            fn insert(&self, k: u64) -> bool {
+                self.$write().unwrap().insert(k)
+            }
+            fn remove(&self, k: u64) -> bool {
+                self.$write().unwrap().remove(&k)
+            }
+        }
+    };
 }
-impl IntSet for RwLock<HashSet<u64>> {
-    fn contains(&self, k: u64) -> bool {
-        self.read().unwrap().contains(&k)
-    }
-    fn insert(&self, k: u64) -> bool {
-        self.write().unwrap().insert(k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        self.write().unwrap().remove(&k)
-    }
-}
-impl IntSet for Mutex<BTreeSet<u64>> {
-    fn contains(&self, k: u64) -> bool {
-        self.lock().unwrap().contains(&k)
-    }
-    fn insert(&self, k: u64) -> bool {
-        self.lock().unwrap().insert(k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        self.lock().unwrap().remove(&k)
-    }
-}
-impl IntSet for RwLock<BTreeSet<u64>> {
-    fn contains(&self, k: u64) -> bool {
-        self.read().unwrap().contains(&k)
-    }
-    fn insert(&self, k: u64) -> bool {
-        self.write().unwrap().insert(k)
-    }
-    fn remove(&self, k: u64) -> bool {
-        self.write().unwrap().remove(&k)
-    }
-}
+locked_std_set!(Mutex<HashSet<u64>>, lock, lock);
+locked_std_set!(RwLock<HashSet<u64>>, read, write);
+locked_std_set!(Mutex<BTreeSet<u64>>, lock, lock);
+locked_std_set!(RwLock<BTreeSet<u64>>, read, write);
 /// A sorted `Vec` (the std sorted sequence) for the list workload.
 impl IntSet for RwLock<Vec<u64>> {
     fn contains(&self, k: u64) -> bool {
