@@ -137,10 +137,12 @@ impl TxState {
     }
 
     /// Prepares an attempt: clock snapshot, gates, irrevocability.
-    pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool) {
+    /// `irrevocable`: run this attempt irrevocably; `requested`: because the
+    /// program asked (not because the runtime serialized a starving one).
+    pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool, requested: bool) {
         self.opacity = opacity;
         self.wants_irrevocable = false;
-        self.user_irrevocable = false;
+        self.user_irrevocable = requested;
         self.cutoff = index::item_index_cutoff();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();

@@ -228,8 +228,7 @@ pub(crate) fn run_with<'env, R, E>(
             // anything else, and handlers run only after it is released.
             let st = unsafe { &mut *ctx.state.get() };
             cm.before_begin(clock::now());
-            st.begin(opts.opacity, irrevocable);
-            st.user_irrevocable = opts.irrevocable;
+            st.begin(opts.opacity, irrevocable, opts.irrevocable);
             let tx = Transaction::from_state(st);
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
 
