@@ -31,43 +31,40 @@ impl TxState {
     /// The full protocol, for transactions that may have written.
     #[inline(never)]
     fn commit_writes(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
+        // The contention policy's hook runs once, before the first lock.
+        before_lock();
+        let irrevocable = self.irrevocable.is_some();
+
         // Phase 1: lock the write set (bounded spinning keeps it
-        // deadlock-free), counting the sets on the way. Read-only
-        // transactions lock nothing.
+        // deadlock-free), counting the sets on the way.
         let mut reads = 0;
         let mut writes = 0;
         let mut unlocked_reads = 0;
+        let locking = Commit {
+            version: 0,
+            irrevocable,
+            guard: &self.guard,
+        };
         let mut failure = None;
-        {
-            let ctx = Commit {
-                version: 0,
-                irrevocable: self.irrevocable.is_some(),
-                guard: &self.guard,
-            };
-            let mut before_lock = Some(before_lock);
-            for it in self.items.iter_mut() {
-                let read = it.is_read();
-                reads += read as usize;
-                if !it.is_write() {
-                    unlocked_reads += read as usize;
-                    continue;
+        for it in self.items.iter_mut() {
+            let read = it.is_read() as usize;
+            reads += read;
+            if !it.is_write() {
+                unlocked_reads += read;
+                continue;
+            }
+            writes += 1;
+            // SAFETY: objects outlive the transaction (`Transaction<'env>`).
+            let obj = unsafe { it.object.as_ref() };
+            match obj.lock(it, &locking) {
+                LockOutcome::Acquired => it.set_locked(true),
+                LockOutcome::Busy => {
+                    failure = Some(AbortCause::LockBusy);
+                    break;
                 }
-                writes += 1;
-                if let Some(hook) = before_lock.take() {
-                    hook();
-                }
-                // SAFETY: objects outlive the transaction (`Transaction<'env>`).
-                let obj = unsafe { it.object.as_ref() };
-                match obj.lock(it, &ctx) {
-                    LockOutcome::Acquired => it.set_locked(true),
-                    LockOutcome::Busy => {
-                        failure = Some(AbortCause::LockBusy);
-                        break;
-                    }
-                    LockOutcome::Stale => {
-                        failure = Some(AbortCause::Validation);
-                        break;
-                    }
+                LockOutcome::Stale => {
+                    failure = Some(AbortCause::Validation);
+                    break;
                 }
             }
         }
@@ -82,45 +79,47 @@ impl TxState {
         // Phase 2: the commit version. Its SeqCst access to the clock word,
         // after the SeqCst lock RMWs, is also where a closed irrevocability
         // gate is seen (see `clock`).
-        let word = match self.opacity {
-            Opacity::Tl2 => clock::tick(),
-            Opacity::Revalidate | Opacity::None => clock::now_seqcst(),
-        };
-        if word.has(IRREVOCABLE) && self.irrevocable.is_none() {
-            self.unlock_all();
-            return Err(AbortCause::Irrevocable);
-        }
-        let version = match self.opacity {
-            Opacity::Tl2 => word.time(),
+        let (word, version) = match self.opacity {
+            Opacity::Tl2 => {
+                let word = clock::tick();
+                (word, word.time())
+            }
             // Silo-style: larger than every version this transaction saw and
             // than the clock, without writing any shared word.
             Opacity::Revalidate | Opacity::None => {
+                let word = clock::now_seqcst();
                 let seen = self
                     .items
                     .iter()
                     .map(|it| TVersion::version_of(it.read_version()))
-                    .max()
-                    .unwrap_or(0);
-                seen.max(word.time()) + VERSION_STEP
+                    .fold(word.time(), u64::max);
+                (word, seen + VERSION_STEP)
             }
         };
+        if word.has(IRREVOCABLE) && !irrevocable {
+            self.unlock_all();
+            return Err(AbortCause::Irrevocable);
+        }
         let wake = wait::waiters_present();
+        let ctx = Commit {
+            version,
+            irrevocable,
+            guard: &self.guard,
+        };
 
         // Phase 3: validate reads not already covered by a lock on the same
         // item (a read item is locked only if its version was unchanged).
-        let valid = unlocked_reads == 0 || {
-            let ctx = self.commit_ctx(version);
-            self.items.iter().all(|it| {
+        let valid = unlocked_reads == 0
+            || self.items.iter().all(|it| {
                 !it.is_read() || it.is_locked() || {
                     // SAFETY: as above.
                     let obj = unsafe { it.object.as_ref() };
                     obj.check(it, &ctx)
                 }
-            })
-        };
+            });
         if !valid {
             assert!(
-                self.irrevocable.is_none(),
+                !irrevocable,
                 "txmem: an irrevocable transaction failed validation (a TObject broke the protocol)"
             );
             self.unlock_all();
@@ -128,19 +127,12 @@ impl TxState {
         }
 
         // Phase 4: install (the commit point has passed); install also unlocks.
-        {
-            let ctx = Commit {
-                version,
-                irrevocable: self.irrevocable.is_some(),
-                guard: &self.guard,
-            };
-            for it in self.items.iter_mut() {
-                if it.is_locked() {
-                    // SAFETY: as above.
-                    let obj = unsafe { it.object.as_ref() };
-                    obj.install(it, &ctx);
-                    it.set_locked(false);
-                }
+        for it in self.items.iter_mut() {
+            if it.is_locked() {
+                // SAFETY: as above.
+                let obj = unsafe { it.object.as_ref() };
+                obj.install(it, &ctx);
+                it.set_locked(false);
             }
         }
         if wake {

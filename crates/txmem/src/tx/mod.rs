@@ -180,30 +180,43 @@ impl TxState {
                 .items
                 .iter()
                 .all(|it| !it.value.is_set() && !it.has(crate::item::NEEDS_CLEANUP)));
-            // SAFETY: without `item_mut` no item was handed out mutably, so
-            // every item still holds an empty value and needs no cleanup;
-            // `Item` has no other drop glue. Forgetting them drops nothing.
-            unsafe { self.items.set_len(0) };
         }
+        // SAFETY: every item's value is empty (read-only attempts never set
+        // one; `drop_items` cleared them) and `Item` has no other drop glue,
+        // so forgetting the items drops nothing.
+        unsafe { self.items.set_len(0) };
+        // Everything else is rare; test it all with one branch.
+        let extras = self.indexed
+            | !self.savepoints.is_empty()
+            | self.guard.get().is_some()
+            | self.irrevocable.is_some()
+            | !self.on_commit.is_empty()
+            | !self.on_abort.is_empty();
+        if extras {
+            self.finish_extras(committed)
+        } else {
+            None
+        }
+    }
+
+    #[cold]
+    fn finish_extras(&mut self, committed: bool) -> Option<Vec<Handler>> {
         if self.indexed {
             self.index.clear();
             self.indexed = false;
         }
-        if !self.savepoints.is_empty() {
-            self.savepoints.clear();
-        }
-        if self.guard.get().is_some() {
-            drop(self.guard.take());
-        }
-        if self.irrevocable.is_some() {
-            self.release_irrevocability();
-        }
+        self.savepoints.clear();
+        drop(self.guard.take());
+        self.release_irrevocability();
         if self.on_commit.is_empty() && self.on_abort.is_empty() {
             return None;
         }
         Some(self.take_handlers(committed))
     }
 
+    /// Runs the cleanups and drops the pending values (the items themselves
+    /// are forgotten by the caller).
+    #[inline]
     fn drop_items(&mut self, committed: bool) {
         for it in self.items.iter_mut() {
             if it.has(crate::item::NEEDS_CLEANUP) {
@@ -211,8 +224,8 @@ impl TxState {
                 let obj = unsafe { it.object.as_ref() };
                 obj.cleanup(it, committed);
             }
+            it.value.clear();
         }
-        self.items.clear();
         self.mutated = false;
     }
 
