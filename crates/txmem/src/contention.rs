@@ -221,12 +221,15 @@ impl Contention {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Before an attempt begins: honour the hourglass.
+    /// Before an attempt begins: honour the hourglass. Returns the clock
+    /// word to begin with (`word`, or a fresh one after waiting).
     #[inline]
-    pub fn before_begin(&self, word: clock::ClockWord) {
+    pub fn before_begin(&self, word: clock::ClockWord) -> clock::ClockWord {
         if word.has(HOURGLASS) && !self.holds_hourglass {
             clock::wait_open(HOURGLASS);
+            return clock::now();
         }
+        word
     }
 
     /// Before a writer locks its write set: defer to a higher priority.
@@ -286,7 +289,15 @@ impl Contention {
 
     /// When the transaction finishes (committed or propagating a panic):
     /// release whatever precedence it held.
+    #[inline]
     pub fn finish(&mut self) {
+        if self.holds_hourglass | self.published {
+            self.release_precedence();
+        }
+    }
+
+    #[cold]
+    fn release_precedence(&mut self) {
         if self.holds_hourglass {
             clock::open(HOURGLASS);
             self.holds_hourglass = false;

@@ -137,17 +137,28 @@ impl TxState {
     }
 
     /// Prepares an attempt: clock snapshot, gates, irrevocability.
-    /// `irrevocable`: run this attempt irrevocably; `requested`: because the
-    /// program asked (not because the runtime serialized a starving one).
-    pub(crate) fn begin(&mut self, opacity: Opacity, irrevocable: bool, requested: bool) {
+    /// `now`: the clock as the caller just read it; `irrevocable`: run this
+    /// attempt irrevocably; `requested`: because the program asked (not
+    /// because the runtime serialized a starving one).
+    #[inline]
+    pub(crate) fn begin(
+        &mut self,
+        now: clock::ClockWord,
+        opacity: Opacity,
+        irrevocable: bool,
+        requested: bool,
+    ) {
         self.opacity = opacity;
         self.wants_irrevocable = false;
         self.user_irrevocable = requested;
         self.cutoff = index::item_index_cutoff();
+        self.start = now.time();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();
+            // The snapshot must not predate the commits that finished
+            // before the gate closed.
+            self.start = clock::now().time();
         }
-        self.start = clock::now().time();
     }
 
     pub(crate) fn release_irrevocability(&mut self) {

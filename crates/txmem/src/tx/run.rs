@@ -227,8 +227,8 @@ pub(crate) fn run_with<'env, R, E>(
             // the thread's state; it is not used across the closure call by
             // anything else, and handlers run only after it is released.
             let st = unsafe { &mut *ctx.state.get() };
-            cm.before_begin(clock::now());
-            st.begin(opts.opacity, irrevocable, opts.irrevocable);
+            let now = cm.before_begin(clock::now());
+            st.begin(now, opts.opacity, irrevocable, opts.irrevocable);
             let tx = Transaction::from_state(st);
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
 
