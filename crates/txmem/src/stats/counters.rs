@@ -38,7 +38,9 @@ impl Counter {
 /// One thread's counters.
 #[derive(Default, Debug)]
 pub(crate) struct ThreadStats {
-    pub commits: Counter,
+    /// Commits that wrote (the total is this plus `read_only_commits`, so
+    /// a commit updates one of the two).
+    pub write_commits: Counter,
     pub read_only_commits: Counter,
     pub aborts: [Counter; AbortCause::COUNT],
     pub blocking_waits: Counter,
@@ -51,8 +53,40 @@ pub(crate) struct ThreadStats {
 }
 
 impl ThreadStats {
+    /// Counts one commit of a transaction with `reads` read and `writes`
+    /// written items (`items` in all) after `consecutive` aborts.
+    #[inline]
+    pub fn record_commit(
+        &self,
+        reads: usize,
+        writes: usize,
+        items: usize,
+        consecutive: u32,
+        irrevocable: bool,
+    ) {
+        if writes == 0 {
+            self.read_only_commits.add(1);
+        } else {
+            self.write_commits.add(1);
+            self.write_items.add(writes as u64);
+        }
+        self.read_items.add(reads as u64);
+        self.max_items.max(items as u64);
+        if consecutive != 0 || irrevocable {
+            self.record_hard_commit(consecutive, irrevocable);
+        }
+    }
+
+    #[cold]
+    fn record_hard_commit(&self, consecutive: u32, irrevocable: bool) {
+        self.max_consecutive_aborts.max(consecutive as u64);
+        if irrevocable {
+            self.irrevocable_commits.add(1);
+        }
+    }
+
     fn add_into(&self, s: &mut Stats) {
-        s.commits += self.commits.get();
+        s.commits += self.write_commits.get() + self.read_only_commits.get();
         s.read_only_commits += self.read_only_commits.get();
         for (i, c) in self.aborts.iter().enumerate() {
             s.aborts[i] += c.get();

@@ -236,16 +236,13 @@ pub(crate) fn run_with<'env, R, E>(
                 Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
                     Ok(done) => {
                         if counting {
-                            let s = &ctx.stats;
-                            s.commits.add(1);
-                            s.read_only_commits.add((done.writes == 0) as u64);
-                            s.read_items.add(done.reads as u64);
-                            s.write_items.add(done.writes as u64);
-                            s.max_items.max(st.item_count() as u64);
-                            s.max_consecutive_aborts.max(cm.consecutive as u64);
-                            if st.irrevocable.is_some() {
-                                s.irrevocable_commits.add(1);
-                            }
+                            ctx.stats.record_commit(
+                                done.reads,
+                                done.writes,
+                                st.item_count(),
+                                cm.consecutive,
+                                st.irrevocable.is_some(),
+                            );
                             ctx.sites.commit(row);
                         }
                         let handlers = st.finish(true);
