@@ -196,10 +196,13 @@ impl TxState {
         // one; `drop_items` cleared them) and `Item` has no other drop glue,
         // so forgetting the items drops nothing.
         unsafe { self.items.set_len(0) };
+        // Collections pin the epoch in most transactions: unpin inline.
+        if self.guard.get().is_some() {
+            self.unpin();
+        }
         // Everything else is rare; test it all with one branch.
         let extras = self.indexed
             | !self.savepoints.is_empty()
-            | self.guard.get().is_some()
             | self.irrevocable.is_some()
             | !self.on_commit.is_empty()
             | !self.on_abort.is_empty();
@@ -210,6 +213,11 @@ impl TxState {
         }
     }
 
+    #[inline(never)]
+    fn unpin(&mut self) {
+        drop(self.guard.take());
+    }
+
     #[cold]
     fn finish_extras(&mut self, committed: bool) -> Option<Vec<Handler>> {
         if self.indexed {
@@ -217,7 +225,6 @@ impl TxState {
             self.indexed = false;
         }
         self.savepoints.clear();
-        drop(self.guard.take());
         self.release_irrevocability();
         if self.on_commit.is_empty() && self.on_abort.is_empty() {
             return None;
