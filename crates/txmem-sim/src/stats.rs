@@ -18,6 +18,7 @@ pub struct Histogram {
 
 impl Histogram {
     /// Adds one sample.
+    #[inline]
     pub fn record(&mut self, value: u64) {
         let b = (64 - value.leading_zeros()) as usize;
         if self.buckets.len() <= b {
@@ -26,6 +27,21 @@ impl Histogram {
         self.buckets[b] += 1;
         self.count += 1;
         self.sum += value;
+        self.max = self.max.max(value);
+    }
+
+    /// Adds `n` samples equal to `value`.
+    pub fn record_n(&mut self, value: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let b = (64 - value.leading_zeros()) as usize;
+        if self.buckets.len() <= b {
+            self.buckets.resize(b + 1, 0);
+        }
+        self.buckets[b] += n;
+        self.count += n;
+        self.sum += value * n;
         self.max = self.max.max(value);
     }
 
@@ -45,6 +61,44 @@ impl Histogram {
             1 => "1".into(),
             _ => format!("{}-{}", 1u64 << (i - 1), (1u64 << i) - 1),
         }
+    }
+}
+
+/// Footprint sizes of committed transactions waiting to be added to the six footprint
+/// histograms of [`TxStats`]: consecutive commits with the same sizes (the common case in a
+/// loop) are added as one run. Histograms do not depend on the order of their samples, so
+/// the result is the same as recording every commit.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FootprintRuns {
+    /// Read bytes, read lines, written bytes, written lines, working-set bytes and lines.
+    sizes: [u64; 6],
+    /// Commits with these sizes not yet recorded.
+    runs: u64,
+}
+
+impl FootprintRuns {
+    /// One commit with footprint `sizes` (in the order of [`FootprintRuns::sizes`]).
+    #[inline]
+    pub(crate) fn add(&mut self, sizes: [u64; 6], tx: &mut TxStats) {
+        if self.runs > 0 && sizes == self.sizes {
+            self.runs += 1;
+        } else {
+            self.flush(tx);
+            self.sizes = sizes;
+            self.runs = 1;
+        }
+    }
+
+    /// Records the pending commits into `tx`.
+    pub(crate) fn flush(&mut self, tx: &mut TxStats) {
+        let (s, n) = (self.sizes, self.runs);
+        tx.read_set_bytes.record_n(s[0], n);
+        tx.read_set_lines.record_n(s[1], n);
+        tx.write_set_bytes.record_n(s[2], n);
+        tx.write_set_lines.record_n(s[3], n);
+        tx.working_set_bytes.record_n(s[4], n);
+        tx.working_set_lines.record_n(s[5], n);
+        self.runs = 0;
     }
 }
 

@@ -24,6 +24,7 @@ use crate::engine::rng::SplitMix64;
 /// assert_eq!(backoff_cycles(BackoffKind::Exponential, &cfg, 3, Some(5), &mut rng), 40);
 /// assert_eq!(backoff_cycles(BackoffKind::None, &cfg, 3, Some(5), &mut rng), 0);
 /// ```
+#[inline]
 pub fn backoff_cycles(
     kind: BackoffKind,
     cfg: &HtmConfig,

@@ -47,7 +47,18 @@ pub struct LogicalTx {
     pub seed_override: Option<u64>,
 }
 
+/// Flag of a [`TxFrame`] set entry: the frame read the word or line.
+pub const READ: u64 = 1;
+/// Flag of a [`TxFrame`] set entry: the frame wrote the word or line.
+pub const WRITE: u64 = 2;
+
 /// One transaction attempt (or a marker left by `xpush` with no transaction).
+///
+/// The read and write sets are kept as one map per granularity (word, line) from the key to
+/// its [`READ`] | [`WRITE`] flags, so that recording an access or testing a conflict is one
+/// lookup; the sizes of the read set, the write set and their union are counted as the maps
+/// grow. The sets change only through [`Htm::record_read`], [`Htm::record_write`] and
+/// [`Htm::clear_tracking`], which keep the per-line core masks in step.
 #[derive(Clone, Debug, Default)]
 pub struct TxFrame {
     /// Unique attempt id (0 for markers).
@@ -64,14 +75,18 @@ pub struct TxFrame {
     pub nesting: u32,
     /// State kept across restarts.
     pub logical: LogicalTx,
-    /// Words read (word index -> unused).
-    pub read_words: U64Map,
-    /// Words written (word index -> unused).
-    pub write_words: U64Map,
+    /// Words read or written: word index -> flags, in first-access order.
+    words: U64Map,
+    /// Lines read or written: line -> flags, in first-access order.
+    lines: U64Map,
+    /// Words read.
+    n_read_words: u32,
+    /// Words written.
+    n_write_words: u32,
     /// Lines read.
-    pub read_lines: U64Map,
+    n_read_lines: u32,
     /// Lines written.
-    pub write_lines: U64Map,
+    n_write_lines: u32,
     /// Undo log (eager versioning): word index -> old value, first write only.
     pub undo: U64Map,
     /// Write buffer (lazy versioning, rollback-only): word index -> new value.
@@ -91,6 +106,42 @@ impl TxFrame {
         !self.marker && self.suspended.is_none() && self.doomed.is_none()
     }
 
+    /// [`READ`] | [`WRITE`] flags of `word` (0 when untracked).
+    #[inline]
+    pub fn word_flags(&self, word: u64) -> u64 {
+        self.words.get(word).unwrap_or(0)
+    }
+
+    /// [`READ`] | [`WRITE`] flags of `line` (0 when untracked).
+    #[inline]
+    pub fn line_flags(&self, line: u64) -> u64 {
+        self.lines.get(line).unwrap_or(0)
+    }
+
+    /// Whether the frame read `word`.
+    #[inline]
+    pub fn reads_word(&self, word: u64) -> bool {
+        self.word_flags(word) & READ != 0
+    }
+
+    /// Whether the frame wrote `word`.
+    #[inline]
+    pub fn writes_word(&self, word: u64) -> bool {
+        self.word_flags(word) & WRITE != 0
+    }
+
+    /// Whether the frame read `line`.
+    #[inline]
+    pub fn reads_line(&self, line: u64) -> bool {
+        self.line_flags(line) & READ != 0
+    }
+
+    /// Whether the frame wrote `line`.
+    #[inline]
+    pub fn writes_line(&self, line: u64) -> bool {
+        self.line_flags(line) & WRITE != 0
+    }
+
     /// Whether the frame's tracked footprint conflicts with an access to `word`/`line`.
     /// `write` is the access kind; `word_granularity` refines line matches to words.
     #[inline]
@@ -104,37 +155,54 @@ impl TxFrame {
         if self.marker || self.doomed.is_some() {
             return false;
         }
-        if word_granularity {
-            self.write_words.contains(word) || (write && self.read_words.contains(word))
+        let flags = if word_granularity {
+            self.word_flags(word)
         } else {
-            self.write_lines.contains(line) || (write && self.read_lines.contains(line))
-        }
+            self.line_flags(line)
+        };
+        flags & WRITE != 0 || (write && flags & READ != 0)
     }
 
     /// Whether the frame holds `line` in its tracked sets.
     #[inline]
     pub fn tracks_line(&self, line: u64) -> bool {
-        self.read_lines.contains(line) || self.write_lines.contains(line)
+        self.line_flags(line) != 0
+    }
+
+    /// Unique words read.
+    #[inline]
+    pub fn read_set_words(&self) -> usize {
+        self.n_read_words as usize
+    }
+
+    /// Unique words written.
+    #[inline]
+    pub fn write_set_words(&self) -> usize {
+        self.n_write_words as usize
+    }
+
+    /// Unique lines read.
+    #[inline]
+    pub fn read_set_lines(&self) -> usize {
+        self.n_read_lines as usize
+    }
+
+    /// Unique lines written.
+    #[inline]
+    pub fn write_set_lines(&self) -> usize {
+        self.n_write_lines as usize
     }
 
     /// Unique words read or written (loads of rollback-only transactions are not tracked).
+    #[inline]
     pub fn working_set_words(&self) -> usize {
-        let (small, big) = if self.read_words.len() <= self.write_words.len() {
-            (&self.read_words, &self.write_words)
-        } else {
-            (&self.write_words, &self.read_words)
-        };
-        big.len() + small.keys().filter(|&w| !big.contains(w)).count()
+        self.words.len()
     }
 
     /// Unique lines read or written.
+    #[inline]
     pub fn working_set_lines(&self) -> usize {
-        let (small, big) = if self.read_lines.len() <= self.write_lines.len() {
-            (&self.read_lines, &self.write_lines)
-        } else {
-            (&self.write_lines, &self.read_lines)
-        };
-        big.len() + small.keys().filter(|&l| !big.contains(l)).count()
+        self.lines.len()
     }
 
     /// Working-set size in unique bytes (SizeMatters).
@@ -143,6 +211,48 @@ impl TxFrame {
         self.working_set_words() as u64 * 8
     }
 
+    /// Adds a read of `word` in `line` to the sets (rollback-only frames do not track
+    /// loads: the caller skips them). Returns whether `line` is new to the read set, i.e.
+    /// whether the core's read-mask bit of the line must be set.
+    #[inline]
+    pub(crate) fn note_read(&mut self, word: u64, line: u64) -> bool {
+        let old = self.words.or_insert(word, READ);
+        if old & READ == 0 {
+            self.n_read_words += 1;
+            if old == 0 {
+                // Karma counts unique references: a word neither read nor written before.
+                self.logical.karma = self.logical.karma.saturating_add(1);
+            }
+        }
+        let new_line = self.lines.or_insert(line, READ) & READ == 0;
+        if new_line {
+            self.n_read_lines += 1;
+        }
+        new_line
+    }
+
+    /// Adds a write of `word` in `line` to the sets. Returns (whether it is the first write
+    /// of `word`, whether `line` is new to the write set).
+    #[inline]
+    pub(crate) fn note_write(&mut self, word: u64, line: u64) -> (bool, bool) {
+        let old = self.words.or_insert(word, WRITE);
+        let first = old & WRITE == 0;
+        if first {
+            self.n_write_words += 1;
+            if old == 0 {
+                self.logical.karma = self.logical.karma.saturating_add(1);
+            }
+        }
+        let new_line = self.lines.or_insert(line, WRITE) & WRITE == 0;
+        if new_line {
+            self.n_write_lines += 1;
+        }
+        (first, new_line)
+    }
+
+    /// Makes the frame fresh (its logical state is left as it is: frames leave the stack
+    /// through [`FrameStack::remove`], which takes it).
+    #[inline]
     fn reset(&mut self) {
         self.id = 0;
         self.marker = false;
@@ -150,16 +260,23 @@ impl TxFrame {
         self.suspended = None;
         self.doomed = None;
         self.nesting = 0;
-        self.logical = LogicalTx::default();
-        self.read_words.clear();
-        self.write_words.clear();
-        self.read_lines.clear();
-        self.write_lines.clear();
+        self.clear_sets();
         self.undo.clear();
         self.wbuf.clear();
         self.overflowed = false;
         self.overflow_lines.clear();
         self.doomed_while_suspended = false;
+    }
+
+    /// Empties the read and write sets.
+    #[inline]
+    fn clear_sets(&mut self) {
+        self.words.clear();
+        self.lines.clear();
+        self.n_read_words = 0;
+        self.n_write_words = 0;
+        self.n_read_lines = 0;
+        self.n_write_lines = 0;
     }
 }
 
@@ -193,15 +310,16 @@ impl FrameStack {
     /// The top frame.
     #[inline]
     pub fn last(&self) -> Option<&TxFrame> {
-        self.frames[..self.len].last()
+        self.len.checked_sub(1).and_then(|i| self.frames.get(i))
     }
 
     /// The top frame, mutably.
     #[inline]
     pub fn last_mut(&mut self) -> Option<&mut TxFrame> {
-        self.frames[..self.len].last_mut()
+        self.len.checked_sub(1).and_then(|i| self.frames.get_mut(i))
     }
 
+    #[inline]
     fn push_reset(&mut self) -> usize {
         if self.len == self.frames.len() {
             self.frames.push(TxFrame::default());
@@ -211,6 +329,7 @@ impl FrameStack {
         self.len - 1
     }
 
+    #[inline]
     fn remove(&mut self, idx: usize) -> LogicalTx {
         assert!(idx < self.len);
         let l = std::mem::take(&mut self.frames[idx].logical);
@@ -228,7 +347,9 @@ impl std::ops::Index<usize> for FrameStack {
     type Output = TxFrame;
     #[inline]
     fn index(&self, i: usize) -> &TxFrame {
-        assert!(i < self.len, "frame {i} of a stack of {}", self.len);
+        // Frames above `len` are spare frames kept for their allocations: indexing one is a
+        // logic error (checked in debug builds), never a memory error.
+        debug_assert!(i < self.len, "frame {i} of a stack of {}", self.len);
         &self.frames[i]
     }
 }
@@ -236,7 +357,7 @@ impl std::ops::Index<usize> for FrameStack {
 impl std::ops::IndexMut<usize> for FrameStack {
     #[inline]
     fn index_mut(&mut self, i: usize) -> &mut TxFrame {
-        assert!(i < self.len, "frame {i} of a stack of {}", self.len);
+        debug_assert!(i < self.len, "frame {i} of a stack of {}", self.len);
         &mut self.frames[i]
     }
 }
@@ -284,6 +405,7 @@ impl Htm {
     }
 
     /// Index of the frame with attempt id `id` on `core`.
+    #[inline]
     pub fn find(&self, core: usize, id: u64) -> Option<usize> {
         self.stacks[core]
             .iter()
@@ -291,6 +413,7 @@ impl Htm {
     }
 
     /// Pushes a fresh frame (reusing a previous one's allocations) and returns its index.
+    #[inline]
     pub fn push_frame(&mut self, core: usize) -> usize {
         self.stacks[core].push_reset()
     }
@@ -298,6 +421,7 @@ impl Htm {
     /// Starts an outermost transaction attempt on `core` at time `now`; continues the logical
     /// transaction of the last abort at this depth if there is one. Returns (index, id).
     /// Reserves the attempt id the next outermost `begin` on `core` will use.
+    #[inline]
     pub fn reserve_id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -307,6 +431,7 @@ impl Htm {
     /// Starts an outermost transaction attempt with a reserved `id` on `core` at time `now`;
     /// continues the logical transaction of the last abort at this depth if there is one.
     /// Returns the frame index.
+    #[inline]
     pub fn begin_with_id(&mut self, core: usize, rot: bool, now: Cycle, id: u64) -> usize {
         let depth = self.stacks[core].len();
         let retry = self.retry[core].get_mut(depth).and_then(Option::take);
@@ -340,11 +465,13 @@ impl Htm {
 
     /// Removes frame `idx` of `core` (its tracking must be cleared already) and returns it
     /// to the pool; returns its logical state.
+    #[inline]
     pub fn pop_frame(&mut self, core: usize, idx: usize) -> LogicalTx {
         self.stacks[core].remove(idx)
     }
 
     /// Remembers the logical transaction of an aborted attempt at stack depth `depth`.
+    #[inline]
     pub fn remember_retry(&mut self, core: usize, depth: usize, l: LogicalTx) {
         let r = &mut self.retry[core];
         if r.len() <= depth {
@@ -363,13 +490,7 @@ impl Htm {
     #[inline]
     pub fn record_read(&mut self, core: usize, idx: usize, word: u64, line: u64) {
         let f = &mut self.stacks[core][idx];
-        if f.rot {
-            return;
-        }
-        if f.read_words.insert(word, 0) && !f.write_words.contains(word) {
-            f.logical.karma = f.logical.karma.saturating_add(1);
-        }
-        if f.read_lines.insert(line, 0) {
+        if !f.rot && f.note_read(word, line) {
             self.line_r[line as usize] |= 1 << core;
         }
     }
@@ -378,48 +499,40 @@ impl Htm {
     /// of that word by this frame.
     #[inline]
     pub fn record_write(&mut self, core: usize, idx: usize, word: u64, line: u64) -> bool {
-        let f = &mut self.stacks[core][idx];
-        let first = f.write_words.insert(word, 0);
-        if first && !f.read_words.contains(word) {
-            f.logical.karma = f.logical.karma.saturating_add(1);
-        }
-        if f.write_lines.insert(line, 0) {
+        let (first, new_line) = self.stacks[core][idx].note_write(word, line);
+        if new_line {
             self.line_w[line as usize] |= 1 << core;
         }
         first
     }
 
     /// Clears the per-line masks of frame `idx` of `core` (keeping bits other frames of the
-    /// same core still need), and empties its read/write line sets.
+    /// same core still need), and empties its read/write sets.
+    #[inline]
     pub fn clear_tracking(&mut self, core: usize, idx: usize) {
         let bit = 1u64 << core;
-        let multi = self.stacks[core].len() > 1;
-        let f = &self.stacks[core][idx];
-        for line in f.read_lines.keys() {
-            let keep = multi
-                && self.stacks[core]
+        let stack = &mut self.stacks[core];
+        let multi = stack.len() > 1;
+        let f = &stack[idx];
+        for (line, flags) in f.lines.iter() {
+            // Another frame of the same core may hold the line too (suspended transactions).
+            let others = if multi {
+                stack
                     .iter()
                     .enumerate()
-                    .any(|(j, g)| j != idx && g.read_lines.contains(line));
-            if !keep {
+                    .filter(|&(j, _)| j != idx)
+                    .fold(0, |acc, (_, g)| acc | g.line_flags(line))
+            } else {
+                0
+            };
+            if flags & READ != 0 && others & READ == 0 {
                 self.line_r[line as usize] &= !bit;
             }
-        }
-        for line in f.write_lines.keys() {
-            let keep = multi
-                && self.stacks[core]
-                    .iter()
-                    .enumerate()
-                    .any(|(j, g)| j != idx && g.write_lines.contains(line));
-            if !keep {
+            if flags & WRITE != 0 && others & WRITE == 0 {
                 self.line_w[line as usize] &= !bit;
             }
         }
-        let f = &mut self.stacks[core][idx];
-        f.read_lines.clear();
-        f.write_lines.clear();
-        f.read_words.clear();
-        f.write_words.clear();
+        stack[idx].clear_sets();
     }
 
     /// Cores that may hold a frame conflicting with an access by `core` to `line` (`skip`
@@ -465,7 +578,15 @@ impl Htm {
         while mask != 0 {
             let d = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            for (j, f) in self.stacks[d].iter().enumerate() {
+            let frames = &self.stacks[d];
+            if !wg && frames.len() == 1 {
+                // The masks are exactly the union of the core's line sets, so with one frame
+                // (never the skipped one: its bit is not in the mask) the bit is the answer.
+                debug_assert!(frames[0].conflicts_with(line, word, write, wg));
+                out.push((d, 0));
+                continue;
+            }
+            for (j, f) in frames.iter().enumerate() {
                 if d == core && Some(j) == skip {
                     continue;
                 }
@@ -477,6 +598,7 @@ impl Htm {
     }
 
     /// Number of frames (including markers) on `core`.
+    #[inline]
     pub fn depth(&self, core: usize) -> usize {
         self.stacks[core].len()
     }

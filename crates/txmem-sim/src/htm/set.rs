@@ -39,15 +39,22 @@ impl U64Map {
         }
     }
 
-    #[inline]
+    /// Index in `items` of `key`. The linear search of small maps is inlined; the hashed
+    /// lookup is not (large sets are rare).
+    #[inline(always)]
     fn position(&self, key: u64) -> Option<usize> {
         if self.hashed {
-            match self.slot_of(key) {
-                (i, true) => Some(self.index[i] as usize),
-                _ => None,
-            }
+            self.hashed_position(key)
         } else {
             self.items.iter().position(|e| e.0 == key)
+        }
+    }
+
+    #[inline(never)]
+    fn hashed_position(&self, key: u64) -> Option<usize> {
+        match self.slot_of(key) {
+            (i, true) => Some(self.index[i] as usize),
+            _ => None,
         }
     }
 
@@ -64,43 +71,75 @@ impl U64Map {
     }
 
     /// Whether `key` is present.
-    #[inline]
+    #[inline(always)]
     pub fn contains(&self, key: u64) -> bool {
         self.position(key).is_some()
     }
 
     /// The value of `key`.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: u64) -> Option<u64> {
         self.position(key).map(|i| self.items[i].1)
     }
 
     /// Inserts or overwrites; returns true when `key` was new.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, key: u64, value: u64) -> bool {
-        if !self.hashed {
-            if let Some(e) = self.items.iter_mut().find(|e| e.0 == key) {
-                e.1 = value;
-                return false;
+        match self.position(key) {
+            Some(i) => {
+                self.items[i].1 = value;
+                false
             }
+            None => {
+                self.push_new(key, value);
+                true
+            }
+        }
+    }
+
+    /// ORs `bits` into the value of `key` (inserting it with value `bits` when absent);
+    /// returns the previous value (0 when absent).
+    #[inline(always)]
+    pub fn or_insert(&mut self, key: u64, bits: u64) -> u64 {
+        match self.position(key) {
+            Some(i) => {
+                let e = &mut self.items[i].1;
+                let old = *e;
+                *e |= bits;
+                old
+            }
+            None => {
+                self.push_new(key, bits);
+                0
+            }
+        }
+    }
+
+    /// Appends `key`, known to be absent.
+    #[inline(always)]
+    fn push_new(&mut self, key: u64, value: u64) {
+        if !self.hashed && self.items.len() < SMALL {
             self.items.push((key, value));
-            if self.items.len() > SMALL {
-                self.rebuild(64);
-            }
-            return true;
+        } else {
+            self.push_new_slow(key, value);
+        }
+    }
+
+    #[inline(never)]
+    fn push_new_slow(&mut self, key: u64, value: u64) {
+        self.items.push((key, value));
+        if !self.hashed {
+            // Just grew past SMALL.
+            self.rebuild(64);
+            return;
         }
         let (i, found) = self.slot_of(key);
-        if found {
-            self.items[self.index[i] as usize].1 = value;
-            return false;
-        }
+        debug_assert!(!found);
         self.slots[i] = key + 1;
-        self.index[i] = self.items.len() as u32;
-        self.items.push((key, value));
+        self.index[i] = (self.items.len() - 1) as u32;
         if self.items.len() * 2 > self.slots.len() {
             self.rebuild(self.slots.len() * 2);
         }
-        true
     }
 
     fn rebuild(&mut self, n: usize) {
@@ -119,14 +158,19 @@ impl U64Map {
     }
 
     /// Removes every key, keeping the allocations.
-    #[inline]
+    #[inline(always)]
     pub fn clear(&mut self) {
         if self.hashed {
-            // Zeroing only the used slots while probing would break probe chains: fill.
-            self.slots.iter_mut().for_each(|s| *s = 0);
-            self.hashed = false;
+            self.clear_index();
         }
         self.items.clear();
+    }
+
+    #[inline(never)]
+    fn clear_index(&mut self) {
+        // Zeroing only the used slots while probing would break probe chains: fill.
+        self.slots.iter_mut().for_each(|s| *s = 0);
+        self.hashed = false;
     }
 
     /// Entries in insertion order.
@@ -156,6 +200,10 @@ mod tests {
                 if clear && v == 0 {
                     m.clear();
                     model.clear();
+                } else if clear {
+                    let old = model.get(&k).copied();
+                    model.insert(k, old.unwrap_or(0) | v);
+                    prop_assert_eq!(m.or_insert(k, v), old.unwrap_or(0));
                 } else {
                     prop_assert_eq!(m.insert(k, v), model.insert(k, v).is_none());
                 }

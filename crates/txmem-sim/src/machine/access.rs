@@ -1,0 +1,342 @@
+//! One memory access: conflict detection and resolution (contention policies, stalls),
+//! caches and coherence, values and read/write sets.
+
+use super::*;
+
+impl Machine {
+    /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
+    /// latency (overflow penalty) and whether `actor`'s own active transaction aborted.
+    pub(super) fn evicted(&mut self, actor: usize, core: usize, line: u64) -> (Cycle, bool) {
+        if (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) & (1 << core) == 0 {
+            return (0, false);
+        }
+        let mut extra = 0;
+        let mut self_abort = false;
+        let active = self.htm.active(core);
+        for j in 0..self.htm.depth(core) {
+            let f = &self.htm.stacks[core][j];
+            if f.marker || f.doomed.is_some() || !f.tracks_line(line) {
+                continue;
+            }
+            match self.cfg.htm.capacity {
+                Capacity::Bounded => {
+                    self.doom(actor, core, j, AbortStatus::new(AbortCause::Capacity));
+                    if core == actor && Some(j) == active {
+                        self_abort = true;
+                    }
+                }
+                Capacity::Unbounded => {
+                    let f = &mut self.htm.stacks[core][j];
+                    if !f.overflowed {
+                        f.overflowed = true;
+                        self.stats.tx.overflows += 1;
+                        extra += self.cfg.htm.overflow_penalty;
+                    }
+                    f.overflow_lines.insert(line, 0);
+                }
+            }
+        }
+        (extra, self_abort)
+    }
+
+    /// A load, store or read-modify-write of the word at `addr` by `core`.
+    #[inline(never)]
+    pub(super) fn mem_op(
+        &mut self,
+        core: usize,
+        addr: u64,
+        kind: MemKind,
+        retrying: bool,
+    ) -> Outcome {
+        let w = match self.mem.word_index(addr) {
+            Ok(w) => w,
+            Err(msg) => panic!("core {core}: {msg}"),
+        };
+        if !retrying {
+            self.stats.mem_ops += 1;
+            self.cores[core].stats.mem_ops += 1;
+            match kind {
+                MemKind::Load => self.stats.loads += 1,
+                MemKind::Store(_) => self.stats.stores += 1,
+                _ => self.stats.rmws += 1,
+            }
+        }
+        let line = addr >> self.line_shift;
+        let write = !matches!(kind, MemKind::Load);
+        let tx = self.htm.active(core);
+        let eager = self.cfg.htm.detection == Detection::Eager;
+
+        // 1. Conflict detection (eager), or strong atomicity for non-transactional accesses.
+        if (tx.is_none() || eager) && self.htm.may_conflict(core, tx, line, write) {
+            match self.resolve(core, tx, line, w as u64, write, retrying) {
+                Resolution::Proceed => {}
+                Resolution::Stall(c) => return Outcome::Stall(c),
+                Resolution::Aborted => return Outcome::Aborted,
+            }
+        }
+        // 2. Caches, coherence, values (and read/write sets).
+        match tx {
+            None => self.plain_access(core, w, line, kind),
+            Some(i) => self.tx_access(core, i, w, line, kind),
+        }
+    }
+
+    /// A non-transactional access (its conflicts are resolved already).
+    #[inline]
+    fn plain_access(&mut self, core: usize, w: usize, line: u64, kind: MemKind) -> Outcome {
+        let now = self.cores[core].now;
+        let r = self
+            .hier
+            .access(core, line, !matches!(kind, MemKind::Load), now);
+        let mut lat = r.latency;
+        if r.n_evicted > 0 {
+            match self.evictions(core, &r) {
+                Some(extra) => lat += extra,
+                None => return Outcome::Aborted,
+            }
+        }
+        let checks = self.cfg.check_invariants;
+        if checks {
+            self.check_access(core, line, &r);
+        }
+        let old = self.mem.get(w);
+        if matches!(kind, MemKind::Load) {
+            self.check_committed(core, w, old);
+        }
+        if let Some(new) = kind.new_value(old) {
+            self.mem.set(w, new);
+            if let Some(c) = &mut self.committed {
+                c[w] = new;
+            }
+        }
+        if checks && self.cfg.htm.detection == Detection::Eager {
+            self.check_tx_word(w as u64, line);
+        }
+        Outcome::Done(old, lat)
+    }
+
+    /// An access by the active transaction (frame `i` of `core`; its conflicts are resolved
+    /// already).
+    #[inline]
+    fn tx_access(&mut self, core: usize, i: usize, w: usize, line: u64, kind: MemKind) -> Outcome {
+        let now = self.cores[core].now;
+        let eager = self.cfg.htm.detection == Detection::Eager;
+        // Lazy detection keeps transactional stores out of the coherence protocol until commit.
+        let cache_write = !matches!(kind, MemKind::Load) && eager;
+        let r = self.hier.access(core, line, cache_write, now);
+        let mut lat = r.latency;
+        let f = &self.htm.stacks[core][i];
+        let buffered = f.rot || self.cfg.htm.versioning == Versioning::Lazy;
+        if f.overflowed && f.overflow_lines.contains(line) {
+            lat = lat.max(self.hier.memory_path_latency());
+        }
+        if r.n_evicted > 0 {
+            match self.evictions(core, &r) {
+                Some(extra) => lat += extra,
+                None => return Outcome::Aborted,
+            }
+        }
+        let checks = self.cfg.check_invariants;
+        if checks {
+            self.check_access(core, line, &r);
+        }
+        let word = w as u64;
+        let Machine {
+            htm,
+            mem,
+            committed,
+            ..
+        } = self;
+        let f = &mut htm.stacks[core][i];
+        let old = if buffered {
+            f.wbuf.get(word).unwrap_or_else(|| mem.get(w))
+        } else {
+            mem.get(w)
+        };
+        if let Some(c) = committed {
+            if !f.writes_word(word) {
+                check::committed_value(c, core, w, old);
+            }
+        }
+        let bit = 1u64 << core;
+        if !matches!(kind, MemKind::Store(_)) && !f.rot && f.note_read(word, line) {
+            htm.line_r[line as usize] |= bit;
+        }
+        if let Some(new) = kind.new_value(old) {
+            let (first, new_line) = f.note_write(word, line);
+            if new_line {
+                htm.line_w[line as usize] |= bit;
+            }
+            if buffered {
+                f.wbuf.insert(word, new);
+            } else {
+                if first {
+                    f.undo.insert(word, old);
+                }
+                mem.set(w, new);
+            }
+        }
+        if checks && eager {
+            self.check_tx_word(word, line);
+        }
+        Outcome::Done(old, lat)
+    }
+
+    /// Handles the lines an access pushed out of `core`'s L1. Returns the extra latency, or
+    /// `None` when `core`'s own active transaction aborted.
+    #[inline(never)]
+    fn evictions(&mut self, core: usize, r: &AccessResult) -> Option<Cycle> {
+        let mut extra = 0;
+        for k in 0..r.n_evicted {
+            let (e, self_abort) = self.evicted(core, core, r.evicted[k]);
+            extra += e;
+            if self_abort {
+                return None;
+            }
+        }
+        Some(extra)
+    }
+
+    fn resolve(
+        &mut self,
+        core: usize,
+        tx: Option<usize>,
+        line: u64,
+        word: u64,
+        write: bool,
+        retrying: bool,
+    ) -> Resolution {
+        let mut buf = std::mem::take(&mut self.conflicts);
+        buf.clear();
+        self.htm.conflicts(core, tx, line, word, write, &mut buf);
+        if buf.is_empty() {
+            self.conflicts = buf;
+            return Resolution::Proceed;
+        }
+        let mut lost_to: Option<usize> = None;
+        let mut doom_all = true;
+        for &(d, j) in &buf {
+            let holder_suspension = self.htm.stacks[d][j].suspended;
+            let unconditional =
+                d == core || holder_suspension == Some(SuspendKind::Tsuspend) || tx.is_none();
+            if unconditional {
+                continue;
+            }
+            let i = tx.unwrap_or_default();
+            if self.cfg.htm.stall_on_conflict && self.holder_wrote(d, j, line, word) {
+                // The line is owned (written) by the other transaction: wait for it to finish,
+                // unless that would close a waits-for cycle; then the policy decides.
+                if !self.would_deadlock(core, d) {
+                    lost_to = Some(d);
+                    doom_all = false;
+                    break;
+                }
+                self.stats.tx.deadlocks_avoided += 1;
+            }
+            if !self.policy_requester_wins(core, i, d, j, write, word, line) {
+                // The policy's loser restarts (no stall after a deadlock check or when the
+                // holder only read the line).
+                doom_all = false;
+                break;
+            }
+        }
+        if doom_all {
+            for &(d, j) in &buf {
+                self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
+            }
+            self.conflicts = buf;
+            return Resolution::Proceed;
+        }
+        self.conflicts = buf;
+        let i = tx.unwrap_or_default();
+        match lost_to {
+            Some(d) if self.cfg.htm.stall_on_conflict => {
+                let c = self.cfg.htm.stall_retry_cycles;
+                self.cores[core].stalled_on = Some(d);
+                self.stats.tx.stall_cycles += c;
+                self.cores[core].stats.stall_cycles += c;
+                if !retrying {
+                    self.stats.tx.stalls += 1;
+                }
+                Resolution::Stall(c)
+            }
+            _ => {
+                self.doom(core, core, i, AbortStatus::new(AbortCause::Conflict));
+                Resolution::Aborted
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn policy_requester_wins(
+        &mut self,
+        core: usize,
+        i: usize,
+        d: usize,
+        j: usize,
+        write: bool,
+        word: u64,
+        line: u64,
+    ) -> bool {
+        let wg = self.cfg.htm.granularity == crate::config::Granularity::Word;
+        // Only SizeMatters looks at working-set sizes; the other policies ignore them.
+        let sizes = self.cfg.htm.policy == crate::config::PolicyKind::SizeMatters;
+        debug_assert_ne!(core, d, "a core's own frames never go to the policy");
+        let [rs, hs] = self
+            .htm
+            .stacks
+            .get_disjoint_mut([core, d])
+            .expect("requester and holder are different cores");
+        let (r, h) = (&mut rs[i], &mut hs[j]);
+        let rsize = if sizes { r.size_bytes() } else { 0 };
+        let hsize = if sizes { h.size_bytes() } else { 0 };
+        let hwrites = if wg {
+            h.writes_word(word)
+        } else {
+            h.writes_line(line)
+        };
+        requester_wins(
+            &self.cfg.htm,
+            &mut Side {
+                logical: &mut r.logical,
+                size_bytes: rsize,
+                writes: write,
+                core,
+            },
+            &mut Side {
+                logical: &mut h.logical,
+                size_bytes: hsize,
+                writes: hwrites,
+                core: d,
+            },
+        )
+    }
+
+    /// Whether frame `j` of core `d` wrote the conflicting location (it owns the line).
+    fn holder_wrote(&self, d: usize, j: usize, line: u64, word: u64) -> bool {
+        let f = &self.htm.stacks[d][j];
+        if self.cfg.htm.granularity == crate::config::Granularity::Word {
+            f.writes_word(word)
+        } else {
+            f.writes_line(line)
+        }
+    }
+
+    fn would_deadlock(&self, core: usize, holder: usize) -> bool {
+        let mut x = holder;
+        for _ in 0..self.cores.len() {
+            match self.cores[x].stalled_on {
+                Some(y) if y == core => return true,
+                Some(y) => x = y,
+                None => return false,
+            }
+        }
+        false
+    }
+}
+
+enum Resolution {
+    Proceed,
+    Stall(Cycle),
+    Aborted,
+}

@@ -1,0 +1,225 @@
+//! Transaction boundaries: begin, commit, doom (rollback), abort bookkeeping and backoff.
+
+use super::*;
+
+impl Machine {
+    #[inline(never)]
+    pub(super) fn xbegin(&mut self, core: usize, rot: bool, id: u64) -> Outcome {
+        if matches!(self.serial_owner, Some(o) if o != core) {
+            return Outcome::Stall(self.cfg.htm.stall_retry_cycles.max(1));
+        }
+        let begin = self.cfg.htm.begin_cycles;
+        if let Some(idx) = self.htm.active(core) {
+            // Flat nesting: the inner transaction is subsumed by the outer one.
+            let f = &mut self.htm.stacks[core][idx];
+            assert_eq!(
+                f.id, id,
+                "core {core}: xbegin nested in a different transaction than reserved"
+            );
+            f.nesting += 1;
+            if f.nesting > self.cfg.htm.max_nesting {
+                self.doom(core, core, idx, AbortStatus::new(AbortCause::Nesting));
+                return Outcome::Aborted;
+            }
+            return Outcome::Done(0, begin);
+        }
+        self.stats.tx.begins += 1;
+        let now = self.cores[core].now;
+        self.htm.begin_with_id(core, rot, now, id);
+        Outcome::Done(0, begin)
+    }
+
+    #[inline(never)]
+    pub(super) fn xend(&mut self, core: usize, id: u64) -> Outcome {
+        let Some(idx) = self.htm.find(core, id) else {
+            panic!("core {core}: xend of transaction {id} that is not running");
+        };
+        let top = self.htm.depth(core) - 1;
+        let f = &mut self.htm.stacks[core][idx];
+        if f.suspended.is_some() || idx != top {
+            panic!(
+                "core {core}: a transaction body ended while its transaction was suspended or had \
+                 unresumed xpush entries above it (every tsuspend needs a tresume and every xpush an \
+                 xpop inside the body)"
+            );
+        }
+        if f.nesting > 1 {
+            f.nesting -= 1;
+            return Outcome::Done(0, 0);
+        }
+        if let Some(st) = f.doomed {
+            self.cores[core].aborts.push((id, st));
+            return Outcome::Aborted;
+        }
+        let now = self.cores[core].now;
+        let mut lat = self.cfg.htm.commit_penalty;
+        let rot = f.rot;
+        // Statistics of the committed footprint.
+        let t = &mut self.stats.tx;
+        t.commits += 1;
+        self.cores[core].stats.commits += 1;
+        if rot {
+            t.rot_commits += 1;
+        }
+        if f.logical.restarts > 0 {
+            t.unique_restarts += 1;
+        }
+        let sizes = [
+            f.read_set_words() as u64 * 8,
+            f.read_set_lines() as u64,
+            f.write_set_words() as u64 * 8,
+            f.write_set_lines() as u64,
+            f.working_set_words() as u64 * 8,
+            f.working_set_lines() as u64,
+        ];
+        self.footprints.add(sizes, t);
+        // Collect the writes, (word, value to publish), when something needs them: buffered
+        // writes are published now, lazy detection dooms their readers, invariant checking
+        // tracks committed values.
+        let buffered = rot || self.cfg.htm.versioning == Versioning::Lazy;
+        let publish = buffered || self.committed.is_some();
+        self.scratch.clear();
+        if buffered {
+            self.scratch.extend(f.wbuf.iter());
+        } else if publish {
+            // In place: the undo log names every written word once, in first-write order.
+            debug_assert_eq!(f.undo.len(), f.write_set_words());
+            let mem = &self.mem;
+            self.scratch
+                .extend(f.undo.keys().map(|w| (w, mem.get(w as usize))));
+        }
+        self.htm.clear_tracking(core, idx);
+        self.htm.pop_frame(core, idx);
+        let writes = std::mem::take(&mut self.scratch);
+        if self.cfg.htm.detection == Detection::Lazy && !rot {
+            // Committer wins: doom every transaction that touched what we write.
+            for &(w, _) in &writes {
+                let line = (w * 8) >> self.line_shift;
+                let mut buf = std::mem::take(&mut self.conflicts);
+                buf.clear();
+                self.htm.conflicts(core, None, line, w, true, &mut buf);
+                for &(d, j) in &buf {
+                    self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
+                }
+                self.conflicts = buf;
+            }
+        }
+        if buffered {
+            let mut last_line = u64::MAX;
+            for &(w, v) in &writes {
+                self.mem.set(w as usize, v);
+                let line = (w * 8) >> self.line_shift;
+                if line != last_line {
+                    last_line = line;
+                    let r = self.hier.access(core, line, true, now + lat);
+                    lat += r.latency;
+                    for k in 0..r.n_evicted {
+                        let (extra, _) = self.evicted(core, core, r.evicted[k]);
+                        lat += extra;
+                    }
+                }
+            }
+        }
+        if let Some(c) = &mut self.committed {
+            for &(w, v) in &writes {
+                c[w as usize] = v;
+            }
+        }
+        self.scratch = writes;
+        Outcome::Done(0, lat)
+    }
+
+    /// Dooms frame `idx` of `core` on behalf of `actor` (the core executing now): rolls it
+    /// back, drops its tracking and arranges for the abort to reach its code.
+    #[inline]
+    pub fn doom(&mut self, actor: usize, core: usize, idx: usize, st: AbortStatus) {
+        let eager = self.cfg.htm.versioning == Versioning::Eager;
+        let f = &mut self.htm.stacks[core][idx];
+        if f.marker || f.doomed.is_some() {
+            return;
+        }
+        if eager && !f.rot {
+            for (w, old) in f.undo.iter().rev() {
+                self.mem.set(w as usize, old);
+            }
+        }
+        f.undo.clear();
+        f.wbuf.clear();
+        f.doomed = Some(st);
+        let id = f.id;
+        let suspended = f.suspended.is_some();
+        self.htm.clear_tracking(core, idx);
+        if suspended {
+            self.stats.tx.doomed_while_suspended += 1;
+            return;
+        }
+        self.cores[core].aborts.push((id, st));
+        if core != actor {
+            // Cancel whatever the core waits for and wake it now to take the abort.
+            let now = self.cores[actor].now.max(self.cores[core].now);
+            let c = &mut self.cores[core];
+            c.stalled_on = None;
+            c.token += 1;
+            c.waiting = true;
+            c.retry = false;
+            let token = c.token;
+            self.queue.push(now, core, EventKind::Wake { token });
+        }
+    }
+
+    /// Whether an abort for attempt `id` waits on `core`; removes it when `take`.
+    #[inline]
+    pub fn pending_abort(&mut self, core: usize, id: u64, take: bool) -> Option<AbortStatus> {
+        let a = &mut self.cores[core].aborts;
+        let i = a.iter().position(|&(x, _)| x == id)?;
+        let st = a[i].1;
+        if take {
+            a.swap_remove(i);
+        }
+        Some(st)
+    }
+
+    /// Ends aborted attempt `id` of `core`: counts it, removes its frame and remembers its
+    /// logical state for the retry. Returns the abort penalty in cycles.
+    #[inline]
+    pub fn finish_abort(&mut self, core: usize, id: u64, st: AbortStatus) -> Cycle {
+        let t = &mut self.stats.tx;
+        t.restarts += 1;
+        self.cores[core].stats.restarts += 1;
+        if st.persistent {
+            t.persistent_aborts += 1;
+        }
+        match st.cause {
+            AbortCause::Explicit(_) => t.aborts.explicit += 1,
+            AbortCause::Conflict => t.aborts.conflict += 1,
+            AbortCause::Capacity => t.aborts.capacity += 1,
+            AbortCause::Nesting => t.aborts.nesting += 1,
+            AbortCause::Interrupt => t.aborts.interrupt += 1,
+        }
+        if let Some(idx) = self.htm.find(core, id) {
+            let mut l = self.htm.pop_frame(core, idx);
+            l.restarts += 1;
+            self.htm.remember_retry(core, idx, l);
+        }
+        self.cfg.htm.abort_penalty
+    }
+
+    /// Backoff before the next attempt of the transaction that last aborted at the current
+    /// stack depth of `core`.
+    #[inline]
+    pub fn backoff_for(&mut self, core: usize) -> Cycle {
+        let depth = self.htm.depth(core);
+        let Some(Some(l)) = self.htm.retry[core].get_mut(depth) else {
+            return 0;
+        };
+        let n = l.restarts;
+        let seed = l.seed_override.take();
+        let c = &mut self.cores[core];
+        backoff_cycles(self.cfg.htm.backoff, &self.cfg.htm, n, seed, &mut c.rng)
+    }
+
+    /// Forgets retry state of `core` (it gave up on its transaction).
+    pub fn forget_retry(&mut self, core: usize) {
+        self.htm.forget_retry(core);
+    }
+}
