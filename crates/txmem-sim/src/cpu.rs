@@ -109,6 +109,7 @@ struct Abortable<'a, 'b, F> {
 impl<F: Future> Future for Abortable<'_, '_, F> {
     type Output = Result<F::Output, AbortStatus>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if let Some(r) = self.check() {
             return r;
@@ -121,7 +122,11 @@ impl<F: Future> Future for Abortable<'_, '_, F> {
 }
 
 impl<F: Future> Abortable<'_, '_, F> {
+    #[inline]
     fn check(&self) -> Option<Poll<Result<F::Output, AbortStatus>>> {
+        if self.cpu.shared.abort_counts[self.cpu.core].get() == 0 {
+            return None;
+        }
         let mut m = self.cpu.shared.machine.borrow_mut();
         let st = m.pending_abort(self.cpu.core, self.id, self.outermost)?;
         // Only the outermost level of a (flat-nested) transaction takes the abort.

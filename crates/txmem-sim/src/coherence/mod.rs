@@ -5,6 +5,8 @@
 //! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
 //! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
 //! [`mesi::MesiSnooping`]; directory, token and Flask protocols can implement the same trait.
+//! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
+//! per implementation), so its calls are direct and can be inlined.
 
 pub mod mesi;
 
@@ -115,4 +117,59 @@ pub trait CoherenceProtocol {
 
     /// Bit mask of cores holding `line` in any valid state.
     fn holders(&self, line: u64) -> u64;
+}
+
+/// The configured coherence protocol, one variant per implementation. It implements
+/// [`CoherenceProtocol`] by dispatching to the variant: a `match` the compiler can inline
+/// instead of a virtual call on every cache access.
+#[derive(Debug)]
+pub enum Protocol {
+    /// MESI snooping on a serialized bus.
+    MesiSnooping(mesi::MesiSnooping),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            Protocol::MesiSnooping($p) => $e,
+        }
+    };
+}
+
+impl CoherenceProtocol for Protocol {
+    fn name(&self) -> &'static str {
+        dispatch!(self, p => p.name())
+    }
+
+    #[inline]
+    fn state(&self, core: usize, line: u64) -> LineState {
+        dispatch!(self, p => p.state(core, line))
+    }
+
+    #[inline]
+    fn request(&mut self, req: Request) -> Response {
+        dispatch!(self, p => p.request(req))
+    }
+
+    #[inline]
+    fn silent_upgrade(&mut self, core: usize, line: u64) {
+        dispatch!(self, p => p.silent_upgrade(core, line))
+    }
+
+    #[inline]
+    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
+        dispatch!(self, p => p.evict(core, line, now))
+    }
+
+    fn stats(&self) -> &CoherenceStats {
+        dispatch!(self, p => p.stats())
+    }
+
+    fn check_line(&self, line: u64) -> Result<(), String> {
+        dispatch!(self, p => p.check_line(line))
+    }
+
+    fn holders(&self, line: u64) -> u64 {
+        dispatch!(self, p => p.holders(line))
+    }
 }

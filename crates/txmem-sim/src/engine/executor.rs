@@ -26,6 +26,8 @@ type HandlerFactory = Rc<dyn Fn(Cpu) -> Task>;
 pub struct Shared {
     /// The machine. Borrowed only for the duration of one operation, never across an await.
     pub machine: RefCell<Machine>,
+    /// [`Machine::abort_counts`]: per core, how many aborts wait to be taken.
+    pub abort_counts: Rc<[std::cell::Cell<u32>]>,
 }
 
 /// Why a run could not complete.
@@ -96,9 +98,11 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Result<Sim, ConfigError> {
         cfg.validate()?;
         let cores = cfg.cores;
+        let machine = Machine::new(cfg);
         Ok(Sim {
             shared: Rc::new(Shared {
-                machine: RefCell::new(Machine::new(cfg)),
+                abort_counts: machine.abort_counts.clone(),
+                machine: RefCell::new(machine),
             }),
             threads: (0..cores).map(|_| None).collect(),
             handlers: (0..cores).map(|_| None).collect(),

@@ -282,10 +282,21 @@ impl TxFrame {
 
 /// A core's stack of frames. Frames above the top are kept (not dropped) so that their set
 /// allocations are reused by the next transaction: pushing and popping moves no data.
+///
+/// The stack also keeps the retry state of each depth: the logical transaction of the last
+/// attempt that aborted at depth `d` is continued by the next transaction that begins at
+/// depth `d`. It is *parked* in place, in the spare frame slot `d` it ran in (nothing but a
+/// transaction beginning at `d` touches a slot's logical state), so an abort and the retry
+/// move no data. Only when an attempt below the top ends (the frames above it shift down)
+/// are the parked states concerned *spilled* to a side list.
 #[derive(Debug, Default, Clone)]
 pub struct FrameStack {
     frames: Vec<TxFrame>,
     len: usize,
+    /// Per depth: whether slot `d` holds the parked logical transaction of depth `d`.
+    parked: Vec<bool>,
+    /// Per depth: a spilled logical transaction of depth `d` (then `parked[d]` is false).
+    spilled: Vec<Option<LogicalTx>>,
 }
 
 impl FrameStack {
@@ -323,23 +334,97 @@ impl FrameStack {
     fn push_reset(&mut self) -> usize {
         if self.len == self.frames.len() {
             self.frames.push(TxFrame::default());
+            self.parked.push(false);
+            self.spilled.push(None);
         }
         self.frames[self.len].reset();
         self.len += 1;
         self.len - 1
     }
 
+    /// Removes frame `idx` (the top, except in rare cases).
     #[inline]
-    fn remove(&mut self, idx: usize) -> LogicalTx {
+    fn remove(&mut self, idx: usize) {
         assert!(idx < self.len);
-        let l = std::mem::take(&mut self.frames[idx].logical);
-        if idx + 1 != self.len {
-            // Rare (a frame below the top ends): rotate it above the live frames.
-            let f = self.frames.remove(idx);
-            self.frames.insert(self.len - 1, f);
+        if idx + 1 == self.len {
+            self.len -= 1;
+        } else {
+            self.remove_below_top(idx);
         }
+    }
+
+    /// Removes frame `idx` below the top: the frames above it shift down, so the logical
+    /// states parked in their slots are spilled first; the removed frame's slot goes above
+    /// the live frames.
+    #[cold]
+    fn remove_below_top(&mut self, idx: usize) {
+        for j in idx + 1..self.len {
+            if self.parked[j] {
+                self.parked[j] = false;
+                self.spilled[j] = Some(std::mem::take(&mut self.frames[j].logical));
+            }
+        }
+        let f = self.frames.remove(idx);
+        self.frames.insert(self.len - 1, f);
         self.len -= 1;
-        l
+    }
+
+    /// Removes aborted frame `idx` and keeps its logical transaction (one more restart) for
+    /// the next transaction that begins at depth `idx`.
+    #[inline]
+    fn abort(&mut self, idx: usize) {
+        assert!(idx < self.len);
+        self.frames[idx].logical.restarts += 1;
+        if idx + 1 == self.len {
+            self.len -= 1;
+            self.parked[idx] = true;
+            self.spilled[idx] = None;
+        } else {
+            let l = std::mem::take(&mut self.frames[idx].logical);
+            self.remove_below_top(idx);
+            self.parked[idx] = false;
+            self.spilled[idx] = Some(l);
+        }
+    }
+
+    /// Gives top frame `d` (a transaction just pushed) its logical transaction: the one
+    /// kept for depth `d` by the last abort there, or a fresh one named `lid` that starts at
+    /// `now` (then `lid` was used and `true` is returned).
+    #[inline]
+    fn continue_or_start(&mut self, d: usize, lid: u64, now: Cycle) -> bool {
+        debug_assert_eq!(d + 1, self.len);
+        if self.parked[d] {
+            self.parked[d] = false;
+            return false;
+        }
+        let l = &mut self.frames[d].logical;
+        if let Some(spilled) = self.spilled[d].take() {
+            *l = spilled;
+            return false;
+        }
+        l.lid = lid;
+        l.start = now;
+        l.karma = 0;
+        l.restarts = 0;
+        l.deferred_to.clear();
+        l.seed_override = None;
+        true
+    }
+
+    /// The logical transaction kept for the next attempt at depth `d`, if any.
+    #[inline]
+    fn retry_state(&mut self, d: usize) -> Option<&mut LogicalTx> {
+        if self.parked.get(d).copied().unwrap_or(false) {
+            Some(&mut self.frames[d].logical)
+        } else {
+            self.spilled.get_mut(d).and_then(Option::as_mut)
+        }
+    }
+
+    /// Drops the retry state of every depth.
+    fn forget_retry(&mut self) {
+        self.parked.iter_mut().for_each(|p| *p = false);
+        self.spilled.iter_mut().for_each(|s| *s = None);
     }
 }
 
@@ -373,9 +458,6 @@ pub struct Htm {
     pub line_r: Vec<u64>,
     /// Per line: cores with a frame that wrote it.
     pub line_w: Vec<u64>,
-    /// Per core, per stack depth: the logical transaction of the last aborted attempt,
-    /// which the next `xbegin` at that depth continues.
-    pub retry: Vec<Vec<Option<LogicalTx>>>,
     next_id: u64,
     next_lid: u64,
 }
@@ -388,7 +470,6 @@ impl Htm {
             stacks: vec![FrameStack::default(); cores],
             line_r: vec![0; lines],
             line_w: vec![0; lines],
-            retry: vec![Vec::new(); cores],
             next_id: 1,
             next_lid: 1,
         }
@@ -433,26 +514,15 @@ impl Htm {
     /// Returns the frame index.
     #[inline]
     pub fn begin_with_id(&mut self, core: usize, rot: bool, now: Cycle, id: u64) -> usize {
-        let depth = self.stacks[core].len();
-        let retry = self.retry[core].get_mut(depth).and_then(Option::take);
-        let idx = self.push_frame(core);
-        let logical = match retry {
-            Some(l) => l,
-            None => {
-                let lid = self.next_lid;
-                self.next_lid += 1;
-                LogicalTx {
-                    lid,
-                    start: now,
-                    ..LogicalTx::default()
-                }
-            }
-        };
-        let f = &mut self.stacks[core][idx];
+        let stack = &mut self.stacks[core];
+        let idx = stack.push_reset();
+        if stack.continue_or_start(idx, self.next_lid, now) {
+            self.next_lid += 1;
+        }
+        let f = &mut stack.frames[idx];
         f.id = id;
         f.rot = rot;
         f.nesting = 1;
-        f.logical = logical;
         idx
     }
 
@@ -464,25 +534,32 @@ impl Htm {
     }
 
     /// Removes frame `idx` of `core` (its tracking must be cleared already) and returns it
-    /// to the pool; returns its logical state.
+    /// to the pool.
     #[inline]
-    pub fn pop_frame(&mut self, core: usize, idx: usize) -> LogicalTx {
+    pub fn pop_frame(&mut self, core: usize, idx: usize) {
         self.stacks[core].remove(idx)
     }
 
-    /// Remembers the logical transaction of an aborted attempt at stack depth `depth`.
+    /// Removes aborted frame `idx` of `core` (its tracking must be cleared already) and
+    /// keeps its logical transaction, with one more restart, for the next transaction that
+    /// begins at the same depth.
     #[inline]
-    pub fn remember_retry(&mut self, core: usize, depth: usize, l: LogicalTx) {
-        let r = &mut self.retry[core];
-        if r.len() <= depth {
-            r.resize(depth + 1, None);
-        }
-        r[depth] = Some(l);
+    pub fn abort_frame(&mut self, core: usize, idx: usize) {
+        self.stacks[core].abort(idx)
+    }
+
+    /// The logical transaction the next transaction beginning at the current depth of
+    /// `core` will continue (that of the last abort at this depth), if any.
+    #[inline]
+    pub fn retry_state(&mut self, core: usize) -> Option<&mut LogicalTx> {
+        let s = &mut self.stacks[core];
+        let d = s.len();
+        s.retry_state(d)
     }
 
     /// Forgets any remembered retry state of `core` (the caller gave up on the transaction).
     pub fn forget_retry(&mut self, core: usize) {
-        self.retry[core].iter_mut().for_each(|r| *r = None);
+        self.stacks[core].forget_retry();
     }
 
     /// Records a transactional read of `word` in `line` by frame `idx` of `core` (nothing

@@ -7,6 +7,7 @@
 //! resolved at issue, so a winner never observes a loser's uncommitted values (the loser is
 //! rolled back first).
 
+use crate::coherence::CoherenceProtocol;
 use crate::config::{Capacity, Detection, InterruptMode, SimConfig, Versioning};
 use crate::engine::event_queue::{EventKind, EventQueue};
 use crate::engine::rng::SplitMix64;
@@ -22,6 +23,8 @@ mod access;
 mod check;
 mod txn;
 use crate::stats::{CoreStats, FootprintRuns, Stats};
+use std::cell::Cell;
+use std::rc::Rc;
 
 /// One operation a core can issue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +98,7 @@ pub struct CoreState {
     /// Whether a wake-up is scheduled.
     pub waiting: bool,
     /// Aborts waiting to be taken by their transaction's outermost frame: (attempt id, status).
+    /// Add them with [`Machine::post_abort`], which keeps [`Machine::abort_counts`] in step.
     pub aborts: Vec<(u64, AbortStatus)>,
     /// Core this one is stalled on (stall-on-conflict), for deadlock detection.
     pub stalled_on: Option<usize>,
@@ -129,6 +133,10 @@ pub struct Machine {
     pub queue: EventQueue,
     /// Counters (cache and coherence parts are filled in by [`Machine::final_stats`]).
     pub stats: Stats,
+    /// Per core, the length of [`CoreState::aborts`], shared with the [`crate::cpu::Cpu`]
+    /// handles so that transactional code can see that no abort waits without borrowing
+    /// the machine.
+    pub abort_counts: Rc<[Cell<u32>]>,
     committed: Option<Vec<u64>>,
     footprints: FootprintRuns,
     conflicts: Vec<(usize, usize)>,
@@ -169,6 +177,7 @@ impl Machine {
             committed: cfg
                 .check_invariants
                 .then(|| vec![0; (cfg.memory_bytes / 8) as usize]),
+            abort_counts: (0..cfg.cores).map(|_| Cell::new(0)).collect(),
             footprints: FootprintRuns::default(),
             conflicts: Vec::new(),
             scratch: Vec::new(),
@@ -328,7 +337,7 @@ impl Machine {
             Resumed::Nothing | Resumed::Running(_) => Outcome::Done(0, 1),
             Resumed::Doomed(idx, st) => {
                 let id = self.htm.stacks[core][idx].id;
-                self.cores[core].aborts.push((id, st));
+                self.post_abort(core, id, st);
                 Outcome::Aborted
             }
         }
@@ -393,7 +402,7 @@ impl Machine {
                 Ok(r) => {
                     if let Resumed::Doomed(idx, st) = r {
                         let id = self.htm.stacks[core][idx].id;
-                        self.cores[core].aborts.push((id, st));
+                        self.post_abort(core, id, st);
                     }
                 }
             }

@@ -48,7 +48,7 @@ impl Machine {
             return Outcome::Done(0, 0);
         }
         if let Some(st) = f.doomed {
-            self.cores[core].aborts.push((id, st));
+            self.post_abort(core, id, st);
             return Outcome::Aborted;
         }
         let now = self.cores[core].now;
@@ -153,7 +153,7 @@ impl Machine {
             self.stats.tx.doomed_while_suspended += 1;
             return;
         }
-        self.cores[core].aborts.push((id, st));
+        self.post_abort(core, id, st);
         if core != actor {
             // Cancel whatever the core waits for and wake it now to take the abort.
             let now = self.cores[actor].now.max(self.cores[core].now);
@@ -167,6 +167,15 @@ impl Machine {
         }
     }
 
+    /// Makes the abort of attempt `id` (with status `st`) wait on `core` for the attempt's
+    /// outermost frame to take it.
+    #[inline]
+    pub(crate) fn post_abort(&mut self, core: usize, id: u64, st: AbortStatus) {
+        let a = &mut self.cores[core].aborts;
+        a.push((id, st));
+        self.abort_counts[core].set(a.len() as u32);
+    }
+
     /// Whether an abort for attempt `id` waits on `core`; removes it when `take`.
     #[inline]
     pub fn pending_abort(&mut self, core: usize, id: u64, take: bool) -> Option<AbortStatus> {
@@ -175,6 +184,7 @@ impl Machine {
         let st = a[i].1;
         if take {
             a.swap_remove(i);
+            self.abort_counts[core].set(a.len() as u32);
         }
         Some(st)
     }
@@ -197,9 +207,7 @@ impl Machine {
             AbortCause::Interrupt => t.aborts.interrupt += 1,
         }
         if let Some(idx) = self.htm.find(core, id) {
-            let mut l = self.htm.pop_frame(core, idx);
-            l.restarts += 1;
-            self.htm.remember_retry(core, idx, l);
+            self.htm.abort_frame(core, idx);
         }
         self.cfg.htm.abort_penalty
     }
@@ -208,8 +216,7 @@ impl Machine {
     /// stack depth of `core`.
     #[inline]
     pub fn backoff_for(&mut self, core: usize) -> Cycle {
-        let depth = self.htm.depth(core);
-        let Some(Some(l)) = self.htm.retry[core].get_mut(depth) else {
+        let Some(l) = self.htm.retry_state(core) else {
             return 0;
         };
         let n = l.restarts;

@@ -36,7 +36,10 @@ impl SetAssocCache {
     fn find(&self, line: u64) -> Option<usize> {
         let b = self.base(line);
         let tag = line + 1;
-        (b..b + self.ways).find(|&i| self.tags[i] == tag)
+        self.tags[b..b + self.ways]
+            .iter()
+            .position(|&t| t == tag)
+            .map(|k| b + k)
     }
 
     /// Whether `line` is present (no LRU update).

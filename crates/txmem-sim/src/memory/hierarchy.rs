@@ -3,7 +3,7 @@
 
 use super::cache::SetAssocCache;
 use crate::coherence::mesi::MesiSnooping;
-use crate::coherence::{CoherenceProtocol, DataSource, LineState, Request, RequestKind};
+use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
 use crate::engine::time::Cycle;
 use crate::stats::CacheStats;
@@ -31,7 +31,7 @@ pub struct Hierarchy {
     llc_latency: Cycle,
     memory_latency: Cycle,
     /// The coherence protocol.
-    pub proto: Box<dyn CoherenceProtocol>,
+    pub proto: Protocol,
     /// Hit and miss counters.
     pub stats: CacheStats,
 }
@@ -54,9 +54,9 @@ impl Hierarchy {
     pub fn new(cfg: &SimConfig) -> Self {
         let lb = cfg.line_bytes;
         let lines = (cfg.memory_bytes / lb) as usize;
-        let proto: Box<dyn CoherenceProtocol> = match cfg.coherence.protocol {
+        let proto = match cfg.coherence.protocol {
             ProtocolKind::MesiSnooping => {
-                Box::new(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
+                Protocol::MesiSnooping(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
             }
         };
         Hierarchy {
@@ -90,20 +90,39 @@ impl Hierarchy {
 
     /// Performs an access by `core` to `line` at time `now`, moving lines and coherence
     /// permissions as needed, and returns its latency and the lines it pushed out of the L1.
+    #[inline]
     pub fn access(&mut self, core: usize, line: u64, write: bool, now: Cycle) -> AccessResult {
         let st = self.proto.state(core, line);
-        let mut res = AccessResult {
-            latency: self.l1_latency,
-            ..AccessResult::default()
-        };
         let permitted = if write { st.writable() } else { st.readable() };
+        // The lookup refreshes the line's LRU position even when it lacks the permission.
         if self.l1[core].touch(line) && permitted {
             self.stats.l1.hits += 1;
             if write && st == LineState::Exclusive {
                 self.proto.silent_upgrade(core, line);
             }
-            return res;
+            return AccessResult {
+                latency: self.l1_latency,
+                ..AccessResult::default()
+            };
         }
+        self.l1_miss(core, line, write, now, st, permitted)
+    }
+
+    /// The rest of [`Hierarchy::access`] after an L1 miss (or a hit without permission).
+    #[inline(never)]
+    fn l1_miss(
+        &mut self,
+        core: usize,
+        line: u64,
+        write: bool,
+        now: Cycle,
+        st: LineState,
+        permitted: bool,
+    ) -> AccessResult {
+        let mut res = AccessResult {
+            latency: self.l1_latency,
+            ..AccessResult::default()
+        };
         self.stats.l1.misses += 1;
         if let Some(l2) = &mut self.l2 {
             res.latency += self.l2_latency;
