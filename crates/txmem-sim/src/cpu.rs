@@ -19,6 +19,7 @@
 use crate::engine::executor::Shared;
 use crate::htm::AbortStatus;
 use crate::machine::{Issue, OpKind};
+use std::cell::Cell;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::{pin, Pin};
@@ -101,6 +102,9 @@ impl<O: OpOutput> Future for Op<'_, O> {
 /// Runs a transaction body and stops it as soon as its transaction aborts.
 struct Abortable<'a, 'b, F> {
     cpu: &'a Cpu,
+    /// How many aborts wait on this core ([`crate::machine::Machine::abort_counts`]): the
+    /// machine is consulted only when there are some.
+    waiting: &'a Cell<u32>,
     id: u64,
     outermost: bool,
     fut: Pin<&'b mut F>,
@@ -122,20 +126,29 @@ impl<F: Future> Future for Abortable<'_, '_, F> {
 }
 
 impl<F: Future> Abortable<'_, '_, F> {
+    /// `Some` when this attempt aborted: `Ready(Err)` at the outermost level of a
+    /// (flat-nested) transaction, which takes the abort, `Pending` (forever) at inner ones.
     #[inline]
     fn check(&self) -> Option<Poll<Result<F::Output, AbortStatus>>> {
-        if self.cpu.shared.abort_counts[self.cpu.core].get() == 0 {
+        if self.waiting.get() == 0 {
             return None;
         }
-        let mut m = self.cpu.shared.machine.borrow_mut();
-        let st = m.pending_abort(self.cpu.core, self.id, self.outermost)?;
-        // Only the outermost level of a (flat-nested) transaction takes the abort.
+        let st = take_abort(self.cpu, self.id, self.outermost)?;
         Some(if self.outermost {
             Poll::Ready(Err(st))
         } else {
             Poll::Pending
         })
     }
+}
+
+/// The abort of attempt `id` waiting on `cpu`'s core, if any (taken when `take`).
+#[inline(never)]
+fn take_abort(cpu: &Cpu, id: u64, take: bool) -> Option<AbortStatus> {
+    cpu.shared
+        .machine
+        .borrow_mut()
+        .pending_abort(cpu.core, id, take)
 }
 
 impl Cpu {
@@ -260,6 +273,7 @@ impl Cpu {
         });
         let r = Abortable {
             cpu: self,
+            waiting: &self.shared.abort_counts[self.core],
             id,
             outermost,
             fut,

@@ -194,9 +194,7 @@ impl Sim {
             for c in 0..self.threads.len() {
                 if self.threads[c].is_some() {
                     live += 1;
-                    m.cores[c].token = 1;
-                    m.cores[c].waiting = true;
-                    m.queue.push(0, c, EventKind::Wake { token: 1 });
+                    m.wake_at(c, 0);
                     if period > 0 {
                         m.queue.push(period, c, EventKind::Timer);
                     }
@@ -218,23 +216,24 @@ impl Sim {
             let c = ev.core();
             {
                 let mut m = self.shared.machine.borrow_mut();
-                if ev.time > m.cfg.max_cycles {
+                if ev.time() > m.cfg.max_cycles {
                     timed_out = true;
                     break;
                 }
                 events += 1;
                 match ev.kind() {
                     EventKind::Timer => {
-                        m.on_timer(c, ev.time);
+                        m.on_timer(c, ev.time());
                         continue;
                     }
-                    EventKind::Wake { token } => {
-                        if token != m.cores[c].token {
+                    EventKind::Wake => {
+                        let core = &mut m.cores[c];
+                        if ev.seq() != core.wake_seq {
+                            // Stale: the core scheduled a later wake-up since.
                             continue;
                         }
-                        let core = &mut m.cores[c];
-                        core.now = ev.time;
-                        core.completed = token;
+                        core.now = ev.time();
+                        core.completed = core.token;
                         core.waiting = false;
                         if core.pending_interrupt && !core.in_handler && !core.finished {
                             m.take_interrupt(c);

@@ -89,6 +89,8 @@ pub struct CoreState {
     pub now: Cycle,
     /// Token of the latest scheduled wake-up (older wake events are stale).
     pub token: u64,
+    /// Event sequence number of the latest scheduled wake-up (older ones are stale).
+    pub wake_seq: u64,
     /// Token of the latest wake-up that fired.
     pub completed: u64,
     /// Value of the latest operation.
@@ -152,6 +154,7 @@ impl Machine {
             .map(|c| CoreState {
                 now: 0,
                 token: 0,
+                wake_seq: u64::MAX,
                 completed: 0,
                 result: 0,
                 retry: false,
@@ -196,18 +199,26 @@ impl Machine {
         Ok(())
     }
 
+    /// Schedules a wake-up of `core` at `time` under a new token (which it returns); any
+    /// wake-up scheduled before becomes stale.
+    #[inline]
+    pub fn wake_at(&mut self, core: usize, time: Cycle) -> u64 {
+        let seq = self.queue.push(time, core, EventKind::Wake);
+        let c = &mut self.cores[core];
+        c.token += 1;
+        c.wake_seq = seq;
+        c.waiting = true;
+        c.token
+    }
+
     /// Schedules a wake-up of `core` after `latency` cycles carrying `value`.
     #[inline]
     fn schedule(&mut self, core: usize, latency: Cycle, value: u64, retry: bool) -> u64 {
         let c = &mut self.cores[core];
-        c.token += 1;
         c.result = value;
         c.retry = retry;
-        c.waiting = true;
         let t = c.now + latency;
-        let token = c.token;
-        self.queue.push(t, core, EventKind::Wake { token });
-        token
+        self.wake_at(core, t)
     }
 
     /// Issues `op` on `core` at the core's current time. `retrying` is true when the same

@@ -159,11 +159,8 @@ impl Machine {
             let now = self.cores[actor].now.max(self.cores[core].now);
             let c = &mut self.cores[core];
             c.stalled_on = None;
-            c.token += 1;
-            c.waiting = true;
             c.retry = false;
-            let token = c.token;
-            self.queue.push(now, core, EventKind::Wake { token });
+            self.wake_at(core, now);
         }
     }
 
