@@ -303,42 +303,54 @@ impl Cpu {
     /// whether to retry — a following `xbegin` on this core at the same suspension depth
     /// counts as a restart of the aborted transaction (for statistics and for policies that
     /// remember age or karma).
-    pub async fn xbegin<F, Fut, T>(&self, body: F) -> Result<T, AbortStatus>
+    pub fn xbegin<'a, F, Fut, T>(
+        &'a self,
+        body: F,
+    ) -> impl Future<Output = Result<T, AbortStatus>> + use<'a, F, Fut, T>
     where
         F: FnOnce(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        self.attempt(false, body).await
+        self.attempt(false, body)
     }
 
     /// As [`Cpu::xbegin`] for a POWER8 rollback-only transaction: stores are tracked and
     /// buffered, loads are not tracked.
-    pub async fn xbegin_rot<F, Fut, T>(&self, body: F) -> Result<T, AbortStatus>
+    pub fn xbegin_rot<'a, F, Fut, T>(
+        &'a self,
+        body: F,
+    ) -> impl Future<Output = Result<T, AbortStatus>> + use<'a, F, Fut, T>
     where
         F: FnOnce(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        self.attempt(true, body).await
+        self.attempt(true, body)
     }
 
     /// Runs `body` as a transaction until it commits (MetaTM semantics), backing off by the
     /// configured policy between attempts. After a persistent abort the body runs once in
     /// serial mode, so this always completes.
-    pub async fn transaction<F, Fut, T>(&self, body: F) -> T
+    pub fn transaction<'a, F, Fut, T>(
+        &'a self,
+        body: F,
+    ) -> impl Future<Output = T> + use<'a, F, Fut, T>
     where
         F: FnMut(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        self.retry_loop(false, body).await
+        self.retry_loop(false, body)
     }
 
     /// As [`Cpu::transaction`] with rollback-only transactions.
-    pub async fn transaction_rot<F, Fut, T>(&self, body: F) -> T
+    pub fn transaction_rot<'a, F, Fut, T>(
+        &'a self,
+        body: F,
+    ) -> impl Future<Output = T> + use<'a, F, Fut, T>
     where
         F: FnMut(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        self.retry_loop(true, body).await
+        self.retry_loop(true, body)
     }
 
     async fn retry_loop<F, Fut, T>(&self, rot: bool, mut body: F) -> T

@@ -1,10 +1,13 @@
-//! The event queue: a binary min-heap keyed by (time, sequence number).
+//! The event queue, ordered by (time, sequence number): a calendar of the near future
+//! and a heap for the rest (see [`EventQueue`]).
 //!
-//! An event is one 16-byte value, `time << 64 | seq << 9 | timer << 8 | core`, so that the
-//! heap compares and moves whole events with plain integer operations. Sequence numbers are
-//! unique, so the order is total: equal times pop in scheduling order.
+//! An event is one 16-byte value, `time << 64 | seq << 9 | timer << 8 | core`, compared as
+//! one integer. Sequence numbers are unique, so the order is total: equal times pop in
+//! scheduling order.
 
 use super::time::Cycle;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// What an event does when its time comes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,17 +71,66 @@ impl Event {
     }
 }
 
-/// Min-heap of events; equal times pop in scheduling order, so runs are deterministic.
+/// Buckets of the near-future calendar (a power of two).
+const WINDOW: usize = 1024;
+
+/// End of a bucket list.
+const NIL: u32 = u32::MAX;
+
+/// A bucket list node.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    ev: Event,
+    next: u32,
+}
+
+/// Events in (time, sequence) order; equal times pop in scheduling order, so runs are
+/// deterministic.
 ///
-/// The executor pops an event and the core it wakes usually schedules its next one soon
-/// after, so a popped root is only marked taken: the next push fills the hole and sifts
-/// down once, instead of a sift for the pop and another for the push.
-#[derive(Debug, Default)]
+/// Simulated time only moves forward and almost every event is due within a few hundred
+/// cycles, so the queue is a calendar: events due within [`WINDOW`] cycles of the last
+/// popped time sit in the bucket of their time (modulo the window), each bucket a list in
+/// scheduling order, with a bitmap of the non-empty buckets; the earliest event is the head
+/// of the first non-empty bucket from the current time on. Scheduling and taking an event
+/// cost O(1). Events due later than the window wait in a binary heap, and every pop takes
+/// the earlier of the two candidates, so the order is exactly (time, sequence).
+#[derive(Debug)]
 pub struct EventQueue {
-    heap: Vec<Event>,
-    /// `heap[0]` was popped already (a hole waiting for the next push).
-    root_taken: bool,
+    /// Per bucket, first and last node of its list (`NIL` when empty).
+    heads: Vec<u32>,
+    tails: Vec<u32>,
+    /// Bit `b` set when bucket `b` is not empty.
+    occupied: Vec<u64>,
+    /// List nodes; the free ones are chained from `free`.
+    nodes: Vec<Node>,
+    free: u32,
+    /// Events in buckets.
+    near: usize,
+    /// The first non-empty bucket from the current time on (meaningful when `near > 0`).
+    first: usize,
+    /// Time of the last popped event: every bucketed event is due in
+    /// `base..base + WINDOW`.
+    base: Cycle,
+    /// Events due later than the window (or, never in practice, before `base`).
+    far: BinaryHeap<Reverse<Event>>,
     next_seq: u64,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            heads: vec![NIL; WINDOW],
+            tails: vec![NIL; WINDOW],
+            occupied: vec![0; WINDOW / 64],
+            nodes: Vec::new(),
+            free: NIL,
+            near: 0,
+            first: 0,
+            base: 0,
+            far: BinaryHeap::new(),
+            next_seq: 0,
+        }
+    }
 }
 
 impl EventQueue {
@@ -93,90 +145,129 @@ impl EventQueue {
         let seq = self.next_seq;
         self.next_seq += 1;
         let ev = Event::new(time, seq, core, kind);
-        if self.root_taken {
-            self.root_taken = false;
-            self.sift_down(0, ev);
+        if time.wrapping_sub(self.base) < WINDOW as u64 {
+            self.push_near(ev);
         } else {
-            self.sift_up(ev);
+            self.far.push(Reverse(ev));
         }
         seq
     }
 
-    /// Appends `ev` and moves it up to its place.
+    /// Appends `ev` to its bucket.
     #[inline]
-    fn sift_up(&mut self, ev: Event) {
-        let mut i = self.heap.len();
-        self.heap.push(ev);
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            let p = self.heap[parent];
-            if p <= ev {
-                break;
-            }
-            self.heap[i] = p;
-            i = parent;
+    fn push_near(&mut self, ev: Event) {
+        let n = if self.free != NIL {
+            let n = self.free;
+            self.free = self.nodes[n as usize].next;
+            self.nodes[n as usize] = Node { ev, next: NIL };
+            n
+        } else {
+            self.nodes.push(Node { ev, next: NIL });
+            (self.nodes.len() - 1) as u32
+        };
+        let b = ev.time() as usize & (WINDOW - 1);
+        let cursor = self.base as usize;
+        if self.near == 0
+            || b.wrapping_sub(cursor) & (WINDOW - 1)
+                < self.first.wrapping_sub(cursor) & (WINDOW - 1)
+        {
+            self.first = b;
         }
-        self.heap[i] = ev;
+        match self.tails[b] {
+            NIL => {
+                self.heads[b] = n;
+                self.occupied[b / 64] |= 1 << (b % 64);
+            }
+            t => self.nodes[t as usize].next = n,
+        }
+        self.tails[b] = n;
+        self.near += 1;
     }
 
-    /// Puts `ev` into the hole at `i` and moves it down to its place.
-    #[inline]
-    fn sift_down(&mut self, mut i: usize, ev: Event) {
-        let n = self.heap.len();
-        loop {
-            let mut c = 2 * i + 1;
-            if c >= n {
-                break;
-            }
-            if c + 1 < n && self.heap[c + 1] < self.heap[c] {
-                c += 1;
-            }
-            let m = self.heap[c];
-            if ev <= m {
-                break;
-            }
-            self.heap[i] = m;
-            i = c;
+    /// The first non-empty bucket from the current time on (there must be one), found in
+    /// the bitmap.
+    fn first_bucket(&self) -> usize {
+        let c = self.base as usize & (WINDOW - 1);
+        let words = WINDOW / 64;
+        let (w0, bit) = (c / 64, c % 64);
+        let head = self.occupied[w0] & (!0u64 << bit);
+        if head != 0 {
+            return w0 * 64 + head.trailing_zeros() as usize;
         }
-        self.heap[i] = ev;
+        for k in 1..words {
+            let w = (w0 + k) % words;
+            if self.occupied[w] != 0 {
+                return w * 64 + self.occupied[w].trailing_zeros() as usize;
+            }
+        }
+        // Wrapped around to the start of the cursor's own word.
+        let tail = self.occupied[w0] & ((1u64 << bit) - 1);
+        debug_assert_ne!(tail, 0, "no bucket holds an event");
+        w0 * 64 + tail.trailing_zeros() as usize
+    }
+
+    /// The earliest bucketed event and its bucket, if any.
+    #[inline]
+    fn first_near(&self) -> Option<(Event, usize)> {
+        if self.near == 0 {
+            return None;
+        }
+        let b = self.first;
+        debug_assert_eq!(b, self.first_bucket());
+        Some((self.nodes[self.heads[b] as usize].ev, b))
     }
 
     /// Removes and returns the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
-        if self.root_taken {
-            // Close the hole left by the previous pop with the last event.
-            let last = self.heap.pop().expect("a taken root is in the heap");
-            if self.heap.is_empty() {
-                self.root_taken = false;
-                return None;
+        let near = self.first_near();
+        let far = self.far.peek().map(|r| r.0);
+        let take_near = match (near, far) {
+            (Some((e, _)), Some(f)) => e < f,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return None,
+        };
+        let ev = match near {
+            Some((e, b)) if take_near => {
+                let h = self.heads[b];
+                let next = self.nodes[h as usize].next;
+                self.heads[b] = next;
+                if next == NIL {
+                    self.tails[b] = NIL;
+                    self.occupied[b / 64] &= !(1 << (b % 64));
+                }
+                self.nodes[h as usize].next = self.free;
+                self.free = h;
+                self.near -= 1;
+                self.base = e.time();
+                if next == NIL && self.near > 0 {
+                    self.first = self.first_bucket();
+                }
+                e
             }
-            self.sift_down(0, last);
-        }
-        let top = *self.heap.first()?;
-        self.root_taken = true;
-        Some(top)
+            _ => self.far.pop()?.0,
+        };
+        debug_assert!(ev.time() >= self.base);
+        self.base = ev.time();
+        Some(ev)
     }
 
     /// Time of the earliest event, if any.
     #[inline]
     pub fn next_time(&self) -> Option<Cycle> {
-        let h = &self.heap;
-        let first = if self.root_taken {
-            // The smaller child of the hole.
-            match (h.get(1), h.get(2)) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, _) => a,
-            }
-        } else {
-            h.first()
-        };
-        first.map(Event::time)
+        let near = self.first_near().map(|(e, _)| e);
+        let far = self.far.peek().map(|r| r.0);
+        match (near, far) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+        .map(|e| e.time())
     }
 
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.heap.len() - usize::from(self.root_taken)
+        self.near + self.far.len()
     }
 
     /// Whether no event is pending.
@@ -217,9 +308,16 @@ mod tests {
         let mut rng = SplitMix64::new(3);
         let mut q = EventQueue::new();
         let mut model = std::collections::BTreeSet::new();
-        for _ in 0..5000 {
+        let mut now = 0;
+        for _ in 0..50_000 {
             if rng.below(3) > 0 {
-                let (t, c) = (rng.below(50), rng.below(256) as usize);
+                // Mostly near events, some beyond the calendar window; never in the past.
+                let ahead = match rng.below(10) {
+                    0 => rng.below(5 * WINDOW as u64),
+                    1 => WINDOW as u64 - 1 + rng.below(3),
+                    _ => rng.below(40),
+                };
+                let (t, c) = (now + ahead, rng.below(256) as usize);
                 let kind = if rng.below(2) == 0 {
                     EventKind::Wake
                 } else {
@@ -232,6 +330,9 @@ mod tests {
             if rng.below(2) == 0 {
                 let got = q.pop().map(|e| (e.time(), e.seq(), e.core(), e.kind()));
                 assert_eq!(got, model.pop_first());
+                if let Some(g) = got {
+                    now = g.0;
+                }
             }
             assert_eq!(q.len(), model.len());
         }
