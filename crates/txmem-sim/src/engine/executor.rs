@@ -56,6 +56,21 @@ impl From<ConfigError> for SimError {
     }
 }
 
+/// Core `cpu` takes its pending timer interrupt: returns the task that runs the handler
+/// (between two `entry_cycles` computations) before the core's thread continues.
+#[cold]
+fn interrupt_task(m: &mut Machine, cpu: Cpu, user: Option<HandlerFactory>) -> Task {
+    m.take_interrupt(cpu.core());
+    let entry = m.cfg.interrupts.entry_cycles;
+    Box::pin(async move {
+        cpu.compute(entry).await;
+        if let Some(h) = user {
+            h(cpu.clone()).await;
+        }
+        cpu.compute(entry).await;
+    })
+}
+
 /// A simulated machine plus the simulated threads to run on it.
 ///
 /// ```
@@ -206,21 +221,17 @@ impl Sim {
         let mut timed_out = false;
         let mut events = 0u64;
         while live > 0 {
-            let ev = {
+            let c = {
                 let mut m = self.shared.machine.borrow_mut();
-                match m.queue.pop() {
-                    Some(ev) => ev,
-                    None => break,
-                }
-            };
-            let c = ev.core();
-            {
-                let mut m = self.shared.machine.borrow_mut();
+                let Some(ev) = m.queue.pop() else {
+                    break;
+                };
                 if ev.time() > m.cfg.max_cycles {
                     timed_out = true;
                     break;
                 }
                 events += 1;
+                let c = ev.core();
                 match ev.kind() {
                     EventKind::Timer => {
                         m.on_timer(c, ev.time());
@@ -236,21 +247,14 @@ impl Sim {
                         core.completed = core.token;
                         core.waiting = false;
                         if core.pending_interrupt && !core.in_handler && !core.finished {
-                            m.take_interrupt(c);
-                            let entry = m.cfg.interrupts.entry_cycles;
-                            let user = self.handler.clone();
-                            let cpu = self.cpu(c);
-                            self.handlers[c] = Some(Box::pin(async move {
-                                cpu.compute(entry).await;
-                                if let Some(h) = user {
-                                    h(cpu.clone()).await;
-                                }
-                                cpu.compute(entry).await;
-                            }));
+                            let handler = self.handler.clone();
+                            let cpu = Cpu::new(self.shared.clone(), c);
+                            self.handlers[c] = Some(interrupt_task(&mut m, cpu, handler));
                         }
                     }
                 }
-            }
+                c
+            };
             if self.poll_core(c)? {
                 live -= 1;
             }
