@@ -585,7 +585,7 @@ impl Htm {
 
     /// Clears the per-line masks of frame `idx` of `core` (keeping bits other frames of the
     /// same core still need), and empties its read/write sets.
-    #[inline]
+    #[inline(always)]
     pub fn clear_tracking(&mut self, core: usize, idx: usize) {
         let bit = 1u64 << core;
         let stack = &mut self.stacks[core];
@@ -638,6 +638,7 @@ impl Htm {
 
     /// Appends to `out` every frame `(core, index)` whose footprint conflicts with an access
     /// by `core` to `word`/`line`, except frame `skip` of `core` (the requester itself).
+    #[inline(always)]
     pub fn conflicts(
         &self,
         core: usize,

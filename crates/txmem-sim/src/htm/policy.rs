@@ -45,6 +45,7 @@ fn karma_wins(a: &Side<'_>, b: &Side<'_>) -> bool {
 ///   times, then wins.
 /// - size-matters: the larger working set in bytes wins (ties by age); once either side has
 ///   restarted `size_matters_threshold` times, timestamp.
+#[inline]
 pub fn requester_wins(cfg: &HtmConfig, req: &mut Side<'_>, holder: &mut Side<'_>) -> bool {
     match cfg.policy {
         PolicyKind::RequesterWins => true,

@@ -7,22 +7,23 @@
 #[derive(Clone, Debug, Default)]
 pub struct U64Map {
     items: Vec<(u64, u64)>,
-    /// `key + 1` per slot, 0 = empty (only while `hashed`).
+    /// Whether `index` is in use (kept allocated, but unused, after a clear).
+    hashed: bool,
+    /// The open-addressing index of large maps, boxed so that the many small maps of
+    /// transaction frames stay small.
+    index: Option<Box<HashIndex>>,
+}
+
+/// Open-addressing index of a [`U64Map`]: a slot per power-of-two bucket.
+#[derive(Clone, Debug, Default)]
+struct HashIndex {
+    /// `key + 1` per slot, 0 = empty.
     slots: Vec<u64>,
     /// Index into `items` per slot.
-    index: Vec<u32>,
-    hashed: bool,
+    at: Vec<u32>,
 }
 
-/// Entries kept without a hash index.
-pub const SMALL: usize = 8;
-
-#[inline]
-fn hash(k: u64) -> u64 {
-    (k ^ (k >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-}
-
-impl U64Map {
+impl HashIndex {
     #[inline]
     fn slot_of(&self, key: u64) -> (usize, bool) {
         let mask = self.slots.len() - 1;
@@ -38,7 +39,17 @@ impl U64Map {
             i = (i + 1) & mask;
         }
     }
+}
 
+/// Entries kept without a hash index.
+pub const SMALL: usize = 8;
+
+#[inline]
+fn hash(k: u64) -> u64 {
+    (k ^ (k >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl U64Map {
     /// Index in `items` of `key`. The linear search of small maps is inlined; the hashed
     /// lookup is not (large sets are rare).
     #[inline(always)]
@@ -52,8 +63,9 @@ impl U64Map {
 
     #[inline(never)]
     fn hashed_position(&self, key: u64) -> Option<usize> {
-        match self.slot_of(key) {
-            (i, true) => Some(self.index[i] as usize),
+        let h = self.index.as_ref()?;
+        match h.slot_of(key) {
+            (i, true) => Some(h.at[i] as usize),
             _ => None,
         }
     }
@@ -133,28 +145,31 @@ impl U64Map {
             self.rebuild(64);
             return;
         }
-        let (i, found) = self.slot_of(key);
+        let n = self.items.len();
+        let h = self.index.as_mut().expect("a hashed map has an index");
+        let (i, found) = h.slot_of(key);
         debug_assert!(!found);
-        self.slots[i] = key + 1;
-        self.index[i] = (self.items.len() - 1) as u32;
-        if self.items.len() * 2 > self.slots.len() {
-            self.rebuild(self.slots.len() * 2);
+        h.slots[i] = key + 1;
+        h.at[i] = (n - 1) as u32;
+        if n * 2 > h.slots.len() {
+            let grown = h.slots.len() * 2;
+            self.rebuild(grown);
         }
     }
 
     fn rebuild(&mut self, n: usize) {
-        let n = n.max(self.slots.len());
-        self.slots.clear();
-        self.slots.resize(n, 0);
-        self.index.clear();
-        self.index.resize(n, 0);
-        self.hashed = true;
-        for j in 0..self.items.len() {
-            let k = self.items[j].0;
-            let (i, _) = self.slot_of(k);
-            self.slots[i] = k + 1;
-            self.index[i] = j as u32;
+        let h = self.index.get_or_insert_with(Box::default);
+        let n = n.max(h.slots.len());
+        h.slots.clear();
+        h.slots.resize(n, 0);
+        h.at.clear();
+        h.at.resize(n, 0);
+        for (j, &(k, _)) in self.items.iter().enumerate() {
+            let (i, _) = h.slot_of(k);
+            h.slots[i] = k + 1;
+            h.at[i] = j as u32;
         }
+        self.hashed = true;
     }
 
     /// Removes every key, keeping the allocations.
@@ -169,7 +184,9 @@ impl U64Map {
     #[inline(never)]
     fn clear_index(&mut self) {
         // Zeroing only the used slots while probing would break probe chains: fill.
-        self.slots.iter_mut().for_each(|s| *s = 0);
+        if let Some(h) = &mut self.index {
+            h.slots.iter_mut().for_each(|s| *s = 0);
+        }
         self.hashed = false;
     }
 

@@ -3,7 +3,7 @@
 use super::*;
 
 impl Machine {
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn xbegin(&mut self, core: usize, rot: bool, id: u64) -> Outcome {
         if matches!(self.serial_owner, Some(o) if o != core) {
             return Outcome::Stall(self.cfg.htm.stall_retry_cycles.max(1));

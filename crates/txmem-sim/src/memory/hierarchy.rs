@@ -90,7 +90,7 @@ impl Hierarchy {
 
     /// Performs an access by `core` to `line` at time `now`, moving lines and coherence
     /// permissions as needed, and returns its latency and the lines it pushed out of the L1.
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, core: usize, line: u64, write: bool, now: Cycle) -> AccessResult {
         let st = self.proto.state(core, line);
         let permitted = if write { st.writable() } else { st.readable() };
