@@ -84,6 +84,7 @@ impl CoherenceProtocol for MesiSnooping {
         }
     }
 
+    #[inline]
     fn request(&mut self, req: Request) -> Response {
         let me = 1u64 << req.core;
         let l = self.lines[req.line as usize];

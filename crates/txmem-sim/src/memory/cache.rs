@@ -80,6 +80,7 @@ impl SetAssocCache {
     }
 
     /// Inserts `line` as most recently used; returns the evicted line, if any.
+    #[inline]
     pub fn insert(&mut self, line: u64) -> Option<u64> {
         if self.touch(line) {
             return None;
@@ -107,6 +108,7 @@ impl SetAssocCache {
     }
 
     /// Removes `line`; returns whether it was present.
+    #[inline]
     pub fn remove(&mut self, line: u64) -> bool {
         match self.find(line) {
             Some(i) => {
