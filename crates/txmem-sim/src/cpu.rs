@@ -143,7 +143,7 @@ impl<F: Future> Abortable<'_, '_, F> {
 }
 
 /// The abort of attempt `id` waiting on `cpu`'s core, if any (taken when `take`).
-#[inline(never)]
+#[inline]
 fn take_abort(cpu: &Cpu, id: u64, take: bool) -> Option<AbortStatus> {
     cpu.shared
         .machine

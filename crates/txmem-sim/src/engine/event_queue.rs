@@ -101,6 +101,8 @@ pub struct EventQueue {
     tails: Vec<u32>,
     /// Bit `b` set when bucket `b` is not empty.
     occupied: Vec<u64>,
+    /// Bit `w` set when word `w` of `occupied` is not zero.
+    summary: u64,
     /// List nodes; the free ones are chained from `free`.
     nodes: Vec<Node>,
     free: u32,
@@ -122,6 +124,7 @@ impl Default for EventQueue {
             heads: vec![NIL; WINDOW],
             tails: vec![NIL; WINDOW],
             occupied: vec![0; WINDOW / 64],
+            summary: 0,
             nodes: Vec::new(),
             free: NIL,
             near: 0,
@@ -177,6 +180,7 @@ impl EventQueue {
             NIL => {
                 self.heads[b] = n;
                 self.occupied[b / 64] |= 1 << (b % 64);
+                self.summary |= 1 << (b / 64);
             }
             t => self.nodes[t as usize].next = n,
         }
@@ -188,22 +192,21 @@ impl EventQueue {
     /// the bitmap.
     fn first_bucket(&self) -> usize {
         let c = self.base as usize & (WINDOW - 1);
-        let words = WINDOW / 64;
         let (w0, bit) = (c / 64, c % 64);
         let head = self.occupied[w0] & (!0u64 << bit);
         if head != 0 {
             return w0 * 64 + head.trailing_zeros() as usize;
         }
-        for k in 1..words {
-            let w = (w0 + k) % words;
-            if self.occupied[w] != 0 {
-                return w * 64 + self.occupied[w].trailing_zeros() as usize;
-            }
-        }
-        // Wrapped around to the start of the cursor's own word.
-        let tail = self.occupied[w0] & ((1u64 << bit) - 1);
-        debug_assert_ne!(tail, 0, "no bucket holds an event");
-        w0 * 64 + tail.trailing_zeros() as usize
+        // The next non-empty word after the cursor's, else (wrapping around) the first one,
+        // which may be the cursor's own word (its buckets before the cursor).
+        let later = self.summary & (!1u64 << w0);
+        let w = if later != 0 {
+            later.trailing_zeros()
+        } else {
+            self.summary.trailing_zeros()
+        } as usize;
+        debug_assert!(self.occupied[w] != 0, "no bucket holds an event");
+        w * 64 + self.occupied[w].trailing_zeros() as usize
     }
 
     /// The earliest bucketed event and its bucket, if any.
@@ -235,7 +238,11 @@ impl EventQueue {
                 self.heads[b] = next;
                 if next == NIL {
                     self.tails[b] = NIL;
-                    self.occupied[b / 64] &= !(1 << (b % 64));
+                    let w = &mut self.occupied[b / 64];
+                    *w &= !(1 << (b % 64));
+                    if *w == 0 {
+                        self.summary &= !(1 << (b / 64));
+                    }
                 }
                 self.nodes[h as usize].next = self.free;
                 self.free = h;
