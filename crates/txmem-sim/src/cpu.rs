@@ -65,6 +65,10 @@ pub struct Op<'a, O> {
     /// 0 before issue; the wake-up token while pending; `u64::MAX` after an abort.
     token: u64,
     retrying: bool,
+    /// Complete (instead of waiting forever) when the operation aborts its transaction or
+    /// its transaction is doomed while it waits: for the `xbegin` that starts an attempt,
+    /// which takes the abort next.
+    ready_on_abort: bool,
     _out: PhantomData<fn() -> O>,
 }
 
@@ -78,7 +82,13 @@ impl<O: OpOutput> Future for Op<'_, O> {
         if this.token != 0 {
             let c = &m.cores[this.cpu.core];
             if c.completed != this.token {
-                return Poll::Pending;
+                // A later wake-up superseded this operation's: its transaction was doomed.
+                return if this.ready_on_abort {
+                    debug_assert!(this.cpu.shared.abort_counts[this.cpu.core].get() > 0);
+                    Poll::Ready(O::from_raw(0))
+                } else {
+                    Poll::Pending
+                };
             }
             if !c.retry {
                 return Poll::Ready(O::from_raw(c.result));
@@ -91,6 +101,7 @@ impl<O: OpOutput> Future for Op<'_, O> {
                 this.token = token;
                 Poll::Pending
             }
+            Issue::Aborted if this.ready_on_abort => Poll::Ready(O::from_raw(0)),
             Issue::Aborted => {
                 this.token = u64::MAX;
                 Poll::Pending
@@ -163,6 +174,7 @@ impl Cpu {
             kind,
             token: 0,
             retrying: false,
+            ready_on_abort: false,
             _out: PhantomData,
         }
     }
@@ -267,10 +279,15 @@ impl Cpu {
         Fut: Future<Output = T>,
     {
         let (id, outermost) = self.shared.machine.borrow_mut().reserve_attempt(self.core);
-        let fut = pin!(async move {
-            self.op::<()>(OpKind::XBegin(rot, id)).await;
-            body(self.clone()).await
-        });
+        // The attempt begins before the abort wrapper runs its body: nothing can abort a
+        // new attempt before it begins, and a begin that aborts it (nesting too deep)
+        // completes at once, so that the wrapper takes the abort straight away.
+        let begin = Op {
+            ready_on_abort: true,
+            ..self.op::<()>(OpKind::XBegin(rot, id))
+        };
+        begin.await;
+        let fut = pin!(body(self.clone()));
         let r = Abortable {
             cpu: self,
             waiting: &self.shared.abort_counts[self.core],
