@@ -88,7 +88,7 @@ struct Node {
 /// deterministic.
 ///
 /// Simulated time only moves forward and almost every event is due within a few hundred
-/// cycles, so the queue is a calendar: events due within [`WINDOW`] cycles of the last
+/// cycles, so the queue is a calendar: events due within 1,024 cycles (`WINDOW`) of the last
 /// popped time sit in the bucket of their time (modulo the window), each bucket a list in
 /// scheduling order, with a bitmap of the non-empty buckets; the earliest event is the head
 /// of the first non-empty bucket from the current time on. Scheduling and taking an event

@@ -100,7 +100,7 @@ pub struct CoreState {
     /// Whether a wake-up is scheduled.
     pub waiting: bool,
     /// Aborts waiting to be taken by their transaction's outermost frame: (attempt id, status).
-    /// Add them with [`Machine::post_abort`], which keeps [`Machine::abort_counts`] in step.
+    /// Add them with `Machine::post_abort` (crate-internal), which keeps [`Machine::abort_counts`] in step.
     pub aborts: Vec<(u64, AbortStatus)>,
     /// Core this one is stalled on (stall-on-conflict), for deadlock detection.
     pub stalled_on: Option<usize>,
