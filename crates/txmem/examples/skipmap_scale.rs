@@ -1,0 +1,107 @@
+//! Loads millions of keys into a `TSkipMap` (and, for comparison, a
+//! `THashMap`) and reports load time, lookup and scan speed, and resident
+//! memory: the evidence that the ordered map can serve as an index for
+//! TPC-C and YCSB.
+//!
+//! usage: `skipmap_scale [KEYS] [BATCH]` (defaults: 2,000,000 keys inserted in
+//! transactions of 1,000 random inserts each)
+//!
+//! ```text
+//! cargo run --release -p txmem --example skipmap_scale -- 4000000
+//! ```
+
+use std::time::Instant;
+
+use txmem::{atomically, THashMap, TSkipMap};
+
+/// A permutation of `0..n` (multiplication by an odd constant modulo a power
+/// of two, then skipping values ≥ n), so keys arrive in random order.
+fn shuffled(n: u64) -> impl Iterator<Item = u64> {
+    let m = n.next_power_of_two().max(2);
+    (0..m)
+        .map(move |i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (m - 1))
+        .filter(move |&k| k < n)
+}
+
+/// The process's resident set size in MiB (Linux; 0 elsewhere).
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("usage: skipmap_scale [KEYS] [BATCH]"))
+        .collect();
+    let n = args.first().copied().unwrap_or(2_000_000);
+    let batch = args.get(1).copied().unwrap_or(1_000).max(1) as usize;
+    let keys: Vec<u64> = shuffled(n).collect();
+    let base = rss_mib();
+
+    let map = TSkipMap::new();
+    let t = Instant::now();
+    for chunk in keys.chunks(batch) {
+        atomically(|tx| {
+            for &k in chunk {
+                map.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+    }
+    let load = t.elapsed();
+    let rss = rss_mib() - base;
+    assert_eq!(map.load_len(), n as usize, "every key was inserted once");
+
+    let t = Instant::now();
+    let mut found = 0;
+    for &k in keys.iter().take(1_000_000) {
+        found += atomically(|tx| map.contains_key(tx, &(k * 2 % (2 * n)))) as usize;
+    }
+    let lookups = keys.len().min(1_000_000);
+    let get_ns = t.elapsed().as_nanos() as f64 / lookups as f64;
+
+    let t = Instant::now();
+    let scanned = atomically(|tx| {
+        let mut count = 0u64;
+        map.scan(tx, n / 2.., |_, _| {
+            count += 1;
+            count < 100_000
+        })?;
+        Ok(count)
+    });
+    let scan_ns = t.elapsed().as_nanos() as f64 / scanned as f64;
+    println!(
+        "TSkipMap: {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of {batch}); \
+         +{rss:.0} MiB resident ({:.0} B/key); contains_key {get_ns:.0} ns \
+         ({found} of {lookups} present); scan {scanned} keys in one transaction, \
+         {scan_ns:.0} ns/key",
+        load.as_secs_f64(),
+        load.as_nanos() as f64 / n as f64,
+        rss * 1048576.0 / n as f64,
+    );
+    drop(map);
+
+    let base = rss_mib();
+    let map = THashMap::new();
+    let t = Instant::now();
+    for chunk in keys.chunks(batch) {
+        atomically(|tx| {
+            for &k in chunk {
+                map.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+    }
+    let load = t.elapsed();
+    let rss = rss_mib() - base;
+    println!(
+        "THashMap: {n} keys loaded in {:.2} s ({:.0} ns/insert); +{rss:.0} MiB resident",
+        load.as_secs_f64(),
+        load.as_nanos() as f64 / n as f64,
+    );
+}
