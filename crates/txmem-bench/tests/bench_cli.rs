@@ -46,13 +46,15 @@ fn have_libitm() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Runs `bench ARGS --json --csv --plot` with tiny durations and returns
-/// the parsed JSON, after checking the CSV and SVG agree with it.
+/// Runs `bench ARGS --json --csv --plot --markdown` with tiny durations and
+/// returns the parsed JSON, after checking the CSV, SVG and Markdown agree
+/// with it.
 fn run_suite(tag: &str, args: &[&str]) -> Value {
-    let (json, csv, svg) = (
+    let (json, csv, svg, md) = (
         tmp(&format!("{tag}.json")),
         tmp(&format!("{tag}.csv")),
         tmp(&format!("{tag}.svg")),
+        tmp(&format!("{tag}.md")),
     );
     let out = txmem()
         .arg("bench")
@@ -72,6 +74,8 @@ fn run_suite(tag: &str, args: &[&str]) -> Value {
         .arg(&csv)
         .arg("--plot")
         .arg(&svg)
+        .arg("--markdown")
+        .arg(&md)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
@@ -139,6 +143,29 @@ fn run_suite(tag: &str, args: &[&str]) -> Value {
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.starts_with("<svg"), "not an SVG");
     assert!(svg.contains("txmem"), "plot lacks the txmem line");
+
+    // Markdown: a header, an alignment line, then one line per (workload,
+    // system) pair, each with a cell per thread count.
+    let md = std::fs::read_to_string(&md).unwrap();
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+    let mut pairs: Vec<(String, String)> = results
+        .iter()
+        .map(|r| (r["workload"].to_string(), r["system"].to_string()))
+        .collect();
+    pairs.sort();
+    pairs.dedup();
+    assert_eq!(table.len(), 2 + pairs.len(), "{md}");
+    let columns = table[0].matches('|').count();
+    assert!(
+        table.iter().all(|l| l.matches('|').count() == columns),
+        "{md}"
+    );
+    assert!(
+        table
+            .iter()
+            .any(|l| l.contains("| txmem |") && l.contains(" 1.00")),
+        "no txmem line with ratio 1.00: {md}"
+    );
     v
 }
 

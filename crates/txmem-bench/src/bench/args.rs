@@ -64,6 +64,11 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
 
+    /// Write the results as a Markdown table (a column per thread count),
+    /// ready to paste into documentation.
+    #[arg(long, value_name = "FILE.md")]
+    pub markdown: Option<PathBuf>,
+
     /// Seed of the workload random generators (each thread derives its own).
     #[arg(long, default_value_t = 0x7478_6d65_6d, value_name = "N")]
     pub seed: u64,

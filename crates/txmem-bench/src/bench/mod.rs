@@ -140,6 +140,7 @@ fn run(args: BenchArgs) -> Result<u8, Failure> {
     check_output("--json", &args.json)?;
     check_output("--csv", &args.csv)?;
     check_output("--plot", &args.plot)?;
+    check_output("--markdown", &args.markdown)?;
 
     let machine = machine::Machine::detect();
     let wants_libitm = args
@@ -271,6 +272,9 @@ fn run(args: BenchArgs) -> Result<u8, Failure> {
     }
     if let Some(p) = &args.plot {
         emit(report::svg::write(p, &report), &args.plot);
+    }
+    if let Some(p) = &args.markdown {
+        emit(report::markdown::write(p, &report), &args.markdown);
     }
     if let Some(e) = write_error {
         return Err(Failure::Other(e));

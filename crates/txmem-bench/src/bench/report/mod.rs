@@ -1,8 +1,9 @@
 //! The report of a run and its renderings: terminal table, JSON (the stable
-//! contract of DESIGN.md §4), CSV (the same columns) and SVG plot.
+//! contract of DESIGN.md §4), CSV (the same columns), Markdown and SVG plot.
 
 pub mod csv;
 pub mod json;
+pub mod markdown;
 pub mod svg;
 pub mod table;
 
