@@ -771,7 +771,7 @@ where
         // SAFETY: the node is unreachable from the table now and its removal
         // is ours (see above); nodes are boxed, and `K, V: Send` let the
         // collector drop it on another thread.
-        unsafe { retire(guard, np) };
+        unsafe { retire::<Self>(guard, np) };
     }
 }
 

@@ -77,6 +77,18 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// version; without one (an abandoned placeholder) they need not change.
     fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
 
+    /// Frees a node that is unlinked and unreachable (by default a `Box`;
+    /// collections with their own node allocation override it).
+    ///
+    /// # Safety
+    ///
+    /// `np` was allocated the way this collection allocates its nodes, no
+    /// thread can reach it any more, and it is freed only once.
+    unsafe fn free_node(np: *mut Self::Node) {
+        // SAFETY: per the contract (default allocation: `Box`).
+        drop(unsafe { Box::from_raw(np) })
+    }
+
     /// Publishes the item's pending value into `node` before the state is
     /// unlocked at commit (collections with values).
     #[inline]
@@ -426,19 +438,20 @@ fn observe_value<'env, V: Clone, R>(
     Ok(Some(f(unsafe { &*(p as *const V) })))
 }
 
-/// Frees `np` through the epoch once no pinned thread can still hold it.
+/// Frees `np` (with [`NodeCollection::free_node`]) through the epoch once no
+/// pinned thread can still hold it.
 ///
 /// # Safety
 ///
-/// `np` came from `Box::into_raw`, is unreachable from its collection now,
-/// and is retired only once. The collection must be `Send` for its nodes'
+/// `np` is a node of collection type `C`, unreachable from its collection
+/// now, and retired only once. The collection must be `Send` for its nodes'
 /// contents (the collector may drop the node on another thread).
-pub(super) unsafe fn retire<N>(guard: &Guard, np: *const N) {
+pub(super) unsafe fn retire<C: NodeCollection>(guard: &Guard, np: *const C::Node) {
     let addr = np as usize;
     // SAFETY: per this function's contract; pinned readers may still hold
     // the node, which is why it is deferred.
     unsafe {
-        guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut N)));
+        guard.defer_unchecked(move || C::free_node(addr as *mut C::Node));
     }
 }
 
@@ -541,8 +554,7 @@ pub(super) trait GapChain: NodeCollection {
     /// # Safety
     ///
     /// `np` is linked right after `pred` on level 0, the caller holds the
-    /// structure lock and owns the node's removal, and the node was
-    /// allocated with `Box`.
+    /// structure lock and owns the node's removal.
     unsafe fn splice_out(
         &self,
         pred: *const Self::Node,
@@ -566,6 +578,6 @@ pub(super) trait GapChain: NodeCollection {
         ngap.unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
         // SAFETY: unreachable from the chain now (per the contract), and
         // retired only by the owner of its removal.
-        unsafe { retire(guard, np) };
+        unsafe { retire::<Self>(guard, np) };
     }
 }

@@ -12,8 +12,10 @@
 //! Nodes never move, so node items stay valid forever; a scan's read set is
 //! two words per node visited (its state and its gap) instead of one per
 //! leaf, which is the price. Lookups, inserts and removes are O(log n)
-//! expected, and nodes carry a variable-height tower (1.33 pointers on
-//! average), so millions of keys cost about 80 bytes each plus key and value.
+//! expected, and nodes carry a variable-height tower inline (1.33 links on
+//! average), so millions of keys cost about 40 bytes each plus key, value and
+//! the allocator's overhead (65 bytes per `u64 → u64` entry resident, with
+//! two million keys: `examples/skipmap_scale.rs`).
 //! Readers never lock; structural changes (linking a placeholder, unlinking
 //! a removed node) hold one short map-wide lock for the pointer splice, so
 //! they serialize with each other but never with readers or commits of
@@ -24,8 +26,10 @@
 //! A node's state is keyed by its address, the gap after a node by
 //! `address | 1` (the head's gap by 1), the size counter by 2.
 
+use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::fmt;
+use std::mem;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -49,31 +53,119 @@ use super::{inconsistent, struct_wait};
 
 const MAX_HEIGHT: usize = 16;
 
+/// A skiplist node. The links of levels `1..height` follow the struct in the
+/// same allocation (a tower of `height - 1` pointers), so that a step on an
+/// upper level touches the node's own memory instead of a second
+/// allocation; three nodes in four have height 1 and no tower at all.
+/// Nodes are created by [`SNode::alloc`] and freed by [`SNode::free`];
+/// the tower is reached only through raw node pointers (which carry the
+/// whole allocation's provenance), never through a `&SNode`.
+#[repr(C)]
 pub(super) struct SNode<K, V> {
     state: TVersion,
     gap: TVersion,
     key: K,
     value: ValueCell<V>,
-    /// The level-0 link, inline: every traversal ends on level 0, and
-    /// three nodes in four have no other level (no second allocation).
+    /// The level-0 link: every traversal ends on level 0.
     next0: AtomicPtr<SNode<K, V>>,
-    /// The links of levels `1..height` (empty, unallocated, for height 1).
-    upper: Box<[AtomicPtr<SNode<K, V>>]>,
+    /// Levels linked (1 + the tower's length).
+    height: usize,
 }
 
 impl<K, V> SNode<K, V> {
+    /// The layout of a node of `height` levels: the struct, then the tower.
+    /// `SNode` contains `u64`s, so its size is a multiple of the links'
+    /// alignment and the tower starts right at `size_of::<SNode>()`.
     #[inline]
-    fn link(&self, level: usize) -> &AtomicPtr<SNode<K, V>> {
-        if level == 0 {
-            &self.next0
-        } else {
-            &self.upper[level - 1]
+    fn layout(height: usize) -> Layout {
+        const { assert!(mem::size_of::<Self>().is_multiple_of(mem::align_of::<AtomicPtr<Self>>())) };
+        let size = mem::size_of::<Self>() + (height - 1) * mem::size_of::<AtomicPtr<Self>>();
+        Layout::from_size_align(size, mem::align_of::<Self>()).expect("skiplist node layout")
+    }
+
+    /// A new unlinked node of `height` levels whose links are null except
+    /// level 0, which points at `next0`.
+    fn alloc(key: K, value: V, height: usize, next0: *mut Self) -> *mut Self {
+        debug_assert!((1..=MAX_HEIGHT).contains(&height));
+        let layout = Self::layout(height);
+        // SAFETY: the layout has a non-zero size (it holds the struct).
+        let np = unsafe { alloc::alloc(layout) } as *mut Self;
+        if np.is_null() {
+            alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `np` is a fresh allocation of `layout`: the struct fits at
+        // its start and `height - 1` links right after it.
+        unsafe {
+            np.write(SNode {
+                state: TVersion::new(),
+                gap: TVersion::new(),
+                key,
+                value: ValueCell::new(value),
+                next0: AtomicPtr::new(next0),
+                height,
+            });
+            for level in 1..height {
+                (Self::tower(np).add(level - 1) as *mut AtomicPtr<Self>)
+                    .write(AtomicPtr::new(ptr::null_mut()));
+            }
+        }
+        np
+    }
+
+    /// Drops and deallocates a node made by [`alloc`](Self::alloc).
+    ///
+    /// # Safety
+    ///
+    /// `np` came from `alloc`, is unreachable, and nobody uses it any more.
+    unsafe fn free(np: *mut Self) {
+        // SAFETY: per the contract; the height is read before the drop.
+        unsafe {
+            let layout = Self::layout((*np).height);
+            ptr::drop_in_place(np);
+            alloc::dealloc(np as *mut u8, layout);
         }
     }
 
+    /// The first link of the tower (level 1).
+    ///
+    /// # Safety
+    ///
+    /// `np` is a live node from [`alloc`](Self::alloc), with the
+    /// allocation's provenance.
     #[inline]
-    fn height(&self) -> usize {
-        1 + self.upper.len()
+    unsafe fn tower(np: *const Self) -> *const AtomicPtr<Self> {
+        // SAFETY: the tower starts right after the struct (see `layout`).
+        unsafe { (np as *const u8).add(mem::size_of::<Self>()) as *const AtomicPtr<Self> }
+    }
+
+    /// The link of `level` (below the node's height).
+    ///
+    /// # Safety
+    ///
+    /// As for [`tower`](Self::tower), and `level < height`.
+    #[inline]
+    unsafe fn link<'a>(np: *const Self, level: usize) -> &'a AtomicPtr<Self> {
+        // SAFETY: per the contract, the link exists and lives as long as the
+        // node (callers are pinned or hold the structure lock).
+        unsafe {
+            debug_assert!(level < (*np).height);
+            if level == 0 {
+                &(*np).next0
+            } else {
+                &*Self::tower(np).add(level - 1)
+            }
+        }
+    }
+
+    /// The links of levels `1..height`.
+    ///
+    /// # Safety
+    ///
+    /// As for [`tower`](Self::tower).
+    #[inline]
+    unsafe fn upper<'a>(np: *const Self) -> &'a [AtomicPtr<Self>] {
+        // SAFETY: `height - 1` initialized links follow the struct.
+        unsafe { std::slice::from_raw_parts(Self::tower(np), (*np).height - 1) }
     }
 }
 
@@ -202,8 +294,9 @@ where
         if n.is_null() {
             &self.head[level]
         } else {
-            // SAFETY: callers pass nodes reached while pinned.
-            unsafe { &*n }.link(level)
+            // SAFETY: callers pass nodes reached while pinned (raw pointers
+            // loaded from links) and levels the node is linked on.
+            unsafe { SNode::link(n, level) }
         }
     }
 
@@ -246,7 +339,7 @@ where
             if !nx.is_null() && before(&unsafe { &*nx }.key) {
                 x = nx;
                 // SAFETY: as above.
-                upper = &unsafe { &*nx }.upper;
+                upper = unsafe { SNode::upper(nx) };
             } else {
                 level -= 1;
             }
@@ -428,16 +521,7 @@ where
                 continue;
             }
             let height = random_height();
-            let node = Box::into_raw(Box::new(SNode {
-                state: TVersion::new(),
-                gap: TVersion::new(),
-                key,
-                value: ValueCell::new(value),
-                next0: AtomicPtr::new(pos.next as *mut _),
-                upper: (1..height)
-                    .map(|_| AtomicPtr::new(ptr::null_mut()))
-                    .collect(),
-            }));
+            let node = SNode::alloc(key, value, height, pos.next as *mut _);
             // SAFETY: not shared yet.
             let nref = unsafe { &*node };
             nref.state.set_flags_locked(INSERTING);
@@ -454,7 +538,8 @@ where
                 self.search(&before, &mut preds);
                 for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
                     let nx = self.next(p, level).load(Ordering::Relaxed);
-                    nref.upper[level - 1].store(nx, Ordering::Relaxed);
+                    // SAFETY: `node` is ours, fresh from `alloc`, `level < height`.
+                    unsafe { SNode::link(node, level) }.store(nx, Ordering::Relaxed);
                 }
             }
             let new_gap = self.link_after(&pos, node);
@@ -692,6 +777,12 @@ where
         Self::store_pending(node, item, commit)
     }
 
+    unsafe fn free_node(np: *mut SNode<K, V>) {
+        // SAFETY: skiplist nodes come from `SNode::alloc`; the caller
+        // guarantees the node is unreachable and freed once.
+        unsafe { SNode::free(np) }
+    }
+
     /// Unlinks `np` at every level under the structure lock; with a commit
     /// version, bumps the surrounding gaps to at least that version.
     fn unlink(&self, np: NodePtr<K, V>, cv: Option<u64>, guard: &Guard) {
@@ -726,15 +817,17 @@ where
                 p = nx;
             }
         }
-        for level in (1..n.height()).rev() {
+        for level in (1..n.height).rev() {
             let p = preds[level].expect("txmem: skiplist node missing from an upper level");
-            self.next(p, level)
-                .store(n.link(level).load(Ordering::Relaxed), Ordering::Release);
+            // SAFETY: `np` is linked on every level below its height.
+            let after = unsafe { SNode::link(np, level) }.load(Ordering::Relaxed);
+            self.next(p, level).store(after, Ordering::Release);
         }
         let pred0 = preds[0].expect("txmem: skiplist node missing from its map");
         // SAFETY: `np` follows `pred0` on level 0 (found above), its upper
         // levels are unlinked, we hold the structure lock, the caller owns
-        // its removal, and nodes are boxed; `K, V: Send` let the collector
+        // its removal, and nodes come from `SNode::alloc` (freed by
+        // `free_node`); `K, V: Send` let the collector
         // drop it elsewhere.
         unsafe { self.splice_out(pred0, np, cv, guard) };
     }
@@ -791,9 +884,12 @@ impl<K, V> Drop for TSkipMap<K, V> {
         let mut cur = *self.head[0].get_mut();
         while !cur.is_null() {
             // SAFETY: `&mut self` is exclusive; every linked node is on
-            // level 0 exactly once and owned by the map.
-            let node = unsafe { Box::from_raw(cur) };
-            cur = node.next0.load(Ordering::Relaxed);
+            // level 0 exactly once, owned by the map and made by `alloc`.
+            unsafe {
+                let next = (*cur).next0.load(Ordering::Relaxed);
+                SNode::free(cur);
+                cur = next;
+            }
         }
     }
 }
