@@ -40,7 +40,7 @@ impl Machine {
     }
 
     /// A load, store or read-modify-write of the word at `addr` by `core`.
-    #[inline(never)]
+    #[inline(always)]
     pub(super) fn mem_op(
         &mut self,
         core: usize,
