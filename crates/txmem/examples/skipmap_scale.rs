@@ -10,9 +10,9 @@
 //! cargo run --release -p txmem --example skipmap_scale -- 4000000
 //! ```
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use txmem::{atomically, THashMap, TSkipMap};
+use txmem::{atomically, THashMap, TSkipMap, Transaction, TxResult};
 
 /// A permutation of `0..n` (multiplication by an odd constant modulo a power
 /// of two, then skipping values ≥ n), so keys arrive in random order.
@@ -33,6 +33,24 @@ fn rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// Inserts `keys` in transactions of `batch` inserts each; returns the time taken.
+fn load<'env>(
+    keys: &[u64],
+    batch: usize,
+    insert: impl Fn(&mut Transaction<'env>, u64) -> TxResult<bool>,
+) -> Duration {
+    let t = Instant::now();
+    for chunk in keys.chunks(batch) {
+        atomically(|tx| {
+            for &k in chunk {
+                insert(tx, k)?;
+            }
+            Ok(())
+        });
+    }
+    t.elapsed()
+}
+
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -44,16 +62,7 @@ fn main() {
     let base = rss_mib();
 
     let map = TSkipMap::new();
-    let t = Instant::now();
-    for chunk in keys.chunks(batch) {
-        atomically(|tx| {
-            for &k in chunk {
-                map.insert(tx, k, k)?;
-            }
-            Ok(())
-        });
-    }
-    let load = t.elapsed();
+    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
     let rss = rss_mib() - base;
     assert_eq!(map.load_len(), n as usize, "every key was inserted once");
 
@@ -80,28 +89,19 @@ fn main() {
          +{rss:.0} MiB resident ({:.0} B/key); contains_key {get_ns:.0} ns \
          ({found} of {lookups} present); scan {scanned} keys in one transaction, \
          {scan_ns:.0} ns/key",
-        load.as_secs_f64(),
-        load.as_nanos() as f64 / n as f64,
+        load_time.as_secs_f64(),
+        load_time.as_nanos() as f64 / n as f64,
         rss * 1048576.0 / n as f64,
     );
     drop(map);
 
     let base = rss_mib();
     let map = THashMap::new();
-    let t = Instant::now();
-    for chunk in keys.chunks(batch) {
-        atomically(|tx| {
-            for &k in chunk {
-                map.insert(tx, k, k)?;
-            }
-            Ok(())
-        });
-    }
-    let load = t.elapsed();
+    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
     let rss = rss_mib() - base;
     println!(
         "THashMap: {n} keys loaded in {:.2} s ({:.0} ns/insert); +{rss:.0} MiB resident",
-        load.as_secs_f64(),
-        load.as_nanos() as f64 / n as f64,
+        load_time.as_secs_f64(),
+        load_time.as_nanos() as f64 / n as f64,
     );
 }
