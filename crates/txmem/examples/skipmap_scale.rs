@@ -1,7 +1,8 @@
 //! Loads millions of keys into a `TSkipMap` (and, for comparison, a
 //! `THashMap`) and reports load time, lookup and scan speed, and resident
 //! memory: the evidence that the ordered map can serve as an index for
-//! TPC-C and YCSB.
+//! TPC-C and YCSB. The same lookups run against `crossbeam-skiplist` and a
+//! `BTreeMap` behind an `RwLock` for scale.
 //!
 //! usage: `skipmap_scale [KEYS] [BATCH]` (defaults: 2,000,000 keys inserted in
 //! transactions of 1,000 random inserts each)
@@ -10,7 +11,10 @@
 //! cargo run --release -p txmem --example skipmap_scale -- 4000000
 //! ```
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
 
 use txmem::{atomically, THashMap, TSkipMap, Transaction, TxResult};
 
@@ -51,6 +55,13 @@ fn load<'env>(
     t.elapsed()
 }
 
+/// Mean time of `contains` over `probes`, and how many were present.
+fn lookup_ns(probes: &[u64], contains: impl Fn(u64) -> bool) -> (f64, usize) {
+    let t = Instant::now();
+    let found = probes.iter().filter(|&&k| contains(k)).count();
+    (t.elapsed().as_nanos() as f64 / probes.len() as f64, found)
+}
+
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
@@ -66,13 +77,13 @@ fn main() {
     let rss = rss_mib() - base;
     assert_eq!(map.load_len(), n as usize, "every key was inserted once");
 
-    let t = Instant::now();
-    let mut found = 0;
-    for &k in keys.iter().take(1_000_000) {
-        found += atomically(|tx| map.contains_key(tx, &(k * 2 % (2 * n)))) as usize;
-    }
-    let lookups = keys.len().min(1_000_000);
-    let get_ns = t.elapsed().as_nanos() as f64 / lookups as f64;
+    // Probes: half present, half absent, in random order.
+    let probes: Vec<u64> = keys
+        .iter()
+        .take(1_000_000)
+        .map(|k| k * 2 % (2 * n))
+        .collect();
+    let (get_ns, found) = lookup_ns(&probes, |k| atomically(|tx| map.contains_key(tx, &k)));
 
     let t = Instant::now();
     let scanned = atomically(|tx| {
@@ -87,13 +98,27 @@ fn main() {
     println!(
         "TSkipMap: {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of {batch}); \
          +{rss:.0} MiB resident ({:.0} B/key); contains_key {get_ns:.0} ns \
-         ({found} of {lookups} present); scan {scanned} keys in one transaction, \
+         ({found} of {} present); scan {scanned} keys in one transaction, \
          {scan_ns:.0} ns/key",
         load_time.as_secs_f64(),
         load_time.as_nanos() as f64 / n as f64,
         rss * 1048576.0 / n as f64,
+        probes.len(),
     );
     drop(map);
+
+    // The same probes against peers, for scale (not transactional).
+    let peer = crossbeam_skiplist::SkipMap::new();
+    keys.iter().for_each(|&k| drop(peer.insert(k, k)));
+    let (peer_ns, _) = lookup_ns(&probes, |k| peer.contains_key(&k));
+    drop(peer);
+    let btree = RwLock::new(keys.iter().map(|&k| (k, k)).collect::<BTreeMap<u64, u64>>());
+    let (btree_ns, _) = lookup_ns(&probes, |k| btree.read().contains_key(&k));
+    drop(btree);
+    println!(
+        "same probes: crossbeam-skiplist contains_key {peer_ns:.0} ns, \
+         RwLock<BTreeMap> {btree_ns:.0} ns"
+    );
 
     let base = rss_mib();
     let map = THashMap::new();
