@@ -17,6 +17,7 @@
 //! `xabort` inside a body never returns; outside a transaction it does nothing.
 
 use crate::engine::executor::Shared;
+use crate::engine::machine_cell::MachineRef;
 use crate::htm::AbortStatus;
 use crate::machine::{Issue, OpKind};
 use std::cell::Cell;
@@ -78,7 +79,7 @@ impl<O: OpOutput> Future for Op<'_, O> {
     #[inline]
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<O> {
         let this = &mut *self;
-        let mut m = this.cpu.shared.machine.borrow_mut();
+        let mut m = this.cpu.machine();
         if this.token != 0 {
             let c = &m.cores[this.cpu.core];
             if c.completed != this.token {
@@ -156,15 +157,21 @@ impl<F: Future> Abortable<'_, '_, F> {
 /// The abort of attempt `id` waiting on `cpu`'s core, if any (taken when `take`).
 #[inline]
 fn take_abort(cpu: &Cpu, id: u64, take: bool) -> Option<AbortStatus> {
-    cpu.shared
-        .machine
-        .borrow_mut()
-        .pending_abort(cpu.core, id, take)
+    cpu.machine().pending_abort(cpu.core, id, take)
 }
 
 impl Cpu {
     pub(crate) fn new(shared: Rc<Shared>, core: usize) -> Self {
         Cpu { shared, core }
+    }
+
+    /// The machine, for one simulator step.
+    #[inline(always)]
+    fn machine(&self) -> MachineRef<'_> {
+        // SAFETY: in this module the machine is taken only for one simulator step that calls
+        // no simulated code and takes it no second time: every `MachineRef` taken here is
+        // dropped before the method that took it awaits or returns.
+        unsafe { self.shared.machine.access() }
     }
 
     #[inline]
@@ -186,26 +193,22 @@ impl Cpu {
 
     /// Number of cores of the machine.
     pub fn cores(&self) -> usize {
-        self.shared.machine.borrow().cfg.cores
+        self.machine().cfg.cores
     }
 
     /// The core's current simulated time.
     pub fn now(&self) -> u64 {
-        self.shared.machine.borrow().cores[self.core].now
+        self.machine().cores[self.core].now
     }
 
     /// A deterministic pseudo-random number from the core's own stream.
     pub fn random(&self) -> u64 {
-        self.shared.machine.borrow_mut().cores[self.core]
-            .rng
-            .next_u64()
+        self.machine().cores[self.core].rng.next_u64()
     }
 
     /// A deterministic pseudo-random number in `0..n` (`n > 0`).
     pub fn random_below(&self, n: u64) -> u64 {
-        self.shared.machine.borrow_mut().cores[self.core]
-            .rng
-            .below(n)
+        self.machine().cores[self.core].rng.below(n)
     }
 
     /// Loads the 8-byte word at `addr` (8-byte aligned).
@@ -241,7 +244,7 @@ impl Cpu {
 
     /// Whether a transaction is running on this core (not suspended), like RTM `xtest`.
     pub fn xtest(&self) -> bool {
-        self.shared.machine.borrow().htm.active(self.core).is_some()
+        self.machine().htm.active(self.core).is_some()
     }
 
     /// Explicitly aborts the running transaction with `code`; never completes inside a
@@ -278,7 +281,7 @@ impl Cpu {
         F: FnOnce(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
-        let (id, outermost) = self.shared.machine.borrow_mut().reserve_attempt(self.core);
+        let (id, outermost) = self.machine().reserve_attempt(self.core);
         // The attempt begins before the abort wrapper runs its body: nothing can abort a
         // new attempt before it begins, and a begin that aborts it (nesting too deep)
         // completes at once, so that the wrapper takes the abort straight away.
@@ -302,11 +305,7 @@ impl Cpu {
                 Ok(v)
             }
             Err(st) => {
-                let penalty = self
-                    .shared
-                    .machine
-                    .borrow_mut()
-                    .finish_abort(self.core, id, st);
+                let penalty = self.machine().finish_abort(self.core, id, st);
                 if penalty > 0 {
                     self.compute(penalty).await;
                 }
@@ -379,14 +378,14 @@ impl Cpu {
             match self.attempt(rot, &mut body).await {
                 Ok(v) => return v,
                 Err(st) if st.persistent => {
-                    self.shared.machine.borrow_mut().forget_retry(self.core);
+                    self.machine().forget_retry(self.core);
                     self.op::<()>(OpKind::SerialAcquire).await;
                     let v = body(self.clone()).await;
                     self.op::<()>(OpKind::SerialRelease).await;
                     return v;
                 }
                 Err(_) => {
-                    let b = self.shared.machine.borrow_mut().backoff_for(self.core);
+                    let b = self.machine().backoff_for(self.core);
                     if b > 0 {
                         self.op::<()>(OpKind::Backoff(b)).await;
                     }

@@ -10,9 +10,9 @@
 use crate::config::{ConfigError, SimConfig};
 use crate::cpu::Cpu;
 use crate::engine::event_queue::EventKind;
+use crate::engine::machine_cell::{MachineCell, MachineRef};
 use crate::machine::Machine;
 use crate::stats::Stats;
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -24,10 +24,21 @@ type HandlerFactory = Rc<dyn Fn(Cpu) -> Task>;
 /// State shared between the executor and the [`Cpu`] handles of simulated code.
 #[derive(Debug)]
 pub struct Shared {
-    /// The machine. Borrowed only for the duration of one operation, never across an await.
-    pub machine: RefCell<Machine>,
+    /// The machine. Taken only for the duration of one simulator step, never across an
+    /// await or a call into simulated code.
+    pub machine: MachineCell,
     /// [`Machine::abort_counts`]: per core, how many aborts wait to be taken.
     pub abort_counts: Rc<[std::cell::Cell<u32>]>,
+}
+
+/// The machine, for one step of the executor or of a `Sim` method.
+#[inline(always)]
+fn machine(shared: &Shared) -> MachineRef<'_> {
+    // SAFETY: in this module the machine is taken only around simulator code: every
+    // `MachineRef` taken here is dropped before a task is polled (the `Cpu` handles take the
+    // machine only inside polls) and before another is taken; the handler factory is called
+    // only inside the interrupt task, when it is polled.
+    unsafe { shared.machine.access() }
 }
 
 /// Why a run could not complete.
@@ -117,7 +128,7 @@ impl Sim {
         Ok(Sim {
             shared: Rc::new(Shared {
                 abort_counts: machine.abort_counts.clone(),
-                machine: RefCell::new(machine),
+                machine: MachineCell::new(machine),
             }),
             threads: (0..cores).map(|_| None).collect(),
             handlers: (0..cores).map(|_| None).collect(),
@@ -128,13 +139,13 @@ impl Sim {
 
     /// The configuration.
     pub fn config(&self) -> SimConfig {
-        self.shared.machine.borrow().cfg.clone()
+        machine(&self.shared).cfg.clone()
     }
 
     /// Reserves `bytes` bytes of simulated memory aligned to `align`; panics when memory is
     /// exhausted (raise `memory_bytes`).
     pub fn alloc(&mut self, bytes: u64, align: u64) -> u64 {
-        let mut m = self.shared.machine.borrow_mut();
+        let mut m = machine(&self.shared);
         let size = m.mem.size_bytes();
         m.mem.alloc(bytes, align).unwrap_or_else(|| {
             panic!("simulated memory ({size} bytes) exhausted; raise memory_bytes")
@@ -143,14 +154,14 @@ impl Sim {
 
     /// Reserves `n` whole cache lines (line-aligned) and returns the first address.
     pub fn alloc_lines(&mut self, n: u64) -> u64 {
-        let lb = self.shared.machine.borrow().cfg.line_bytes;
+        let lb = machine(&self.shared).cfg.line_bytes;
         self.alloc(n * lb, lb)
     }
 
     /// Reads a word of simulated memory (committed state after a run). Panics on a
     /// misaligned or out-of-range address.
     pub fn read(&self, addr: u64) -> u64 {
-        let m = self.shared.machine.borrow();
+        let m = machine(&self.shared);
         match m.mem.word_index(addr) {
             Ok(w) => m.mem.get(w),
             Err(e) => panic!("{e}"),
@@ -160,7 +171,7 @@ impl Sim {
     /// Writes a word of simulated memory (initial values, before the run). Panics on a
     /// misaligned or out-of-range address.
     pub fn write(&mut self, addr: u64, value: u64) {
-        if let Err(e) = self.shared.machine.borrow_mut().poke(addr, value) {
+        if let Err(e) = machine(&self.shared).poke(addr, value) {
             panic!("{e}");
         }
     }
@@ -204,7 +215,7 @@ impl Sim {
         self.ran = true;
         let mut live = 0usize;
         {
-            let mut m = self.shared.machine.borrow_mut();
+            let mut m = machine(&self.shared);
             let period = m.cfg.interrupts.period;
             for c in 0..self.threads.len() {
                 if self.threads[c].is_some() {
@@ -222,7 +233,7 @@ impl Sim {
         let mut events = 0u64;
         while live > 0 {
             let c = {
-                let mut m = self.shared.machine.borrow_mut();
+                let mut m = machine(&self.shared);
                 let Some(ev) = m.queue.pop() else {
                     break;
                 };
@@ -259,7 +270,7 @@ impl Sim {
                 live -= 1;
             }
         }
-        let mut m = self.shared.machine.borrow_mut();
+        let mut m = machine(&self.shared);
         if live > 0 && !timed_out {
             return Err(SimError::Stuck(format!(
                 "{live} threads blocked with no pending event"
@@ -287,7 +298,7 @@ impl Sim {
                 match h.as_mut().poll(&mut cx) {
                     Poll::Ready(()) => {
                         self.handlers[c] = None;
-                        self.shared.machine.borrow_mut().end_interrupt(c);
+                        machine(&self.shared).end_interrupt(c);
                         continue;
                     }
                     Poll::Pending => return self.check_waiting(c).map(|_| false),
@@ -299,7 +310,7 @@ impl Sim {
             return match t.as_mut().poll(&mut cx) {
                 Poll::Ready(()) => {
                     self.threads[c] = None;
-                    let mut m = self.shared.machine.borrow_mut();
+                    let mut m = machine(&self.shared);
                     let core = &mut m.cores[c];
                     core.finished = true;
                     core.stats.cycles = core.now;
@@ -311,7 +322,7 @@ impl Sim {
     }
 
     fn check_waiting(&self, c: usize) -> Result<(), SimError> {
-        if self.shared.machine.borrow().cores[c].waiting {
+        if machine(&self.shared).cores[c].waiting {
             Ok(())
         } else {
             Err(SimError::Stuck(format!(

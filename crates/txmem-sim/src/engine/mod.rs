@@ -3,5 +3,6 @@
 
 pub mod event_queue;
 pub mod executor;
+pub mod machine_cell;
 pub mod rng;
 pub mod time;

@@ -1,0 +1,91 @@
+//! The cell holding the machine that the executor and the [`crate::cpu::Cpu`] handles share.
+//!
+//! Simulated code reaches the machine many times per simulated operation (to issue it, to
+//! collect its result, to take an abort), always for one short simulator step that calls no
+//! simulated code. A `RefCell` would check and update its borrow flag at every one of those
+//! steps; [`MachineCell`] leaves the exclusion to its two users (the executor and `Cpu`,
+//! whose accesses are confined to their own modules) and checks it in debug builds only.
+
+use crate::machine::Machine;
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+
+/// The machine of one simulation, with unchecked (in release builds) exclusive access.
+pub struct MachineCell {
+    machine: UnsafeCell<Machine>,
+    /// Whether an access is live (debug builds: a second one panics).
+    #[cfg(debug_assertions)]
+    busy: std::cell::Cell<bool>,
+}
+
+impl std::fmt::Debug for MachineCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MachineCell").finish_non_exhaustive()
+    }
+}
+
+/// Exclusive access to the machine of a [`MachineCell`], for one simulator step.
+pub struct MachineRef<'a> {
+    machine: &'a mut Machine,
+    #[cfg(debug_assertions)]
+    busy: &'a std::cell::Cell<bool>,
+}
+
+impl MachineCell {
+    /// A cell holding `machine`.
+    pub fn new(machine: Machine) -> Self {
+        MachineCell {
+            machine: UnsafeCell::new(machine),
+            #[cfg(debug_assertions)]
+            busy: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Exclusive access to the machine.
+    ///
+    /// # Safety
+    ///
+    /// No other [`MachineRef`] of this cell may exist while the returned one does: the caller
+    /// must drop it before it awaits, calls simulated code (which may use a `Cpu`), or takes
+    /// the machine again. Debug builds panic when this is violated.
+    #[inline(always)]
+    pub unsafe fn access(&self) -> MachineRef<'_> {
+        #[cfg(debug_assertions)]
+        {
+            assert!(
+                !self.busy.replace(true),
+                "the machine was taken twice at once (simulator bug)"
+            );
+        }
+        MachineRef {
+            // SAFETY: the caller guarantees that no other reference to the machine is live
+            // while this one is (the cell is !Sync, so all accesses are on one thread).
+            machine: unsafe { &mut *self.machine.get() },
+            #[cfg(debug_assertions)]
+            busy: &self.busy,
+        }
+    }
+}
+
+impl Deref for MachineRef<'_> {
+    type Target = Machine;
+
+    #[inline(always)]
+    fn deref(&self) -> &Machine {
+        self.machine
+    }
+}
+
+impl DerefMut for MachineRef<'_> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Machine {
+        self.machine
+    }
+}
+
+#[cfg(debug_assertions)]
+impl Drop for MachineRef<'_> {
+    fn drop(&mut self) {
+        self.busy.set(false);
+    }
+}
