@@ -96,11 +96,12 @@ struct Node {
 /// the earlier of the two candidates, so the order is exactly (time, sequence).
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Per bucket, first and last node of its list (`NIL` when empty).
-    heads: Vec<u32>,
-    tails: Vec<u32>,
+    /// Per bucket, first and last node of its list (`NIL` when empty). Fixed-size arrays
+    /// indexed by a bucket number masked to the window: no bounds checks.
+    heads: Box<[u32; WINDOW]>,
+    tails: Box<[u32; WINDOW]>,
     /// Bit `b` set when bucket `b` is not empty.
-    occupied: Vec<u64>,
+    occupied: [u64; WINDOW / 64],
     /// Bit `w` set when word `w` of `occupied` is not zero.
     summary: u64,
     /// List nodes; the free ones are chained from `free`.
@@ -121,9 +122,9 @@ pub struct EventQueue {
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
-            heads: vec![NIL; WINDOW],
-            tails: vec![NIL; WINDOW],
-            occupied: vec![0; WINDOW / 64],
+            heads: Box::new([NIL; WINDOW]),
+            tails: Box::new([NIL; WINDOW]),
+            occupied: [0; WINDOW / 64],
             summary: 0,
             nodes: Vec::new(),
             free: NIL,
@@ -205,6 +206,7 @@ impl EventQueue {
         } else {
             self.summary.trailing_zeros()
         } as usize;
+        let w = w % (WINDOW / 64);
         debug_assert!(self.occupied[w] != 0, "no bucket holds an event");
         w * 64 + self.occupied[w].trailing_zeros() as usize
     }
@@ -215,7 +217,8 @@ impl EventQueue {
         if self.near == 0 {
             return None;
         }
-        let b = self.first;
+        // (Masked: `first` is a bucket number already; the mask spares the bounds check.)
+        let b = self.first & (WINDOW - 1);
         debug_assert_eq!(b, self.first_bucket());
         Some((self.nodes[self.heads[b] as usize].ev, b))
     }
