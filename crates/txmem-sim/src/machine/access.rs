@@ -117,7 +117,7 @@ impl Machine {
 
     /// An access by the active transaction (frame `i` of `core`; its conflicts are resolved
     /// already).
-    #[inline]
+    #[inline(always)]
     fn tx_access(&mut self, core: usize, i: usize, w: usize, line: u64, kind: MemKind) -> Outcome {
         let now = self.cores[core].now;
         let eager = self.cfg.htm.detection == Detection::Eager;
