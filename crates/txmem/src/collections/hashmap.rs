@@ -38,10 +38,9 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, Hash};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
-use crossbeam_utils::CachePadded;
 
 use crate::error::TxResult;
 use crate::item::Item;
@@ -52,6 +51,7 @@ use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 
 use super::node::{node_tobject, retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
+use super::stripes::StripedCount;
 use super::{struct_wait, struct_wait_forever};
 
 /// Bucket flag: the bucket was migrated to the next table.
@@ -184,11 +184,10 @@ struct Probe<K, V> {
 /// ```
 pub struct THashMap<K, V, S = RandomState> {
     table: AtomicPtr<Table<K, V>>,
-    // Written by every committing update: kept off the line that every
-    // operation reads (`table`, `hasher`).
-    size: CachePadded<SizeCounter>,
+    /// The element count (striped: updates write their thread's stripe).
+    size: SizeCounter,
     /// Nodes currently linked (placeholders included): the resize trigger.
-    linked: CachePadded<AtomicUsize>,
+    linked: StripedCount,
     resizing: AtomicBool,
     hasher: S,
 }
@@ -246,8 +245,8 @@ where
             .max(INITIAL_LOG2);
         THashMap {
             table: AtomicPtr::new(Box::into_raw(Table::new(log2))),
-            size: CachePadded::new(SizeCounter::new(0)),
-            linked: CachePadded::new(AtomicUsize::new(0)),
+            size: SizeCounter::new(0),
+            linked: StripedCount::new(),
             resizing: AtomicBool::new(false),
             hasher,
         }
@@ -444,8 +443,7 @@ where
             // Our own read of this bucket (an absent key we now insert) stays
             // valid: the version changed because of us alone.
             self.adopt_placeholder(tx, node, bucket_key(p.idx, t.log2), p.word, new_word);
-            let linked = self.linked.fetch_add(1, Ordering::Relaxed) + 1;
-            if linked > t.buckets.len() && t.next.load(Ordering::Relaxed).is_null() {
+            if self.over_loaded(t) {
                 self.grow(t);
             }
             return Ok(true);
@@ -628,6 +626,18 @@ where
         }
     }
 
+    /// Counts a newly linked node and says whether the table `t` now holds
+    /// more nodes than buckets (and no resize of it has started). The count
+    /// is striped, so counting costs no shared write; the stripes are summed
+    /// on every 16th link of a stripe, so a table overshoots its load factor
+    /// by at most 16 nodes per stripe before it grows.
+    #[inline]
+    fn over_loaded(&self, t: &Table<K, V>) -> bool {
+        self.linked.add(1) % 16 == 0
+            && self.linked.sum() > t.buckets.len() as isize
+            && t.next.load(Ordering::Relaxed).is_null()
+    }
+
     /// Doubles the table `t` (if no other resize runs). Migrates every
     /// bucket, then publishes the new table and retires the old one.
     fn grow(&self, t: &Table<K, V>) {
@@ -767,7 +777,7 @@ where
             Some(cv) => b.version.unlock_to(TVersion::next_after(w, cv)),
             None => b.version.unlock_unchanged(w),
         }
-        self.linked.fetch_sub(1, Ordering::Relaxed);
+        self.linked.add(-1);
         // SAFETY: the node is unreachable from the table now and its removal
         // is ours (see above); nodes are boxed, and `K, V: Send` let the
         // collector drop it on another thread.

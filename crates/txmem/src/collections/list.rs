@@ -43,7 +43,7 @@ pub(crate) struct SortedList<T> {
     head_gap: TVersion,
     head_next: AtomicPtr<LNode<T>>,
     structure: CachePadded<Mutex<()>>,
-    size: CachePadded<SizeCounter>,
+    size: SizeCounter,
     dups: bool,
 }
 
@@ -60,7 +60,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             head_gap: TVersion::new(),
             head_next: AtomicPtr::new(ptr::null_mut()),
             structure: CachePadded::new(Mutex::new(())),
-            size: CachePadded::new(SizeCounter::new(0)),
+            size: SizeCounter::new(0),
             dups,
         }
     }

@@ -28,7 +28,10 @@
 //! * **Commutative sizes** (the private `size` module): collections keep their element count
 //!   in a counter that committing inserts and removes *share-lock* (any
 //!   number at once) rather than lock, so inserts never conflict over the
-//!   size; only a transaction that asks for the size reads it.
+//!   size; only a transaction that asks for the size reads it. The counter
+//!   is striped per thread (one cache line per core, up to 16), so
+//!   committers on different cores do not even write the same line; reading
+//!   the size reads every stripe.
 //! * **Epoch reclamation**: removed nodes are retired through
 //!   `crossbeam-epoch` and freed once no running transaction can see them.
 
@@ -40,6 +43,7 @@ pub mod queue;
 pub mod sem;
 pub(crate) mod size;
 pub mod skipmap;
+mod stripes;
 pub mod words;
 
 pub use hashmap::THashMap;

@@ -1,27 +1,38 @@
-//! A commutative size counter with a version that writers *share-lock*.
+//! A commutative size counter, striped per thread, whose versions writers
+//! *share-lock*.
 //!
 //! Collections count their elements here. A committing insert or remove must
 //! change the count atomically with its other writes (a transaction that
 //! reads the size must not see the count of a half-installed commit), yet
-//! two inserts must not conflict over the count. An ordinary version lock
-//! would serialize every committing writer on one word, so this counter uses
-//! a reader-writer discipline on its word instead:
+//! two inserts must not conflict over the count — and, on a multicore, should
+//! not even write the same cache line. So the counter is split into
+//! [stripes](super::stripes), each a version word and a partial count, and a
+//! committer only ever touches its own thread's stripe, under a
+//! reader-writer discipline on that stripe's word:
 //!
 //! * a committing transaction that changes the count but never read it
-//!   takes a **share** (any number of committers hold shares at once);
-//! * a committing transaction that *read* the count takes the word
-//!   **exclusively**, and only if the version it read is unchanged and no
-//!   share is held (so its read stays valid up to its commit point);
-//! * installing adds the delta, bumps the version (to at least the commit
-//!   version, for TL2 opacity) and drops the share;
-//! * a read waits until no share or exclusive lock is held, and is valid
-//!   while the word stays exactly as read.
+//!   takes a **share** of its stripe (any number of committers hold shares
+//!   at once);
+//! * installing adds the delta to the stripe's count, bumps the stripe's
+//!   version (to at least the commit version, for TL2 opacity) and drops the
+//!   share;
+//! * a read of the size waits until no stripe is shared or locked, sums the
+//!   counts, and checks that every stripe word is unchanged around that sum
+//!   (a double collect). It records the largest stripe version as its read
+//!   version (comparable with the clock, for the runtime's opacity check)
+//!   and the *sum* of the stripe versions in the item: versions only grow,
+//!   so an unchanged sum means that no stripe changed, which is what `check`
+//!   tests;
+//! * a committing transaction that *read* the size and also changes it
+//!   locks **every** stripe exclusively (in stripe order, so two of them
+//!   cannot deadlock), and only if the sum it read is still current.
 //!
-//! The same word serves as the "list version" of [`TList`](super::TList):
-//! every committed insert or remove bumps it, so iteration can read it.
+//! The same version sum serves as the "list version" of
+//! [`TList`](super::TList): every committed insert or remove bumps a stripe,
+//! so iteration can read it.
 //!
-//! Word layout: bit 0 exclusive lock, bits 1..20 the number of shares,
-//! bits 20.. the version divided by [`VERSION_STEP`].
+//! Word layout of a stripe: bit 0 exclusive lock, bits 1..20 the number of
+//! shares, bits 20.. the version divided by [`VERSION_STEP`].
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -31,7 +42,8 @@ use crate::object::{Commit, LockOutcome};
 use crate::tx::{ItemId, Transaction};
 use crate::version::VERSION_STEP;
 
-use super::struct_wait;
+use super::stripes::Stripes;
+use super::{inconsistent, struct_wait};
 
 const EXCL: u64 = 1;
 const SHARE: u64 = 2;
@@ -39,40 +51,92 @@ const SHARE_MASK: u64 = (1 << VSHIFT) - 2;
 const VSHIFT: u32 = 20;
 const BUSY_MASK: u64 = EXCL | SHARE_MASK;
 
-/// Item flag: this item holds a share of the size word.
+/// Item flag: this item holds a share of its thread's stripe.
 const HOLDS_SHARE: u32 = USER_FLAG0 << 20;
-/// Item flag: this item holds the size word exclusively.
+/// Item flag: this item holds every stripe exclusively.
 const HOLDS_EXCL: u32 = USER_FLAG0 << 21;
+
+/// Bounded waits of a commit for a busy stripe (unbounded when irrevocable).
+const LOCK_SPINS: u32 = 256;
 
 #[inline]
 fn version_units(word: u64) -> u64 {
     word >> VSHIFT
 }
 
-/// The version word recorded in an item for a read of `word` (a multiple of
-/// `VERSION_STEP`, comparable with the clock by the runtime's opacity check).
-#[inline]
-fn recorded(word: u64) -> u64 {
-    version_units(word) * VERSION_STEP
-}
-
-#[inline]
-fn word_of_recorded(rec: u64) -> u64 {
-    (rec / VERSION_STEP) << VSHIFT
-}
-
-/// See the module documentation.
-pub(crate) struct SizeCounter {
+/// One stripe: a version word and this stripe's part of the count.
+struct Stripe {
     word: AtomicU64,
     count: AtomicI64,
 }
 
+/// What a size item carries: the transaction's pending change of the count
+/// and, once it has read the size, the version sum it saw.
+#[derive(Clone, Copy, Debug, Default)]
+struct SizeState {
+    delta: i64,
+    seen_sum: u64,
+}
+
+/// A consistent view of all stripes.
+struct Snapshot {
+    count: i64,
+    /// The sum of the stripes' versions (in version units).
+    sum: u64,
+    /// The largest stripe version (in version units).
+    max: u64,
+}
+
+/// See the module documentation.
+pub(crate) struct SizeCounter {
+    stripes: Stripes<Stripe>,
+}
+
 impl SizeCounter {
     pub fn new(count: i64) -> Self {
-        SizeCounter {
-            word: AtomicU64::new(0),
-            count: AtomicI64::new(count),
+        let counter = SizeCounter {
+            stripes: Stripes::new(|| Stripe {
+                word: AtomicU64::new(0),
+                count: AtomicI64::new(0),
+            }),
+        };
+        counter
+            .stripes
+            .first()
+            .count
+            .store(count, Ordering::Relaxed);
+        counter
+    }
+
+    /// Sum and maximum of the stripe versions, or `None` if a stripe is
+    /// shared or locked.
+    #[inline]
+    fn versions(&self) -> Option<(u64, u64)> {
+        let mut sum = 0;
+        let mut max = 0;
+        for s in self.stripes.all() {
+            let w = s.word.load(Ordering::Acquire);
+            if w & BUSY_MASK != 0 {
+                return None;
+            }
+            sum += version_units(w);
+            max = max.max(version_units(w));
         }
+        Some((sum, max))
+    }
+
+    /// A double collect: versions, counts (and `also`), versions again;
+    /// `None` if a stripe was busy or changed in between.
+    #[inline]
+    fn snapshot<R>(&self, also: impl FnOnce() -> R) -> Option<(Snapshot, R)> {
+        let (sum, max) = self.versions()?;
+        let count = self
+            .stripes
+            .all()
+            .map(|s| s.count.load(Ordering::Acquire))
+            .sum();
+        let r = also();
+        (self.versions()? == (sum, max)).then_some((Snapshot { count, sum, max }, r))
     }
 
     /// The committed count, outside any transaction (a consistent value:
@@ -80,26 +144,24 @@ impl SizeCounter {
     pub fn load(&self) -> i64 {
         let mut spins = 0;
         loop {
-            let w1 = self.word.load(Ordering::Acquire);
-            if w1 & BUSY_MASK == 0 {
-                let c = self.count.load(Ordering::Acquire);
-                if self.word.load(Ordering::Acquire) == w1 {
-                    return c;
-                }
+            if let Some((snap, ())) = self.snapshot(|| ()) {
+                return snap.count;
             }
             super::struct_wait_forever(&mut spins);
         }
     }
 
-    /// The word if no commit holds it (for seqlock-style snapshots).
+    /// A version for seqlock-style snapshots of the whole collection: the
+    /// sum of the stripe versions, if no commit holds a stripe. Equal
+    /// results around a traversal mean that no insert or remove committed
+    /// during it.
     pub fn load_word(&self) -> Option<u64> {
-        let w = self.word.load(Ordering::Acquire);
-        (w & BUSY_MASK == 0).then_some(w)
+        self.versions().map(|(sum, _)| sum)
     }
 
     /// Reads the committed count inside a transaction, recording the read in
-    /// item `id`, after calling `also` under the same consistent word (for
-    /// collections that read their whole structure under this version).
+    /// item `id`, after calling `also` under the same consistent versions
+    /// (for collections that read their whole structure under this version).
     pub fn observe_with<'env, R>(
         &self,
         tx: &mut Transaction<'env>,
@@ -107,76 +169,79 @@ impl SizeCounter {
         mut also: impl FnMut() -> R,
     ) -> TxResult<(i64, R)> {
         let mut spins = 0;
-        let (w, c, r) = loop {
-            let w1 = self.word.load(Ordering::Acquire);
-            if w1 & BUSY_MASK == 0 {
-                let c = self.count.load(Ordering::Acquire);
-                let r = also();
-                if self.word.load(Ordering::Acquire) == w1 {
-                    break (w1, c, r);
-                }
-            } else {
-                struct_wait(&mut spins)?;
+        let (snap, r) = loop {
+            match self.snapshot(&mut also) {
+                Some(found) => break found,
+                None => struct_wait(&mut spins)?,
             }
         };
-        tx.record_read(id, recorded(w))?;
-        Ok((c, r))
+        let item = tx.item_ref(id);
+        if item.is_read() {
+            // A repeated read must see what the first one saw.
+            return if Self::state(item).seen_sum == snap.sum {
+                Ok((snap.count, r))
+            } else {
+                Err(inconsistent())
+            };
+        }
+        let item = tx.item_mut(id);
+        let state = SizeState {
+            seen_sum: snap.sum,
+            ..Self::state(item)
+        };
+        item.value.set(state);
+        tx.record_read(id, snap.max * VERSION_STEP)?;
+        Ok((snap.count, r))
+    }
+
+    #[inline]
+    fn state(item: &Item) -> SizeState {
+        item.value.get::<SizeState>().copied().unwrap_or_default()
     }
 
     /// Adds `delta` to the item's pending delta (the item becomes a write).
     pub fn add_pending(item: &mut Item, delta: i64) {
-        let cur = item.write_value::<i64>().copied().unwrap_or(0);
-        item.set_write(cur + delta);
+        let mut state = Self::state(item);
+        state.delta += delta;
+        item.value.set(state);
+        item.mark_write();
     }
 
     /// The item's pending delta.
     pub fn pending(item: &Item) -> i64 {
-        item.write_value::<i64>().copied().unwrap_or(0)
+        Self::state(item).delta
+    }
+
+    /// Waits (bounded unless the transaction must succeed) after a failed
+    /// attempt to take a stripe; false when the commit should give up.
+    #[inline]
+    fn wait(spins: &mut u32, commit: &Commit<'_>) -> bool {
+        *spins += 1;
+        if !commit.must_succeed() && *spins > LOCK_SPINS {
+            return false;
+        }
+        if *spins > 64 {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+        true
     }
 
     pub fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-        let delta = Self::pending(item);
-        let mut spins = 0u32;
         if item.is_read() {
-            let expected = word_of_recorded(item.read_version());
-            loop {
-                match self.word.compare_exchange(
-                    expected,
-                    expected | EXCL,
-                    Ordering::SeqCst,
-                    Ordering::SeqCst,
-                ) {
-                    Ok(_) => {
-                        item.set_flags(HOLDS_EXCL);
-                        return LockOutcome::Acquired;
-                    }
-                    Err(cur) => {
-                        if version_units(cur) != version_units(expected) {
-                            return LockOutcome::Stale;
-                        }
-                        // Shares or an exclusive holder at our version: they
-                        // may still leave the version unchanged; wait a little.
-                        spins += 1;
-                        if !commit.must_succeed() && spins > 256 {
-                            return LockOutcome::Busy;
-                        }
-                        if spins > 64 {
-                            std::thread::yield_now();
-                        } else {
-                            std::hint::spin_loop();
-                        }
-                    }
-                }
-            }
+            return self.lock_all(item, commit);
         }
-        if delta == 0 {
+        if Self::pending(item) == 0 {
             // Nothing to change and nothing read: no lock needed.
             return LockOutcome::Acquired;
         }
+        let stripe = self.stripes.mine();
+        let mut spins = 0u32;
         loop {
-            let cur = self.word.load(Ordering::Relaxed);
+            let cur = stripe.word.load(Ordering::Relaxed);
             if cur & EXCL == 0 {
-                if self
+                if stripe
                     .word
                     .compare_exchange(cur, cur + SHARE, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
@@ -186,16 +251,63 @@ impl SizeCounter {
                 }
                 continue;
             }
-            spins += 1;
-            if !commit.must_succeed() && spins > 256 {
+            if !Self::wait(&mut spins, commit) {
                 return LockOutcome::Busy;
             }
-            std::hint::spin_loop();
+        }
+    }
+
+    /// Locks every stripe exclusively for a transaction that read the size,
+    /// if the versions it read are still current.
+    fn lock_all(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
+        let mut spins = 0u32;
+        for (held, stripe) in self.stripes.all().enumerate() {
+            loop {
+                let cur = stripe.word.load(Ordering::Relaxed);
+                if cur & BUSY_MASK == 0
+                    && stripe
+                        .word
+                        .compare_exchange(cur, cur | EXCL, Ordering::SeqCst, Ordering::Relaxed)
+                        .is_ok()
+                {
+                    break;
+                }
+                if !Self::wait(&mut spins, commit) {
+                    self.release(held);
+                    return LockOutcome::Busy;
+                }
+            }
+        }
+        let sum: u64 = self
+            .stripes
+            .all()
+            .map(|s| version_units(s.word.load(Ordering::Relaxed)))
+            .sum();
+        if sum != Self::state(item).seen_sum {
+            self.release(self.stripes.all().len());
+            return LockOutcome::Stale;
+        }
+        item.set_flags(HOLDS_EXCL);
+        LockOutcome::Acquired
+    }
+
+    /// Drops the exclusive lock of the first `n` stripes.
+    fn release(&self, n: usize) {
+        for s in self.stripes.all().take(n) {
+            s.word.fetch_and(!EXCL, Ordering::SeqCst);
         }
     }
 
     pub fn check(&self, item: &Item) -> bool {
-        self.word.load(Ordering::SeqCst) == word_of_recorded(item.read_version())
+        let mut sum = 0;
+        for s in self.stripes.all() {
+            let w = s.word.load(Ordering::SeqCst);
+            if w & BUSY_MASK != 0 {
+                return false;
+            }
+            sum += version_units(w);
+        }
+        sum == Self::state(item).seen_sum
     }
 
     pub fn install(&self, item: &mut Item, commit: &Commit<'_>) {
@@ -204,25 +316,37 @@ impl SizeCounter {
             return;
         }
         let delta = Self::pending(item);
+        let stripe = self.stripes.mine();
         if delta != 0 {
-            self.count.fetch_add(delta, Ordering::AcqRel);
+            stripe.count.fetch_add(delta, Ordering::AcqRel);
         }
         let target = commit.version() / VERSION_STEP;
-        let mut cur = self.word.load(Ordering::Relaxed);
-        loop {
-            let bumped = if delta != 0 || held == HOLDS_EXCL {
-                (version_units(cur) + 1).max(target)
-            } else {
-                version_units(cur)
-            };
-            let low = (cur & SHARE_MASK) - if held == HOLDS_SHARE { SHARE } else { 0 };
-            let new = (bumped << VSHIFT) | low;
-            match self
-                .word
-                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(c) => cur = c,
+        if held == HOLDS_EXCL {
+            // Every stripe is ours: publish a new version on this thread's
+            // stripe (which also clears its lock bit), then unlock the rest.
+            let cur = stripe.word.load(Ordering::Relaxed);
+            let bumped = (version_units(cur) + 1).max(target);
+            stripe.word.store(bumped << VSHIFT, Ordering::SeqCst);
+            for s in self.stripes.all() {
+                if !std::ptr::eq(s, stripe) {
+                    s.word.fetch_and(!EXCL, Ordering::SeqCst);
+                }
+            }
+        } else {
+            // A share is taken only for a non-zero delta: always bump.
+            let mut cur = stripe.word.load(Ordering::Relaxed);
+            loop {
+                let bumped = (version_units(cur) + 1).max(target);
+                let new = (bumped << VSHIFT) | ((cur & SHARE_MASK) - SHARE);
+                match stripe.word.compare_exchange_weak(
+                    cur,
+                    new,
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(c) => cur = c,
+                }
             }
         }
         item.clear_flags(HOLDS_SHARE | HOLDS_EXCL);
@@ -230,9 +354,9 @@ impl SizeCounter {
 
     pub fn unlock(&self, item: &mut Item) {
         if item.has(HOLDS_SHARE) {
-            self.word.fetch_sub(SHARE, Ordering::SeqCst);
+            self.stripes.mine().word.fetch_sub(SHARE, Ordering::SeqCst);
         } else if item.has(HOLDS_EXCL) {
-            self.word.fetch_and(!EXCL, Ordering::SeqCst);
+            self.release(self.stripes.all().len());
         }
         item.clear_flags(HOLDS_SHARE | HOLDS_EXCL);
     }

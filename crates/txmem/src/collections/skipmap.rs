@@ -32,7 +32,7 @@ use std::fmt;
 use std::mem;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
@@ -171,8 +171,21 @@ impl<K, V> SNode<K, V> {
 
 type NodePtr<K, V> = *const SNode<K, V>;
 
+/// Seeds of the per-thread height generators: threads take consecutive
+/// seeds in the order they first insert, so a single-threaded program builds
+/// the same towers on every run (repeatable instruction counts).
+static RNG_SEEDS: AtomicU64 = AtomicU64::new(0);
+
 thread_local! {
-    static RNG: Cell<u64> = Cell::new(0x2545_F491_4F6C_DD1D ^ (&RNG as *const _ as u64));
+    static RNG: Cell<u64> = Cell::new({
+        // splitmix64 of the thread's seed: well-mixed and never zero.
+        let mut z = RNG_SEEDS
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) | 1
+    });
 }
 
 fn random_height() -> usize {
@@ -234,7 +247,8 @@ pub struct TSkipMap<K, V> {
     head_gap: TVersion,
     // Written by updates: kept off the line every reader uses (`head`).
     structure: CachePadded<Mutex<()>>,
-    size: CachePadded<SizeCounter>,
+    /// The element count (striped: updates write their thread's stripe).
+    size: SizeCounter,
 }
 
 // SAFETY: the map owns keys and values in heap nodes, read by reference
@@ -285,7 +299,7 @@ where
             levels: AtomicUsize::new(1),
             head_gap: TVersion::new(),
             structure: CachePadded::new(Mutex::new(())),
-            size: CachePadded::new(SizeCounter::new(0)),
+            size: SizeCounter::new(0),
         }
     }
 

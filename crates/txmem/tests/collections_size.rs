@@ -1,0 +1,181 @@
+//! The collections' size counter under concurrency. Committers that change
+//! the size without reading it (blind removes) share their thread's stripe;
+//! committers that read it and change it (capacity-guarded inserts) lock
+//! every stripe. Both run at once here, with auditors that compare the size
+//! with the contents inside one transaction.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Barrier;
+use std::thread;
+
+use txmem::{atomically, THashMap, TListSet, TSkipMap, Transaction, TxResult};
+
+/// The most elements a guarded insert allows.
+const CAP: usize = 40;
+const KEYS: u64 = 128;
+
+/// One collection seen through the operations of the scenario.
+trait Sized {
+    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize>;
+    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize>;
+    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool>;
+    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool>;
+    fn committed_len(&self) -> usize;
+}
+
+impl Sized for THashMap<u64, u64> {
+    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        THashMap::len(self, tx)
+    }
+    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        Ok(self.iter(tx)?.len())
+    }
+    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        THashMap::insert(self, tx, k, k)
+    }
+    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        Ok(THashMap::remove(self, tx, &k)?.is_some())
+    }
+    fn committed_len(&self) -> usize {
+        self.load_len()
+    }
+}
+
+impl Sized for TSkipMap<u64, u64> {
+    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        TSkipMap::len(self, tx)
+    }
+    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        Ok(self.range(tx, ..)?.len())
+    }
+    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        TSkipMap::insert(self, tx, k, k)
+    }
+    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        Ok(TSkipMap::remove(self, tx, &k)?.is_some())
+    }
+    fn committed_len(&self) -> usize {
+        self.load_len()
+    }
+}
+
+impl Sized for TListSet<u64> {
+    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        TListSet::len(self, tx)
+    }
+    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        Ok(self.to_vec(tx)?.len())
+    }
+    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        TListSet::insert(self, tx, k)
+    }
+    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        TListSet::remove(self, tx, &k)
+    }
+    fn committed_len(&self) -> usize {
+        self.load_len()
+    }
+}
+
+fn next(x: &mut u64) -> u64 {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    *x
+}
+
+/// Two threads insert only while the size is below `CAP` (reading the size
+/// and changing it: the exclusive path), one removes blindly (the share
+/// path), one audits. The size never exceeds `CAP`, always equals the number
+/// of elements seen in the same transaction, and ends equal to the contents.
+fn size_scenario<C: Sized + Sync>(c: &C) {
+    let done = AtomicBool::new(false);
+    let start = Barrier::new(4);
+    thread::scope(|s| {
+        let (done, start) = (&done, &start);
+        let mut workers = Vec::new();
+        for t in 0..2u64 {
+            workers.push(s.spawn(move || {
+                start.wait();
+                let mut x = 0x9E37_79B9 + t;
+                for _ in 0..3000 {
+                    let k = next(&mut x) % KEYS;
+                    atomically(|tx| {
+                        if c.len(tx)? < CAP {
+                            c.insert(tx, k)?;
+                        }
+                        Ok(())
+                    });
+                }
+            }));
+        }
+        workers.push(s.spawn(move || {
+            start.wait();
+            let mut x = 0x51ED_270B;
+            for _ in 0..3000 {
+                let k = next(&mut x) % KEYS;
+                atomically(|tx| c.remove(tx, k));
+            }
+        }));
+        let auditor = s.spawn(move || {
+            start.wait();
+            let mut audits = 0;
+            while !done.load(Ordering::Acquire) || audits == 0 {
+                let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.count(tx)?)));
+                assert_eq!(len, count, "the size disagrees with the contents");
+                assert!(len <= CAP, "a guarded insert went past the capacity");
+                audits += 1;
+            }
+        });
+        for w in workers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        auditor.join().unwrap();
+    });
+    let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.count(tx)?)));
+    assert_eq!(len, count);
+    assert_eq!(c.committed_len(), count);
+    assert!(len <= CAP);
+}
+
+#[test]
+fn hashmap_size_under_guarded_inserts_and_blind_removes() {
+    size_scenario(&THashMap::new());
+}
+
+#[test]
+fn skipmap_size_under_guarded_inserts_and_blind_removes() {
+    size_scenario(&TSkipMap::new());
+}
+
+#[test]
+fn listset_size_under_guarded_inserts_and_blind_removes() {
+    size_scenario(&TListSet::new());
+}
+
+/// A transaction that read the size aborts when another commits a change
+/// to it, and retries to a consistent result (no lost update of the size).
+#[test]
+fn len_guarded_inserts_never_exceed_capacity_from_many_threads() {
+    let m: THashMap<u64, u64> = THashMap::new();
+    let start = Barrier::new(4);
+    thread::scope(|s| {
+        for t in 0..4u64 {
+            let (m, start) = (&m, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..100 {
+                    atomically(|tx| {
+                        if m.len(tx)? < CAP {
+                            m.insert(tx, t * 1000 + i, i)?;
+                        }
+                        Ok(())
+                    });
+                }
+            });
+        }
+    });
+    assert_eq!(m.load_len(), CAP);
+    assert_eq!(atomically(|tx| m.iter(tx)).len(), CAP);
+}
