@@ -104,6 +104,25 @@ impl<'a> Commit<'a> {
     /// [`TVersion::next_after`] and [`TVersion::unlock_unchanged`] take.
     #[inline]
     pub fn lock_version(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
+        // Fast path: one compare-and-swap when nobody holds the lock.
+        if item.is_read() {
+            if version.try_lock_at(item.read_version()) {
+                return LockOutcome::Acquired;
+            }
+        } else {
+            let cur = version.load();
+            if !TVersion::is_locked(cur) && version.try_lock_at(cur) {
+                item.remember_version(cur);
+                return LockOutcome::Acquired;
+            }
+        }
+        self.lock_version_contended(version, item)
+    }
+
+    /// [`lock_version`](Self::lock_version) after its first attempt failed.
+    #[cold]
+    #[inline(never)]
+    fn lock_version_contended(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
         if item.is_read() {
             let seen = item.read_version();
             loop {
