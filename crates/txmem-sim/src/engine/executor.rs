@@ -177,7 +177,13 @@ impl Sim {
     }
 
     /// A handle for code running on `core` (also usable to build futures before `run`).
+    /// Panics if the core does not exist.
     pub fn cpu(&self, core: usize) -> Cpu {
+        assert!(
+            core < self.threads.len(),
+            "core {core} does not exist ({} cores)",
+            self.threads.len()
+        );
         Cpu::new(self.shared.clone(), core)
     }
 

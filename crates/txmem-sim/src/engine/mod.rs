@@ -4,5 +4,6 @@
 pub mod event_queue;
 pub mod executor;
 pub mod machine_cell;
+pub mod per_core;
 pub mod rng;
 pub mod time;

@@ -17,6 +17,7 @@ pub mod status;
 pub mod suspend;
 
 use crate::config::HtmConfig;
+use crate::engine::per_core::PerCore;
 use crate::engine::time::Cycle;
 use set::U64Map;
 pub use status::{AbortCause, AbortStatus};
@@ -453,7 +454,7 @@ pub struct Htm {
     /// The knobs.
     pub cfg: HtmConfig,
     /// Frame stack per core (top = last).
-    pub stacks: Vec<FrameStack>,
+    pub stacks: PerCore<FrameStack>,
     /// Per line: cores with a frame that read it.
     pub line_r: Vec<u64>,
     /// Per line: cores with a frame that wrote it.
@@ -467,7 +468,7 @@ impl Htm {
     pub fn new(cfg: HtmConfig, cores: usize, lines: usize) -> Self {
         Htm {
             cfg,
-            stacks: vec![FrameStack::default(); cores],
+            stacks: PerCore::new(cores, |_| FrameStack::default(), FrameStack::default),
             line_r: vec![0; lines],
             line_w: vec![0; lines],
             next_id: 1,

@@ -282,11 +282,7 @@ impl Machine {
         // Only SizeMatters looks at working-set sizes; the other policies ignore them.
         let sizes = self.cfg.htm.policy == crate::config::PolicyKind::SizeMatters;
         debug_assert_ne!(core, d, "a core's own frames never go to the policy");
-        let [rs, hs] = self
-            .htm
-            .stacks
-            .get_disjoint_mut([core, d])
-            .expect("requester and holder are different cores");
+        let (rs, hs) = self.htm.stacks.pair_mut(core, d);
         let (r, h) = (&mut rs[i], &mut hs[j]);
         let rsize = if sizes { r.size_bytes() } else { 0 };
         let hsize = if sizes { h.size_bytes() } else { 0 };

@@ -10,6 +10,7 @@
 use crate::coherence::CoherenceProtocol;
 use crate::config::{Capacity, Detection, InterruptMode, SimConfig, Versioning};
 use crate::engine::event_queue::{EventKind, EventQueue};
+use crate::engine::per_core::PerCore;
 use crate::engine::rng::SplitMix64;
 use crate::engine::time::Cycle;
 use crate::htm::backoff::backoff_cycles;
@@ -117,6 +118,29 @@ pub struct CoreState {
     pub stats: CoreStats,
 }
 
+impl CoreState {
+    /// A core at time 0 whose random stream starts from `seed`.
+    fn new(seed: u64) -> Self {
+        CoreState {
+            now: 0,
+            token: 0,
+            wake_seq: u64::MAX,
+            completed: 0,
+            result: 0,
+            retry: false,
+            waiting: false,
+            aborts: Vec::new(),
+            stalled_on: None,
+            rng: SplitMix64::new(seed),
+            pending_interrupt: false,
+            in_handler: false,
+            saved: (0, 0, false),
+            finished: false,
+            stats: CoreStats::default(),
+        }
+    }
+}
+
 /// The machine.
 #[derive(Debug)]
 pub struct Machine {
@@ -124,7 +148,7 @@ pub struct Machine {
     pub cfg: SimConfig,
     line_shift: u32,
     /// Cores.
-    pub cores: Vec<CoreState>,
+    pub cores: PerCore<CoreState>,
     /// Memory values.
     pub mem: Memory,
     /// Caches and coherence.
@@ -150,25 +174,12 @@ impl Machine {
     /// Builds a machine from a validated configuration.
     pub fn new(cfg: SimConfig) -> Self {
         let lines = (cfg.memory_bytes / cfg.line_bytes) as usize;
-        let cores = (0..cfg.cores)
-            .map(|c| CoreState {
-                now: 0,
-                token: 0,
-                wake_seq: u64::MAX,
-                completed: 0,
-                result: 0,
-                retry: false,
-                waiting: false,
-                aborts: Vec::new(),
-                stalled_on: None,
-                rng: SplitMix64::new(cfg.seed ^ (c as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
-                pending_interrupt: false,
-                in_handler: false,
-                saved: (0, 0, false),
-                finished: false,
-                stats: CoreStats::default(),
-            })
-            .collect();
+        let seed = cfg.seed;
+        let cores = PerCore::new(
+            cfg.cores,
+            |c| CoreState::new(seed ^ (c as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
+            || CoreState::new(0),
+        );
         Machine {
             line_shift: cfg.line_bytes.trailing_zeros(),
             cores,

@@ -5,6 +5,7 @@ use super::cache::SetAssocCache;
 use crate::coherence::mesi::MesiSnooping;
 use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
+use crate::engine::per_core::PerCore;
 use crate::engine::time::Cycle;
 use crate::stats::CacheStats;
 
@@ -23,7 +24,7 @@ pub struct AccessResult {
 
 /// The whole cache hierarchy of the machine.
 pub struct Hierarchy {
-    l1: Vec<SetAssocCache>,
+    l1: PerCore<SetAssocCache>,
     l1_latency: Cycle,
     l2: Option<Vec<SetAssocCache>>,
     l2_latency: Cycle,
@@ -60,9 +61,11 @@ impl Hierarchy {
             }
         };
         Hierarchy {
-            l1: (0..cfg.cores)
-                .map(|_| cache(cfg.l1.size_bytes, cfg.l1.ways, lb))
-                .collect(),
+            l1: PerCore::new(
+                cfg.cores,
+                |_| cache(cfg.l1.size_bytes, cfg.l1.ways, lb),
+                || SetAssocCache::new(1, 1),
+            ),
             l1_latency: cfg.l1.latency,
             l2: cfg.l2.enabled.then(|| {
                 (0..cfg.cores)
