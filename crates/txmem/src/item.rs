@@ -71,12 +71,9 @@ impl ItemValue {
     /// True if the stored value has type `T`.
     #[inline]
     fn holds<T: Clone + 'static>(&self) -> bool {
-        match self.vtable {
-            // Pointer equality is the fast path; a vtable duplicated across
-            // codegen units still matches by type id.
-            Some(v) => ptr::eq(v, vtable_of::<T>()) || v.type_id == TypeId::of::<T>(),
-            None => false,
-        }
+        // By type id, not vtable address: the promoted vtable of a type is
+        // duplicated across codegen units, so an address test mostly misses.
+        self.vtable.is_some_and(|v| v.type_id == TypeId::of::<T>())
     }
 
     /// Stores `value`, dropping any previous value. (`Clone` is required so
