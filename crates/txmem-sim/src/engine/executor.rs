@@ -11,6 +11,7 @@ use crate::config::{ConfigError, SimConfig};
 use crate::cpu::Cpu;
 use crate::engine::event_queue::EventKind;
 use crate::engine::machine_cell::{MachineCell, MachineRef};
+use crate::engine::per_core::PerCore;
 use crate::machine::Machine;
 use crate::stats::Stats;
 use std::future::Future;
@@ -105,8 +106,8 @@ fn interrupt_task(m: &mut Machine, cpu: Cpu, user: Option<HandlerFactory>) -> Ta
 /// ```
 pub struct Sim {
     shared: Rc<Shared>,
-    threads: Vec<Option<Task>>,
-    handlers: Vec<Option<Task>>,
+    threads: PerCore<Option<Task>>,
+    handlers: PerCore<Option<Task>>,
     handler: Option<HandlerFactory>,
     ran: bool,
 }
@@ -130,8 +131,8 @@ impl Sim {
                 abort_counts: machine.abort_counts.clone(),
                 machine: MachineCell::new(machine),
             }),
-            threads: (0..cores).map(|_| None).collect(),
-            handlers: (0..cores).map(|_| None).collect(),
+            threads: PerCore::new(cores, |_| None, || None),
+            handlers: PerCore::new(cores, |_| None, || None),
             handler: None,
             ran: false,
         })

@@ -215,7 +215,7 @@ impl TxFrame {
     /// Adds a read of `word` in `line` to the sets (rollback-only frames do not track
     /// loads: the caller skips them). Returns whether `line` is new to the read set, i.e.
     /// whether the core's read-mask bit of the line must be set.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn note_read(&mut self, word: u64, line: u64) -> bool {
         let old = self.words.or_insert(word, READ);
         if old & READ == 0 {
@@ -234,7 +234,7 @@ impl TxFrame {
 
     /// Adds a write of `word` in `line` to the sets. Returns (whether it is the first write
     /// of `word`, whether `line` is new to the write set).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn note_write(&mut self, word: u64, line: u64) -> (bool, bool) {
         let old = self.words.or_insert(word, WRITE);
         let first = old & WRITE == 0;
