@@ -10,7 +10,8 @@ pub struct Side<'a> {
     pub logical: &'a mut LogicalTx,
     /// Unique bytes of the current attempt's working set (SizeMatters).
     pub size_bytes: u64,
-    /// Whether this side's part in the conflict is a write.
+    /// Whether this side's part in the conflict is a write (only Polka looks at it; the
+    /// simulator fills in the holder's side for Polka only).
     pub writes: bool,
     /// Core it runs on (final tie-breaker).
     pub core: usize,

@@ -286,11 +286,13 @@ impl Machine {
         let (r, h) = (&mut rs[i], &mut hs[j]);
         let rsize = if sizes { r.size_bytes() } else { 0 };
         let hsize = if sizes { h.size_bytes() } else { 0 };
-        let hwrites = if wg {
-            h.writes_word(word)
-        } else {
-            h.writes_line(line)
-        };
+        // Only Polka looks at whether the holder wrote the location.
+        let hwrites = self.cfg.htm.policy == crate::config::PolicyKind::Polka
+            && if wg {
+                h.writes_word(word)
+            } else {
+                h.writes_line(line)
+            };
         requester_wins(
             &self.cfg.htm,
             &mut Side {
