@@ -152,9 +152,25 @@ impl EventQueue {
         if time.wrapping_sub(self.base) < WINDOW as u64 {
             self.push_near(ev);
         } else {
-            self.far.push(Reverse(ev));
+            self.push_far(ev);
         }
         seq
+    }
+
+    /// Puts `ev`, due beyond the calendar window, in the heap (rare: kept out of line so
+    /// that the common path saves no registers for it).
+    #[cold]
+    #[inline(never)]
+    fn push_far(&mut self, ev: Event) {
+        self.far.push(Reverse(ev));
+    }
+
+    /// A new list node holding `ev` (the free list is empty: rare once warmed up).
+    #[cold]
+    #[inline(never)]
+    fn new_node(&mut self, ev: Event) -> u32 {
+        self.nodes.push(Node { ev, next: NIL });
+        (self.nodes.len() - 1) as u32
     }
 
     /// Appends `ev` to its bucket.
@@ -166,8 +182,7 @@ impl EventQueue {
             self.nodes[n as usize] = Node { ev, next: NIL };
             n
         } else {
-            self.nodes.push(Node { ev, next: NIL });
-            (self.nodes.len() - 1) as u32
+            self.new_node(ev)
         };
         let b = ev.time() as usize & (WINDOW - 1);
         let cursor = self.base as usize;
