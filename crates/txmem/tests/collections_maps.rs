@@ -1,4 +1,4 @@
-//! THashMap and TSkipMap against a sequential model (with injected aborts),
+//! THashMap, TSkipMap and TBTreeMap against a sequential model (with injected aborts),
 //! plus concurrent stress, resizing under load, phantom protection and
 //! self-updating reads.
 
@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use proptest::prelude::*;
-use txmem::{atomically, THashMap, TSkipMap};
+use txmem::{atomically, TBTreeMap, THashMap, TSkipMap};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -156,6 +156,44 @@ fn run_skip<'a>(
     })
 }
 
+fn run_btree<'a>(
+    m: &'a TBTreeMap<u8, u16>,
+    tx: &mut txmem::Transaction<'a>,
+    op: &Op,
+) -> txmem::TxResult<Res> {
+    Ok(match *op {
+        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
+        Op::Insert(k, v) => vec![(m.insert(tx, k, v)? as u8, 0)],
+        Op::Put(k, v) => {
+            m.put(tx, k, v)?;
+            vec![]
+        }
+        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Len => vec![(m.len(tx)? as u8, 0)],
+        Op::Iter => m.range(tx, ..)?,
+        Op::Range(a, b, i) if a < b || (a == b && i) => m.range(tx, bounds(a, b, i))?,
+        Op::RangeRev(a, b, i) if a < b || (a == b && i) => m.range_rev(tx, bounds(a, b, i))?,
+        Op::ScanFirst(a, n) => {
+            let mut out = vec![];
+            m.scan(tx, a.., |k, v| {
+                out.push((*k, *v));
+                out.len() <= n
+            })?;
+            out
+        }
+        Op::ScanRevFirst(a, n) => {
+            let mut out = vec![];
+            m.scan_rev(tx, ..=a, |k, v| {
+                out.push((*k, *v));
+                out.len() <= n
+            })?;
+            out
+        }
+        _ => vec![],
+    })
+}
+
 fn txs() -> impl Strategy<Value = Vec<(Vec<Op>, bool)>> {
     prop::collection::vec((prop::collection::vec(op(), 1..10), any::<bool>()), 1..24)
 }
@@ -179,6 +217,29 @@ proptest! {
             let want: Vec<Res> = ops.iter().map(|o| model(&mut mm, o, false)).collect();
             prop_assert_eq!(got, want);
             prop_assert_eq!(m.load_len(), mm.len());
+            for k in 0..24u8 {
+                prop_assert_eq!(m.load(&k), mm.get(&k).copied());
+            }
+        }
+    }
+
+    #[test]
+    fn btree_matches_model(txs in txs(), fanout in 3usize..6) {
+        // Tiny nodes: a few keys make a tree of several levels.
+        let m: TBTreeMap<u8, u16> = TBTreeMap::with_fanout(fanout);
+        let mut mm = BTreeMap::new();
+        for (ops, inject) in txs {
+            let attempts = Cell::new(0);
+            let got: Vec<Res> = atomically(|tx| {
+                attempts.set(attempts.get() + 1);
+                let out = ops.iter().map(|o| run_btree(&m, tx, o)).collect::<Result<Vec<_>, _>>()?;
+                if inject && attempts.get() == 1 { return Err(tx.abort()); }
+                Ok(out)
+            });
+            let want: Vec<Res> = ops.iter().map(|o| model(&mut mm, o, true)).collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(m.load_len(), mm.len());
+            prop_assert_eq!(m.keys_committed(), mm.keys().copied().collect::<Vec<_>>());
             for k in 0..24u8 {
                 prop_assert_eq!(m.load(&k), mm.get(&k).copied());
             }

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::thread;
 
-use txmem::{atomically, THashMap, TListSet, TQueue, TSkipMap};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TQueue, TSkipMap};
 
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
@@ -54,11 +54,12 @@ fn churn_frees_removed_nodes() {
     // churned by two threads; the live-value count must return to the size.
     let h: THashMap<u64, Counted> = THashMap::new();
     let s: TSkipMap<u64, Counted> = TSkipMap::new();
+    let b: TBTreeMap<u64, Counted> = TBTreeMap::with_fanout(4);
     let l: TListSet<Counted> = TListSet::new();
     let q: TQueue<Counted> = TQueue::new();
     thread::scope(|sc| {
         for t in 0..2u64 {
-            let (h, s, l, q) = (&h, &s, &l, &q);
+            let (h, s, b, l, q) = (&h, &s, &b, &l, &q);
             sc.spawn(move || {
                 for round in 0..20u64 {
                     for i in 0..100u64 {
@@ -66,6 +67,7 @@ fn churn_frees_removed_nodes() {
                         atomically(|tx| {
                             h.put(tx, k, Counted::new(k))?;
                             s.put(tx, k, Counted::new(k))?;
+                            b.put(tx, k, Counted::new(k))?;
                             q.push(tx, Counted::new(k))
                         });
                         if i < 20 {
@@ -77,6 +79,7 @@ fn churn_frees_removed_nodes() {
                         atomically(|tx| {
                             h.remove(tx, &k)?;
                             s.remove(tx, &k)?;
+                            b.remove(tx, &k)?;
                             q.try_pop(tx)?;
                             Ok(())
                         });
@@ -88,10 +91,83 @@ fn churn_frees_removed_nodes() {
             });
         }
     });
-    assert_eq!(h.load_len() + s.load_len() + l.load_len(), 0);
+    assert_eq!(h.load_len() + s.load_len() + b.load_len() + l.load_len(), 0);
     // Everything was removed; allow the queue's dummy node to hold one value.
     let n = live(2);
     assert!(n <= 2, "{n} values still alive after churn and epoch flush");
-    drop((h, s, l, q));
+    drop((h, s, b, l, q));
     assert_eq!(live(0), 0);
+}
+
+static LIVE_KEYS: AtomicI64 = AtomicI64::new(0);
+
+/// A key that counts live instances (its own counter: this file's tests run
+/// in parallel).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct CountedKey(u64);
+impl CountedKey {
+    fn new(v: u64) -> Self {
+        LIVE_KEYS.fetch_add(1, Ordering::SeqCst);
+        CountedKey(v)
+    }
+}
+impl Clone for CountedKey {
+    fn clone(&self) -> Self {
+        CountedKey::new(self.0)
+    }
+}
+impl Drop for CountedKey {
+    fn drop(&mut self) {
+        LIVE_KEYS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn btree_churn_frees_replaced_contents_and_entries() {
+    // Keys are cloned into every copy-on-write leaf and into separators:
+    // counting them checks that replaced contents and removed entries are
+    // freed (without reclamation, tens of thousands would be alive).
+    let b: TBTreeMap<CountedKey, u64> = TBTreeMap::with_fanout(4);
+    thread::scope(|sc| {
+        for t in 0..2u64 {
+            let b = &b;
+            sc.spawn(move || {
+                for round in 0..20u64 {
+                    for i in 0..100u64 {
+                        let k = (i * 2 + t) + 1000 * (round % 3);
+                        atomically(|tx| b.put(tx, CountedKey::new(k), k));
+                    }
+                    for i in 0..100u64 {
+                        let k = (i * 2 + t) + 1000 * (round % 3);
+                        atomically(|tx| b.remove(tx, &CountedKey::new(k)).map(|_| ()));
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(b.load_len(), 0);
+    // What remains: the bounds of the (emptied, never merged) leaves and
+    // the separators of 600 distinct keys' worth of splits.
+    let mut n = LIVE_KEYS.load(Ordering::SeqCst);
+    for _ in 0..200 {
+        flush();
+        n = LIVE_KEYS.load(Ordering::SeqCst);
+        if n <= 1500 {
+            break;
+        }
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        n <= 1500,
+        "{n} keys still alive after churn and epoch flush"
+    );
+    drop(b);
+    for _ in 0..200 {
+        flush();
+        if LIVE_KEYS.load(Ordering::SeqCst) == 0 {
+            break;
+        }
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(LIVE_KEYS.load(Ordering::SeqCst), 0);
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::thread;
 
-use txmem::{atomically, THashMap, TListSet, TSkipMap, Transaction, TxResult};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSkipMap, Transaction, TxResult};
 
 /// The most elements a guarded insert allows.
 const CAP: usize = 40;
@@ -53,6 +53,24 @@ impl Sized for TSkipMap<u64, u64> {
     }
     fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
         Ok(TSkipMap::remove(self, tx, &k)?.is_some())
+    }
+    fn committed_len(&self) -> usize {
+        self.load_len()
+    }
+}
+
+impl Sized for TBTreeMap<u64, u64> {
+    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        TBTreeMap::len(self, tx)
+    }
+    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+        Ok(self.range(tx, ..)?.len())
+    }
+    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        TBTreeMap::insert(self, tx, k, k)
+    }
+    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
+        Ok(TBTreeMap::remove(self, tx, &k)?.is_some())
     }
     fn committed_len(&self) -> usize {
         self.load_len()
@@ -147,6 +165,11 @@ fn hashmap_size_under_guarded_inserts_and_blind_removes() {
 #[test]
 fn skipmap_size_under_guarded_inserts_and_blind_removes() {
     size_scenario(&TSkipMap::new());
+}
+
+#[test]
+fn btree_size_under_guarded_inserts_and_blind_removes() {
+    size_scenario(&TBTreeMap::with_fanout(4));
 }
 
 #[test]

@@ -1,11 +1,11 @@
-//! Concurrent inserts of distinct keys into the hash map, the ordered map and
-//! the list set record zero aborts. (Statistics are process-wide: this file
+//! Concurrent inserts of distinct keys into the hash map, the ordered maps
+//! (skiplist and B+ tree) and the list set record zero aborts. (Statistics are process-wide: this file
 //! holds a single test so that nothing else runs in its process.)
 
 use std::sync::Barrier;
 use std::thread;
 
-use txmem::{atomically, stats, THashMap, TListSet, TSkipMap};
+use txmem::{atomically, stats, TBTreeMap, THashMap, TListSet, TSkipMap};
 
 #[test]
 fn distinct_key_inserts_never_abort() {
@@ -14,11 +14,13 @@ fn distinct_key_inserts_never_abort() {
     let h: THashMap<u64, u64> = THashMap::with_capacity(8192);
     let s: TSkipMap<u64, u64> = TSkipMap::new();
     let l: TListSet<u64> = TListSet::new();
+    // Small nodes: the inserts split leaves and inner nodes many times.
+    let b: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(8);
     let barrier = Barrier::new(2);
     let before = stats::snapshot();
     thread::scope(|sc| {
         for t in 0..2u64 {
-            let (h, s, l, barrier) = (&h, &s, &l, &barrier);
+            let (h, s, l, b, barrier) = (&h, &s, &l, &b, &barrier);
             sc.spawn(move || {
                 barrier.wait();
                 for i in 0..1000u64 {
@@ -26,6 +28,7 @@ fn distinct_key_inserts_never_abort() {
                     atomically(|tx| {
                         assert!(h.insert(tx, k, k)?);
                         assert!(s.insert(tx, k, k)?);
+                        assert!(b.insert(tx, k, k)?);
                         if i < 200 {
                             assert!(l.insert(tx, k)?);
                         }
@@ -40,5 +43,7 @@ fn distinct_key_inserts_never_abort() {
     assert_eq!(d.total_aborts(), 0, "aborts: {d:?}");
     assert_eq!(h.load_len(), 2000);
     assert_eq!(s.load_len(), 2000);
+    assert_eq!(b.load_len(), 2000);
+    assert_eq!(b.keys_committed(), (0..2000).collect::<Vec<_>>());
     assert_eq!(l.load_len(), 400);
 }

@@ -1,5 +1,6 @@
 //! Transactional collections: queues, a semaphore, a one-slot cell, a
-//! resizable hash map, an ordered map, sorted lists and an untyped word STM.
+//! resizable hash map, two ordered maps (a skiplist and a
+//! B+ tree), sorted lists and an untyped word STM.
 //!
 //! Every collection here is a [`TObject`](crate::TObject) built with the same
 //! recipe (STO, thesis ch. 3 and 6): the collection chooses *abstract*
@@ -35,6 +36,7 @@
 //! * **Epoch reclamation**: removed nodes are retired through
 //!   `crossbeam-epoch` and freed once no running transaction can see them.
 
+pub mod btree;
 pub mod hashmap;
 pub mod list;
 pub mod mvar;
@@ -46,6 +48,7 @@ pub mod skipmap;
 mod stripes;
 pub mod words;
 
+pub use btree::TBTreeMap;
 pub use hashmap::THashMap;
 pub use list::{TList, TListSet};
 pub use mvar::TMVar;

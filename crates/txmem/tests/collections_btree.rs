@@ -1,0 +1,360 @@
+//! TBTreeMap under concurrency: churn, phantom protection across splits,
+//! growth with concurrent readers, self-updating reads when a transaction's
+//! own insert splits a leaf it read, and a deep tree of 100k keys. Most
+//! tests use tiny nodes (`with_fanout`) so that splits happen constantly.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use txmem::{atomically, TBTreeMap};
+
+/// Threads move tokens between keys: each transaction removes a present key
+/// and inserts an absent one. The number of keys never changes, and every
+/// key holds a value consistent with it.
+fn churn(m: &TBTreeMap<u64, u64>) {
+    atomically(|tx| {
+        for k in (0..512).step_by(2) {
+            m.insert(tx, k, k * 3)?;
+        }
+        Ok(())
+    });
+    thread::scope(|s| {
+        for t in 0..2u64 {
+            s.spawn(move || {
+                let mut x = 0x1234_5678 + t;
+                for _ in 0..1500 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (a, b) = (x % 512, (x >> 20) % 512);
+                    atomically(|tx| {
+                        if m.get(tx, &a)?.is_some() && !m.contains_key(tx, &b)? {
+                            assert_eq!(m.remove(tx, &a)?, Some(a * 3));
+                            assert!(m.insert(tx, b, b * 3)?);
+                        }
+                        // A scan sees the invariant too.
+                        let lo = a.min(b);
+                        let n = m.range(tx, lo..lo + 16)?.len();
+                        assert!(n <= 16);
+                        Ok(())
+                    })
+                }
+            });
+        }
+    });
+    let all = atomically(|tx| m.range(tx, ..));
+    assert_eq!(all.len(), 256);
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    assert!(all.iter().all(|(k, v)| *v == k * 3));
+    assert_eq!(m.load_len(), 256);
+    let rev = atomically(|tx| m.range_rev(tx, ..));
+    assert_eq!(rev.len(), 256);
+    assert!(rev.iter().rev().eq(all.iter()));
+    assert_eq!(atomically(|tx| m.len(tx)), 256);
+}
+
+#[test]
+fn btree_churn_keeps_its_invariant() {
+    churn(&TBTreeMap::new());
+}
+
+#[test]
+fn btree_churn_keeps_its_invariant_with_tiny_nodes() {
+    churn(&TBTreeMap::with_fanout(3));
+}
+
+/// A scan of a range and a concurrent insert into it: either the scan's
+/// transaction aborts, or the two serialize (two scans of the range in
+/// one transaction agree, in both directions).
+#[test]
+fn range_scan_is_protected_from_phantoms_across_splits() {
+    let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(4));
+    atomically(|tx| {
+        for k in (0..200).step_by(10) {
+            m.insert(tx, k, k)?;
+        }
+        Ok(())
+    });
+    let barrier = Arc::new(Barrier::new(2));
+    let inserter = {
+        let (m, barrier) = (m.clone(), barrier.clone());
+        thread::spawn(move || {
+            barrier.wait();
+            for k in 0..200u64 {
+                if k % 10 != 0 {
+                    atomically(|tx| m.insert(tx, k, k).map(|_| ()));
+                }
+            }
+        })
+    };
+    barrier.wait();
+    for _ in 0..300 {
+        let (a, b, c, total) = atomically(|tx| {
+            let a = m.range(tx, 50..150)?;
+            let b = m.range_rev(tx, 50..150)?;
+            // An absent read in the range, then the forward scan again.
+            let _ = m.get(tx, &77)?;
+            let c = m.range(tx, 50..150)?.len();
+            let total = m.len(tx)?;
+            Ok((a, b, c, total))
+        });
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "two scans of one range in one transaction disagree"
+        );
+        assert!(a.iter().eq(b.iter().rev()));
+        assert_eq!(a.len(), c);
+        assert!(total >= a.len());
+    }
+    inserter.join().unwrap();
+    assert_eq!(atomically(|tx| m.range(tx, 50..150)).len(), 100);
+}
+
+/// An absent read and a concurrent insert of that key: a transaction that
+/// read the key absent twice never sees it appear in between.
+#[test]
+fn absent_reads_are_protected_from_phantoms() {
+    let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(3));
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (m, done) = (m.clone(), done.clone());
+        thread::spawn(move || {
+            let mut k = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                k = (k + 7) % 1000;
+                atomically(|tx| {
+                    let first = m.contains_key(tx, &k)?;
+                    // Lots of other reads between (leaves may split meanwhile).
+                    let _ = m.range(tx, k..k + 20)?;
+                    let second = m.contains_key(tx, &k)?;
+                    assert_eq!(first, second);
+                    Ok(())
+                });
+            }
+        })
+    };
+    for i in 0..1000u64 {
+        let k = (i * 337) % 1000;
+        atomically(|tx| m.insert(tx, k, k).map(|_| ()));
+    }
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    assert_eq!(m.load_len(), 1000);
+}
+
+#[test]
+fn btree_grows_under_concurrent_inserts_and_readers() {
+    let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(4));
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (m, done) = (m.clone(), done.clone());
+        thread::spawn(move || {
+            let mut last = 0;
+            while !done.load(Ordering::Relaxed) {
+                let n = atomically(|tx| {
+                    // Keys 1_000_000.. are never inserted: absent reads must
+                    // stay absent, and present keys keep their values.
+                    assert_eq!(m.get(tx, &1_000_007)?, None);
+                    if let Some(v) = m.get(tx, &5)? {
+                        assert_eq!(v, 50);
+                    }
+                    let up = m.range(tx, 100..3000)?;
+                    let down = m.range_rev(tx, 100..3000)?;
+                    assert!(up.iter().eq(down.iter().rev()), "scans disagree");
+                    assert!(up.iter().all(|(k, v)| *v == k * 10));
+                    Ok(up.len())
+                });
+                assert!(n >= last, "a later transaction saw fewer keys");
+                last = n;
+            }
+        })
+    };
+    let writers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let m = m.clone();
+            thread::spawn(move || {
+                for i in 0..3000u64 {
+                    let k = i * 2 + t;
+                    atomically(|tx| m.insert(tx, k, k * 10).map(|_| ()));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    reader.join().unwrap();
+    assert!(m.depth() >= 5, "depth {}", m.depth());
+    assert_eq!(m.load_len(), 6000);
+    for k in 0..6000u64 {
+        assert_eq!(m.load(&k), Some(k * 10), "key {k}");
+    }
+    assert_eq!(m.keys_committed(), (0..6000).collect::<Vec<_>>());
+}
+
+#[test]
+fn reading_then_inserting_into_the_same_leaves_does_not_abort_oneself() {
+    // Tiny nodes: the transaction's own inserts split the leaves it scanned
+    // and read absent, many times over.
+    let s: TBTreeMap<u32, u32> = TBTreeMap::with_fanout(3);
+    let attempts = AtomicU64::new(0);
+    atomically(|tx| {
+        attempts.fetch_add(1, Ordering::Relaxed);
+        for k in 0..64 {
+            let _ = s.range(tx, 0..1000)?;
+            let _ = s.range_rev(tx, ..)?;
+            if !s.contains_key(tx, &(k * 7))? {
+                s.insert(tx, k * 7, k)?;
+            }
+        }
+        assert_eq!(s.range(tx, ..)?.len(), 64);
+        Ok(())
+    });
+    assert_eq!(attempts.load(Ordering::Relaxed), 1);
+    assert_eq!(s.load_len(), 64);
+}
+
+/// A transaction scans a range, then splits the leaf with its own inserts:
+/// its read must now cover the new right leaf too, so another transaction's
+/// insert into that leaf (committed before the first commits) aborts it.
+#[test]
+fn own_split_keeps_covering_the_new_leaf() {
+    let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(4);
+    let attempts = AtomicU64::new(0);
+    let seen = atomically(|tx| {
+        let n = attempts.fetch_add(1, Ordering::Relaxed);
+        let seen = m.range(tx, 0..100)?;
+        // Splits the single leaf (and its parent) several times.
+        for k in 0..10 {
+            m.insert(tx, k, k)?;
+        }
+        if n == 0 {
+            // A phantom in the part of the range that moved to new leaves.
+            thread::scope(|s| {
+                s.spawn(|| atomically(|tx| m.insert(tx, 50, 50).map(|_| ())));
+            });
+        }
+        Ok(seen)
+    });
+    assert_eq!(
+        attempts.load(Ordering::Relaxed),
+        2,
+        "the phantom was missed"
+    );
+    assert_eq!(seen, vec![(50, 50)]);
+    assert_eq!(m.load_len(), 11);
+}
+
+#[test]
+fn a_hundred_thousand_keys_in_a_deep_tree() {
+    for fanout in [4, 64] {
+        let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(fanout);
+        let n = 100_000u64;
+        // A scrambled order (an odd multiplier is a bijection mod 2^k).
+        let key = |i: u64| (i * 0x9E37_79B9) % (1 << 17);
+        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+            atomically(|tx| {
+                for &i in chunk {
+                    assert!(m.insert(tx, key(i), i)?);
+                }
+                Ok(())
+            });
+        }
+        if fanout == 4 {
+            assert!(m.depth() >= 8, "depth {}", m.depth());
+        }
+        assert_eq!(m.load_len(), n as usize);
+        for i in (0..n).step_by(97) {
+            assert_eq!(m.load(&key(i)), Some(i));
+        }
+        let all = atomically(|tx| m.range(tx, ..));
+        assert_eq!(all.len(), n as usize);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+        // Remove every other key; scans in both directions agree.
+        for chunk in all.chunks(2000) {
+            atomically(|tx| {
+                for (k, v) in chunk.iter().step_by(2) {
+                    assert_eq!(m.remove(tx, k)?, Some(*v));
+                }
+                Ok(())
+            });
+        }
+        assert_eq!(m.load_len(), n as usize / 2);
+        let up = atomically(|tx| m.range(tx, 1000..60_000));
+        let down = atomically(|tx| m.range_rev(tx, 1000..60_000));
+        assert!(up.iter().eq(down.iter().rev()));
+        let want: Vec<_> = all
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .filter(|(k, _)| (1000..60_000).contains(k))
+            .copied()
+            .collect();
+        assert_eq!(up, want);
+    }
+}
+
+/// Opacity across removals: pairs of keys in different leaves are removed
+/// and re-inserted together; a reader never observes one of a pair without
+/// the other, not even in an attempt that later aborts (unlinking a removed
+/// entry moves its leaf's version to the commit version, which sends the
+/// reader through the snapshot extension check).
+#[test]
+fn readers_never_see_half_of_a_paired_removal() {
+    let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(4));
+    const PAIRS: u64 = 8;
+    atomically(|tx| {
+        for k in 0..PAIRS {
+            m.insert(tx, k, k)?;
+            m.insert(tx, k + 1000, k)?;
+        }
+        Ok(())
+    });
+    let done = Arc::new(AtomicBool::new(false));
+    let torn = Arc::new(AtomicU64::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (m, done, torn) = (m.clone(), done.clone(), torn.clone());
+            thread::spawn(move || {
+                let mut k = 0;
+                while !done.load(Ordering::Relaxed) {
+                    k = (k + 1) % PAIRS;
+                    atomically(|tx| {
+                        let a = m.contains_key(tx, &k)?;
+                        // Widen the window for a removal to commit and
+                        // unlink between the two reads.
+                        for _ in 0..(k * 64) {
+                            std::hint::spin_loop();
+                        }
+                        let b = m.contains_key(tx, &(k + 1000))?;
+                        if a != b {
+                            // A side effect that survives the abort.
+                            torn.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok(())
+                    });
+                }
+            })
+        })
+        .collect();
+    for i in 0..20_000u64 {
+        let k = i % PAIRS;
+        atomically(|tx| {
+            if m.remove(tx, &k)?.is_some() {
+                m.remove(tx, &(k + 1000))?;
+            } else {
+                m.insert(tx, k, k)?;
+                m.insert(tx, k + 1000, k)?;
+            }
+            Ok(())
+        });
+    }
+    done.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().unwrap();
+    }
+    assert_eq!(torn.load(Ordering::Relaxed), 0, "a reader saw a torn pair");
+}
