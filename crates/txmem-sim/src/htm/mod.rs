@@ -588,21 +588,36 @@ impl Htm {
     /// same core still need), and empties its read/write sets.
     #[inline(always)]
     pub fn clear_tracking(&mut self, core: usize, idx: usize) {
+        if self.stacks[core].len() > 1 {
+            return self.clear_tracking_nested(core, idx);
+        }
+        // The core's only frame: its lines are exactly the core's bits in the masks.
+        let bit = 1u64 << core;
+        let f = &mut self.stacks[core][idx];
+        for (line, flags) in f.lines.iter() {
+            if flags & READ != 0 {
+                self.line_r[line as usize] &= !bit;
+            }
+            if flags & WRITE != 0 {
+                self.line_w[line as usize] &= !bit;
+            }
+        }
+        f.clear_sets();
+    }
+
+    /// [`Htm::clear_tracking`] when the core has other frames, which may hold the same
+    /// lines (suspended transactions): their bits stay.
+    #[inline(never)]
+    fn clear_tracking_nested(&mut self, core: usize, idx: usize) {
         let bit = 1u64 << core;
         let stack = &mut self.stacks[core];
-        let multi = stack.len() > 1;
         let f = &stack[idx];
         for (line, flags) in f.lines.iter() {
-            // Another frame of the same core may hold the line too (suspended transactions).
-            let others = if multi {
-                stack
-                    .iter()
-                    .enumerate()
-                    .filter(|&(j, _)| j != idx)
-                    .fold(0, |acc, (_, g)| acc | g.line_flags(line))
-            } else {
-                0
-            };
+            let others = stack
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != idx)
+                .fold(0, |acc, (_, g)| acc | g.line_flags(line));
             if flags & READ != 0 && others & READ == 0 {
                 self.line_r[line as usize] &= !bit;
             }
