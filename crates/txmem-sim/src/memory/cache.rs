@@ -86,20 +86,23 @@ impl SetAssocCache {
             return None;
         }
         let b = self.base(line);
-        let mut best = b;
-        for i in b..b + self.ways {
-            if self.tags[i] == 0 {
+        let ways = self.ways;
+        // The set's ways as slices: one bounds check for the set, none per way.
+        let (tags, stamps) = (&mut self.tags[b..b + ways], &mut self.stamps[b..b + ways]);
+        let mut best = 0;
+        for (i, (&t, &s)) in tags.iter().zip(stamps.iter()).enumerate() {
+            if t == 0 {
                 best = i;
                 break;
             }
-            if self.stamps[i] < self.stamps[best] {
+            if s < stamps[best] {
                 best = i;
             }
         }
-        let old = self.tags[best];
-        self.tags[best] = line + 1;
+        let old = tags[best];
+        tags[best] = line + 1;
         self.clock += 1;
-        self.stamps[best] = self.clock;
+        stamps[best] = self.clock;
         if old == 0 {
             None
         } else {
