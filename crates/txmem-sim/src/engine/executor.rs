@@ -238,9 +238,17 @@ impl Sim {
         }
         let mut timed_out = false;
         let mut events = 0u64;
+        // The core whose task was polled last and is now pending: it must wait for a
+        // simulator operation, checked before anything else happens.
+        let mut unchecked: Option<usize> = None;
         while live > 0 {
             let c = {
                 let mut m = machine(&self.shared);
+                if let Some(w) = unchecked.take() {
+                    if !m.cores[w].waiting {
+                        return Err(awaited_foreign_future(w));
+                    }
+                }
                 let Some(ev) = m.queue.pop() else {
                     break;
                 };
@@ -273,8 +281,10 @@ impl Sim {
                 }
                 c
             };
-            if self.poll_core(c)? {
-                live -= 1;
+            match self.poll_core(c) {
+                Polled::Finished => live -= 1,
+                Polled::Pending => unchecked = Some(c),
+                Polled::Idle => {}
             }
         }
         let mut m = machine(&self.shared);
@@ -297,8 +307,9 @@ impl Sim {
         Ok(s)
     }
 
-    /// Polls the task running on core `c`; returns true when the core's thread finished.
-    fn poll_core(&mut self, c: usize) -> Result<bool, SimError> {
+    /// Polls the task running on core `c` (its interrupt handler, if one runs, then its
+    /// thread).
+    fn poll_core(&mut self, c: usize) -> Polled {
         let mut cx = Context::from_waker(Waker::noop());
         loop {
             if let Some(h) = &mut self.handlers[c] {
@@ -308,11 +319,11 @@ impl Sim {
                         machine(&self.shared).end_interrupt(c);
                         continue;
                     }
-                    Poll::Pending => return self.check_waiting(c).map(|_| false),
+                    Poll::Pending => return Polled::Pending,
                 }
             }
             let Some(t) = &mut self.threads[c] else {
-                return Ok(false);
+                return Polled::Idle;
             };
             return match t.as_mut().poll(&mut cx) {
                 Poll::Ready(()) => {
@@ -321,20 +332,29 @@ impl Sim {
                     let core = &mut m.cores[c];
                     core.finished = true;
                     core.stats.cycles = core.now;
-                    Ok(true)
+                    Polled::Finished
                 }
-                Poll::Pending => self.check_waiting(c).map(|_| false),
+                Poll::Pending => Polled::Pending,
             };
         }
     }
+}
 
-    fn check_waiting(&self, c: usize) -> Result<(), SimError> {
-        if machine(&self.shared).cores[c].waiting {
-            Ok(())
-        } else {
-            Err(SimError::Stuck(format!(
-                "core {c}: simulated code awaited a future that is not a simulator operation"
-            )))
-        }
-    }
+/// What polling a core's task did.
+enum Polled {
+    /// The core's thread finished.
+    Finished,
+    /// The task is pending (it must be waiting for a simulator operation).
+    Pending,
+    /// The core has no task (its thread finished before).
+    Idle,
+}
+
+/// The error of a core whose simulated code awaited something else than a simulator
+/// operation (it would never be woken).
+#[cold]
+fn awaited_foreign_future(c: usize) -> SimError {
+    SimError::Stuck(format!(
+        "core {c}: simulated code awaited a future that is not a simulator operation"
+    ))
 }
