@@ -29,7 +29,7 @@ pub struct Shared {
     /// await or a call into simulated code.
     pub machine: MachineCell,
     /// [`Machine::abort_counts`]: per core, how many aborts wait to be taken.
-    pub abort_counts: Rc<[std::cell::Cell<u32>]>,
+    pub abort_counts: Rc<PerCore<std::cell::Cell<u32>>>,
 }
 
 /// The machine, for one step of the executor or of a `Sim` method.

@@ -162,7 +162,7 @@ pub struct Machine {
     /// Per core, the length of [`CoreState::aborts`], shared with the [`crate::cpu::Cpu`]
     /// handles so that transactional code can see that no abort waits without borrowing
     /// the machine.
-    pub abort_counts: Rc<[Cell<u32>]>,
+    pub abort_counts: Rc<PerCore<Cell<u32>>>,
     committed: Option<Vec<u64>>,
     footprints: FootprintRuns,
     conflicts: Vec<(usize, usize)>,
@@ -191,7 +191,7 @@ impl Machine {
             committed: cfg
                 .check_invariants
                 .then(|| vec![0; (cfg.memory_bytes / 8) as usize]),
-            abort_counts: (0..cfg.cores).map(|_| Cell::new(0)).collect(),
+            abort_counts: Rc::new(PerCore::new(cfg.cores, |_| Cell::new(0), || Cell::new(0))),
             footprints: FootprintRuns::default(),
             conflicts: Vec::new(),
             scratch: Vec::new(),
