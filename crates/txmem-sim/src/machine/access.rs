@@ -206,16 +206,17 @@ impl Machine {
         write: bool,
         retrying: bool,
     ) -> Resolution {
-        let mut buf = std::mem::take(&mut self.conflicts);
-        buf.clear();
-        self.htm.conflicts(core, tx, line, word, write, &mut buf);
-        if buf.is_empty() {
-            self.conflicts = buf;
+        // The conflicting frames, in `self.conflicts` (nothing below changes that list).
+        self.conflicts.clear();
+        self.htm
+            .conflicts(core, tx, line, word, write, &mut self.conflicts);
+        if self.conflicts.is_empty() {
             return Resolution::Proceed;
         }
         let mut lost_to: Option<usize> = None;
         let mut doom_all = true;
-        for &(d, j) in &buf {
+        for k in 0..self.conflicts.len() {
+            let (d, j) = self.conflicts[k];
             let holder_suspension = self.htm.stacks[d][j].suspended;
             let unconditional =
                 d == core || holder_suspension == Some(SuspendKind::Tsuspend) || tx.is_none();
@@ -241,13 +242,12 @@ impl Machine {
             }
         }
         if doom_all {
-            for &(d, j) in &buf {
+            for k in 0..self.conflicts.len() {
+                let (d, j) = self.conflicts[k];
                 self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
             }
-            self.conflicts = buf;
             return Resolution::Proceed;
         }
-        self.conflicts = buf;
         let i = tx.unwrap_or_default();
         match lost_to {
             Some(d) if self.cfg.htm.stall_on_conflict => {
