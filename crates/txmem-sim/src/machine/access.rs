@@ -124,15 +124,10 @@ impl Machine {
         // Lazy detection keeps transactional stores out of the coherence protocol until commit.
         let cache_write = !matches!(kind, MemKind::Load) && eager;
         let r = self.hier.access(core, line, cache_write, now);
-        let mut lat = r.latency;
-        let f = &self.htm.stacks[core][i];
-        let buffered = f.rot || self.cfg.htm.versioning == Versioning::Lazy;
-        if f.overflowed && f.overflow_lines.contains(line) {
-            lat = lat.max(self.hier.memory_path_latency());
-        }
+        let mut extra = 0;
         if r.n_evicted > 0 {
             match self.evictions(core, &r) {
-                Some(extra) => lat += extra,
+                Some(e) => extra = e,
                 None => return Outcome::Aborted,
             }
         }
@@ -145,9 +140,19 @@ impl Machine {
             htm,
             mem,
             committed,
+            cfg,
+            hier,
             ..
         } = self;
         let f = &mut htm.stacks[core][i];
+        let buffered = f.rot || cfg.htm.versioning == Versioning::Lazy;
+        let mut lat = r.latency;
+        // A line this transaction overflowed (unbounded capacity) is served from memory. (The
+        // evictions above never concern the accessed line, so they do not change this.)
+        if f.overflowed && f.overflow_lines.contains(line) {
+            lat = lat.max(hier.memory_path_latency());
+        }
+        lat += extra;
         let old = if buffered {
             f.wbuf.get(word).unwrap_or_else(|| mem.get(w))
         } else {
