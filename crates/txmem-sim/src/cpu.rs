@@ -276,29 +276,52 @@ impl Cpu {
         self.op(OpKind::TResume)
     }
 
+    /// One transaction attempt of `body` (see [`Cpu::xbegin`]).
     async fn attempt<F, Fut, T>(&self, rot: bool, body: F) -> Result<T, AbortStatus>
     where
         F: FnOnce(Cpu) -> Fut,
         Fut: Future<Output = T>,
     {
         let (id, outermost) = self.machine().reserve_attempt(self.core);
-        // The attempt begins before the abort wrapper runs its body: nothing can abort a
-        // new attempt before it begins, and a begin that aborts it (nesting too deep)
-        // completes at once, so that the wrapper takes the abort straight away.
-        let begin = Op {
+        self.begin_op(rot, id).await;
+        let fut = pin!(body(self.clone()));
+        let r = self.abortable(id, outermost, fut).await;
+        self.end_attempt(id, r).await
+    }
+
+    /// The operation that begins attempt `id` (reserved with
+    /// [`crate::machine::Machine::reserve_attempt`]). The attempt begins before the abort
+    /// wrapper runs its body: nothing can abort a new attempt before it begins, and a begin
+    /// that aborts it (nesting too deep) completes at once, so that the wrapper takes the
+    /// abort straight away.
+    #[inline(always)]
+    fn begin_op(&self, rot: bool, id: u64) -> Op<'_, ()> {
+        Op {
             ready_on_abort: true,
             ..self.op::<()>(OpKind::XBegin(rot, id))
-        };
-        begin.await;
-        let fut = pin!(body(self.clone()));
-        let r = Abortable {
+        }
+    }
+
+    /// Runs the body future `fut` of attempt `id` until it completes or the attempt aborts.
+    #[inline(always)]
+    fn abortable<'b, F: Future>(
+        &self,
+        id: u64,
+        outermost: bool,
+        fut: Pin<&'b mut F>,
+    ) -> Abortable<'_, 'b, F> {
+        Abortable {
             cpu: self,
             waiting: &self.shared.abort_counts[self.core],
             id,
             outermost,
             fut,
         }
-        .await;
+    }
+
+    /// Ends attempt `id` whose body ended with `r`: commits it (or leaves its flat-nested
+    /// level) after a completed body, or counts its abort and waits out the abort penalty.
+    async fn end_attempt<T>(&self, id: u64, r: Result<T, AbortStatus>) -> Result<T, AbortStatus> {
         match r {
             Ok(v) => {
                 self.op::<()>(OpKind::XEnd(id)).await;
@@ -375,7 +398,16 @@ impl Cpu {
         Fut: Future<Output = T>,
     {
         loop {
-            match self.attempt(rot, &mut body).await {
+            // One attempt, as `attempt` runs it, written out here so that the polls of the
+            // body go through one state machine less.
+            let (id, outermost) = self.machine().reserve_attempt(self.core);
+            self.begin_op(rot, id).await;
+            let r = {
+                let fut = pin!(body(self.clone()));
+                let r = self.abortable(id, outermost, fut).await;
+                self.end_attempt(id, r).await
+            };
+            match r {
                 Ok(v) => return v,
                 Err(st) if st.persistent => {
                     self.machine().forget_retry(self.core);
