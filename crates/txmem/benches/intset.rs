@@ -18,7 +18,7 @@ use std::sync::{Barrier, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use txmem::{atomically, THashMap, TListSet, TSkipMap, TWords, WordAddr};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSkipMap, TWords, WordAddr};
 
 /// The operations the driver needs from a set.
 trait IntSet: Sync {
@@ -44,6 +44,19 @@ impl<S: std::hash::BuildHasher + Send + Sync + 'static> IntSet for TxHash<S> {
 
 struct TxSkip(TSkipMap<u64, ()>);
 impl IntSet for TxSkip {
+    fn contains(&self, k: u64) -> bool {
+        atomically(|tx| self.0.contains_key(tx, &k))
+    }
+    fn insert(&self, k: u64) -> bool {
+        atomically(|tx| self.0.insert(tx, k, ()))
+    }
+    fn remove(&self, k: u64) -> bool {
+        atomically(|tx| self.0.remove(tx, &k)).is_some()
+    }
+}
+
+struct TxBTree(TBTreeMap<u64, ()>);
+impl IntSet for TxBTree {
     fn contains(&self, k: u64) -> bool {
         atomically(|tx| self.0.contains_key(tx, &k))
     }
@@ -490,6 +503,7 @@ fn systems(kind: &str) -> Vec<(&'static str, Maker)> {
         ],
         "ordered" => vec![
             ("txmem", |_| Box::new(TxSkip(TSkipMap::new()))),
+            ("txmem-btree", |_| Box::new(TxBTree(TBTreeMap::new()))),
             ("txmem-words", |n| Box::new(WordsSkip::new(n))),
             ("mutex-btreeset", |_| Box::new(Mutex::new(BTreeSet::new()))),
             ("rwlock-btreeset", |_| {

@@ -1,4 +1,4 @@
-//! Per-transaction cost of `THashMap` and `TSkipMap` point operations, for
+//! Per-transaction cost of `THashMap`, `TSkipMap` and `TBTreeMap` point operations, for
 //! deterministic instruction counts under callgrind.
 //!
 //! Fills a map with the 4096 even keys of `0..8192` (one transaction per
@@ -22,7 +22,7 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <hash|hash-fast|skip> <get|insert|remove> N
+//! usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove> N
 //!
 //! `hash` uses the default `RandomState` (SipHash-1-3, the same hasher
 //! `dashmap` uses); `hash-fast` uses a multiplicative hasher for integer
@@ -30,7 +30,7 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-use txmem::{atomically, THashMap, TSkipMap};
+use txmem::{atomically, TBTreeMap, THashMap, TSkipMap};
 
 /// A multiplicative (Fibonacci) hasher for `u64` keys. Not HashDoS-safe.
 #[derive(Default)]
@@ -86,7 +86,19 @@ impl Map for TSkipMap<u64, u64> {
     }
 }
 
-const USAGE: &str = "usage: collections_cost <hash|hash-fast|skip> <get|insert|remove> N";
+impl Map for TBTreeMap<u64, u64> {
+    fn contains(&self, k: u64) -> bool {
+        atomically(|tx| self.contains_key(tx, &k))
+    }
+    fn insert(&self, k: u64) -> bool {
+        atomically(|tx| TBTreeMap::insert(self, tx, k, k))
+    }
+    fn remove(&self, k: u64) -> bool {
+        atomically(|tx| TBTreeMap::remove(self, tx, &k)).is_some()
+    }
+}
+
+const USAGE: &str = "usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove> N";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -100,6 +112,7 @@ fn main() {
             MulHasher,
         >::default())),
         "skip" => Box::new(TSkipMap::<u64, u64>::new()),
+        "btree" => Box::new(TBTreeMap::<u64, u64>::new()),
         _ => panic!("{USAGE}"),
     };
     for k in 0..4096 {

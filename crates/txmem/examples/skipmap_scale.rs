@@ -1,22 +1,67 @@
-//! Loads millions of keys into a `TSkipMap` (and, for comparison, a
-//! `THashMap`) and reports load time, lookup and scan speed, and resident
-//! memory: the evidence that the ordered map can serve as an index for
+//! Loads millions of keys into a `TSkipMap` and a `TBTreeMap` (and, for
+//! comparison, a `THashMap`) and reports load time, lookup and scan speed, and resident
+//! memory (resident, and live heap bytes from a counting allocator, since
+//! the second map's resident growth can reuse what the first one freed): the evidence that the ordered map can serve as an index for
 //! TPC-C and YCSB. The same lookups run against `crossbeam-skiplist` and a
 //! `BTreeMap` behind an `RwLock` for scale.
 //!
-//! usage: `skipmap_scale [KEYS] [BATCH]` (defaults: 2,000,000 keys inserted in
+//! usage: `[BTREE_FANOUT=n] skipmap_scale [KEYS] [BATCH]` (defaults: 2,000,000 keys inserted in
 //! transactions of 1,000 random inserts each)
 //!
 //! ```text
 //! cargo run --release -p txmem --example skipmap_scale -- 4000000
 //! ```
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 
-use txmem::{atomically, THashMap, TSkipMap, Transaction, TxResult};
+use txmem::{atomically, TBTreeMap, THashMap, TSkipMap, Transaction, TxResult};
+
+/// The global allocator, counting the bytes currently allocated: the
+/// second map's resident-set growth can reuse memory the first one freed,
+/// so live heap bytes are the fair per-key measure (allocator headers and
+/// fragmentation not included).
+struct Counting;
+
+static HEAP: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: delegates every call to the system allocator unchanged; only
+// counts sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        HEAP.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HEAP.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        HEAP.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        // SAFETY: the caller's contract is passed through.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Live heap bytes, after letting the epoch collector free what it can.
+fn heap_bytes() -> f64 {
+    for _ in 0..64 {
+        crossbeam_epoch::pin().flush();
+    }
+    HEAP.load(Ordering::Relaxed) as f64
+}
 
 /// A permutation of `0..n` (multiplication by an odd constant modulo a power
 /// of two, then skipping values ≥ n), so keys arrive in random order.
@@ -70,42 +115,59 @@ fn main() {
     let n = args.first().copied().unwrap_or(2_000_000);
     let batch = args.get(1).copied().unwrap_or(1_000).max(1) as usize;
     let keys: Vec<u64> = shuffled(n).collect();
-    let base = rss_mib();
-
-    let map = TSkipMap::new();
-    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
-    let rss = rss_mib() - base;
-    assert_eq!(map.load_len(), n as usize, "every key was inserted once");
-
     // Probes: half present, half absent, in random order.
     let probes: Vec<u64> = keys
         .iter()
         .take(1_000_000)
         .map(|k| k * 2 % (2 * n))
         .collect();
-    let (get_ns, found) = lookup_ns(&probes, |k| atomically(|tx| map.contains_key(tx, &k)));
 
-    let t = Instant::now();
-    let scanned = atomically(|tx| {
-        let mut count = 0u64;
-        map.scan(tx, n / 2.., |_, _| {
-            count += 1;
-            count < 100_000
-        })?;
-        Ok(count)
-    });
-    let scan_ns = t.elapsed().as_nanos() as f64 / scanned as f64;
-    println!(
-        "TSkipMap: {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of {batch}); \
-         +{rss:.0} MiB resident ({:.0} B/key); contains_key {get_ns:.0} ns \
-         ({found} of {} present); scan {scanned} keys in one transaction, \
-         {scan_ns:.0} ns/key",
-        load_time.as_secs_f64(),
-        load_time.as_nanos() as f64 / n as f64,
-        rss * 1048576.0 / n as f64,
-        probes.len(),
-    );
-    drop(map);
+    // The same measurements for each transactional ordered map (they share
+    // the API but no trait).
+    macro_rules! measure {
+        ($name:expr, $make:expr) => {{
+            let base = rss_mib();
+            let heap_base = heap_bytes();
+            let map = $make;
+            let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
+            let rss = rss_mib() - base;
+            let heap = heap_bytes() - heap_base;
+            assert_eq!(map.load_len(), n as usize, "every key was inserted once");
+
+            let (get_ns, found) = lookup_ns(&probes, |k| atomically(|tx| map.contains_key(tx, &k)));
+
+            let t = Instant::now();
+            let scanned = atomically(|tx| {
+                let mut count = 0u64;
+                map.scan(tx, n / 2.., |_, _| {
+                    count += 1;
+                    count < 100_000
+                })?;
+                Ok(count)
+            });
+            let scan_ns = t.elapsed().as_nanos() as f64 / scanned as f64;
+            println!(
+                "{}: {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of {batch}); \
+                 +{rss:.0} MiB resident ({:.0} B/key; live heap {:.0} B/key); contains_key {get_ns:.0} ns \
+                 ({found} of {} present); scan {scanned} keys in one transaction, \
+                 {scan_ns:.0} ns/key",
+                $name,
+                load_time.as_secs_f64(),
+                load_time.as_nanos() as f64 / n as f64,
+                rss * 1048576.0 / n as f64,
+                heap / n as f64,
+                probes.len(),
+            );
+            drop(map);
+        }};
+    }
+    measure!("TSkipMap", TSkipMap::new());
+    // `BTREE_FANOUT=n` tries another node size (default: the map's).
+    let fanout = std::env::var("BTREE_FANOUT")
+        .ok()
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(txmem::collections::btree::DEFAULT_FANOUT);
+    measure!("TBTreeMap", TBTreeMap::with_fanout(fanout));
 
     // The same probes against peers, for scale (not transactional).
     let peer = crossbeam_skiplist::SkipMap::new();

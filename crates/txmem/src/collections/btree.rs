@@ -15,53 +15,72 @@
 //! each **leaf** has a version covering its key interval, as in the thesis'
 //! Masstree. A scan reads one version per leaf instead of one per key.
 //!
-//! # Concurrency design: copy-on-write contents behind stable handles
+//! # Concurrency design: copy-on-write nodes, stable leaf handles
 //!
 //! Generic keys cannot be read while another thread writes them (that is a
-//! data race in Rust's memory model, whatever the hardware does), so nodes
-//! are never modified in place. Each tree node is a *handle* that lives as
-//! long as the map, pointing (an `AtomicPtr`) at immutable *contents*:
-//! sorted keys and entry pointers for a leaf, separator keys and child
-//! handles for an inner node, plus, for both, a **high key** (the exclusive
-//! upper end of the interval the node covers; none on the right edge) and a
-//! **right link** to the next handle on the same level (a B-link tree).
-//! A change builds new contents and swaps the pointer; the old contents are
-//! retired through `crossbeam-epoch`. Contents are published with release
-//! stores and read with acquire loads, so a reader sees either the old or
-//! the new contents, each fully built.
+//! data race in Rust's memory model, whatever the hardware does), so no
+//! node is ever modified in place:
 //!
-//! * **Readers never lock.** A reader descends from the root loading
-//!   contents; at every node, a key at or past the high key means the node
-//!   split after the reader's parent was read, and it moves right along the
-//!   right link. Splits only move keys to a new node on the right and
-//!   nodes never merge, so a node's low end never changes and following
-//!   a stale parent followed by right links always reaches the node that
-//!   covers the key. At the leaf, the reader reads the leaf's version,
-//!   its contents and the version again (a seqlock) to pair the contents
-//!   with the version it records for phantom protection.
+//! * **Leaves** are *handles* that live as long as the map: a version word
+//!   and an `AtomicPtr` to immutable *contents* (up to [`DEFAULT_FANOUT`]
+//!   sorted keys and entry pointers in inline arrays, a **high key** — the
+//!   exclusive upper end of the leaf's interval, none on the right edge —
+//!   and a **right link** to the next leaf). A change builds new contents
+//!   and swaps the pointer while the version is locked; the old contents
+//!   are retired through `crossbeam-epoch`. Leaf handles are stable, so
+//!   transactions can key their phantom-protection reads by them.
+//! * **Inner nodes** are immutable values (separator keys and child
+//!   pointers in inline arrays) reached from one `AtomicPtr` root. A leaf
+//!   split copies the path from the leaf's parent to the root (splitting
+//!   inner nodes that overflow, adding a root when the root splits) and
+//!   publishes the new root; replaced inner nodes are retired through the
+//!   epoch. Splits are rare (one per `fanout / 2` inserts at most), and in
+//!   exchange a reader's descent is a plain walk through an immutable
+//!   snapshot: one pointer and one binary search per level, no versions.
+//!
+//! Contents are published with release stores and read with acquire loads,
+//! so a reader sees either the old or the new contents, each fully built.
+//!
+//! * **Readers never lock.** A reader descends through the inner nodes of
+//!   the root it loaded; the leaf it reaches may have split since that root
+//!   was replaced, in which case the key is at or past the leaf's high key
+//!   and the reader moves right along the right link (a B-link leaf level).
+//!   Splits only move keys to a new leaf on the right and leaves never
+//!   merge, so a leaf's low end never changes and a stale descent plus right
+//!   moves always reaches the leaf that covers the key. At the leaf, the
+//!   reader reads the leaf's version, its contents pointer and the version
+//!   again (a seqlock) to pair the contents with the version it records for
+//!   phantom protection.
 //! * **Writers** (placing a placeholder, unlinking a removed entry,
 //!   splitting) hold one short map-wide structure lock, as the skiplist's
-//!   splices do; under it nothing moves, so they descend exactly. A leaf's
-//!   contents are swapped while its version is locked, and the version is
-//!   bumped when the leaf's key set or interval changes, so that readers
-//!   validating the leaf see the change.
-//! * **Leaf versions.** Linking a placeholder and splitting bump the leaf
-//!   version (the new right leaf starts at the left leaf's new version, so
-//!   versions never go back for the keys it covers); unlinking a committed
-//!   removal bumps it to at least the removal's commit version (for the
-//!   opacity check, as the skiplist's gaps); dropping an aborted
-//!   placeholder changes no version (the placeholder was invisible).
+//!   splices do; under it nothing moves, so they descend exactly. A split
+//!   locks the left leaf's version before the new right leaf becomes
+//!   reachable, so no reader can see the moved keys in both leaves.
+//! * **Leaf versions.** Placing a placeholder (with or without a split)
+//!   bumps the leaf version to a fresh value that follows the commit clock
+//!   (a new right leaf starts at the clock); unlinking a committed removal
+//!   bumps it to at least the removal's commit version (so a reader whose
+//!   snapshot predates the removal goes through the opacity check, as with
+//!   the skiplist's gaps); dropping an aborted placeholder changes no
+//!   version (the placeholder was invisible). Leaf versions never run ahead
+//!   of the clock in the opacity mode (a second change of a leaf within one
+//!   clock period advances the clock), because a version past the clock
+//!   would make every reader of that leaf revalidate its whole read set.
 //! * **No merges.** Removals shrink leaves; an emptied leaf stays in the
-//!   tree (a later insert into its interval refills it). Handles are freed
-//!   only when the map is dropped; entries and replaced contents are freed
-//!   through the epoch.
-//!
+//!   tree (a later insert into its interval refills it). Leaf handles are
+//!   freed only when the map is dropped; entries and replaced contents and
+//!   inner nodes are freed through the epoch (the thread that retires them
+//!   flushes its epoch bag every 64 retirements, so that garbage does not
+//!   outrun the collector during insert-heavy phases).
+
 //! # Item keys
 //!
 //! An entry's state is keyed by its address, a leaf's version by
 //! `leaf address | 1`, the size counter by 2.
 
+use std::cell::Cell;
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -73,6 +92,7 @@ use parking_lot::Mutex;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::Commit;
+use crate::options::Opacity;
 use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
@@ -81,9 +101,10 @@ use super::node::{node_tobject, MapNodes, NodeCollection, Upserted, DELETED, INS
 use super::size::SizeCounter;
 use super::{struct_wait, struct_wait_forever};
 
-/// The default maximum number of keys in a leaf and of children of an
-/// inner node.
+/// The most keys a leaf holds and the most children an inner node has
+/// (node contents are fixed-size arrays of this many slots).
 pub const DEFAULT_FANOUT: usize = 32;
+const CAP: usize = DEFAULT_FANOUT;
 
 /// A key's entry: exactly what a skiplist node holds, without links.
 pub(super) struct Entry<K, V> {
@@ -94,46 +115,102 @@ pub(super) struct Entry<K, V> {
 
 type EPtr<K, V> = *const Entry<K, V>;
 
+/// Up to [`CAP`] values stored inline (so that a node's keys are one
+/// allocation with the node): a fixed-capacity vector, filled once when
+/// the immutable contents are built.
+struct Slots<T> {
+    len: usize,
+    items: [MaybeUninit<T>; CAP],
+}
+
+impl<T> Slots<T> {
+    /// The values of `iter` (at most [`CAP`]).
+    fn new(iter: impl IntoIterator<Item = T>) -> Self {
+        let mut s = Slots {
+            len: 0,
+            items: [const { MaybeUninit::uninit() }; CAP],
+        };
+        for v in iter {
+            assert!(s.len < CAP, "txmem: TBTreeMap node overflow");
+            s.items[s.len].write(v);
+            s.len += 1;
+        }
+        s
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[T] {
+        // SAFETY: the first `len` slots are initialized (`new` writes them
+        // in order and counts them) and never change afterwards.
+        unsafe { std::slice::from_raw_parts(self.items.as_ptr() as *const T, self.len) }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    fn drop(&mut self) {
+        // SAFETY: the first `len` slots are initialized and dropped once,
+        // here.
+        unsafe {
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(
+                self.items.as_mut_ptr() as *mut T,
+                self.len,
+            ))
+        }
+    }
+}
+
 /// The immutable contents of a leaf.
 struct LeafData<K, V> {
     /// Sorted, distinct keys (`keys[i]` is the key of `entries[i]`).
-    keys: Vec<K>,
-    entries: Vec<EPtr<K, V>>,
+    keys: Slots<K>,
+    entries: Slots<EPtr<K, V>>,
     /// The exclusive upper end of the leaf's interval (none: unbounded).
     high: Option<K>,
     /// The leaf to the right (null at the right edge).
     next: *const Leaf<K, V>,
 }
 
+impl<K, V> LeafData<K, V> {
+    #[inline]
+    fn keys(&self) -> &[K] {
+        self.keys.as_slice()
+    }
+
+    #[inline]
+    fn entries(&self) -> &[EPtr<K, V>] {
+        self.entries.as_slice()
+    }
+}
+
 /// A leaf handle: its version and its current contents. Its interval
 /// starts at `low` (none: unbounded), which never changes.
 struct Leaf<K, V> {
     version: TVersion,
-    low: Option<K>,
     data: AtomicPtr<LeafData<K, V>>,
+    low: Option<K>,
 }
 
-/// The immutable contents of an inner node.
-struct InnerData<K, V> {
+/// An inner node: immutable once published (a change copies the path from
+/// the changed node to the root and swaps the root pointer).
+struct InnerData<K> {
     /// 1: the children are leaves; otherwise inner nodes one level lower.
     level: u32,
     /// Separators: child `i` covers keys in `[keys[i-1], keys[i])`.
-    keys: Vec<K>,
-    /// `*const Leaf` (level 1) or `*const Inner` (higher levels).
-    children: Vec<*const ()>,
-    /// The exclusive upper end of the node's interval (none: unbounded).
-    high: Option<K>,
-    /// The node to the right on the same level (null at the right edge).
-    next: *const Inner<K, V>,
+    keys: Slots<K>,
+    /// `*const Leaf` (level 1) or `*const InnerData` (higher levels).
+    children: Slots<*const ()>,
 }
 
-/// An inner node handle.
-struct Inner<K, V> {
-    data: AtomicPtr<InnerData<K, V>>,
+thread_local! {
+    /// Contents this thread retired since it last flushed its epoch bag.
+    static RETIRED: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Defers dropping the boxed contents `p` (replaced, unreachable for new
-/// readers) until no pinned thread can hold them.
+/// readers) until no pinned thread can hold them. Every insert retires a
+/// leaf's contents, faster than the epoch collector's background pace (a
+/// few bags per hundred pins), so every 64 retirements the thread hands its
+/// bag over and collects (`Guard::flush`).
 ///
 /// # Safety
 ///
@@ -144,6 +221,14 @@ unsafe fn retire_box<T>(guard: &Guard, p: *mut T) {
     let addr = p as usize;
     // SAFETY: per the contract; pinned readers may still hold `p`.
     unsafe { guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut T))) }
+    let n = RETIRED.with(|r| {
+        let n = r.get() + 1;
+        r.set(n % 64);
+        n
+    });
+    if n == 64 {
+        guard.flush();
+    }
 }
 
 /// A position found by a descent: a leaf, the version word at which its
@@ -160,7 +245,7 @@ struct Linked<K, V> {
     leaf: *const Leaf<K, V>,
     old: u64,
     new: u64,
-    split: Option<*const Leaf<K, V>>,
+    split: Option<(*const Leaf<K, V>, u64)>,
 }
 
 /// A transactional ordered map with point operations, range scans in both
@@ -206,7 +291,7 @@ struct Linked<K, V> {
 /// ```
 pub struct TBTreeMap<K, V> {
     /// The root inner node (its children may be leaves).
-    root: AtomicPtr<Inner<K, V>>,
+    root: AtomicPtr<InnerData<K>>,
     /// The leftmost leaf (never changes: nodes split to the right).
     first: *const Leaf<K, V>,
     /// Maximum keys per leaf and children per inner node.
@@ -278,25 +363,24 @@ where
     /// Small fanouts make deep trees with few keys, for tests.
     #[doc(hidden)]
     pub fn with_fanout(fanout: usize) -> Self {
-        assert!(fanout >= 3, "TBTreeMap fanout must be at least 3");
+        assert!(
+            (3..=CAP).contains(&fanout),
+            "TBTreeMap fanout must be in 3..={CAP}"
+        );
         let leaf = Box::into_raw(Box::new(Leaf {
             version: TVersion::new(),
-            low: None,
             data: AtomicPtr::new(Box::into_raw(Box::new(LeafData {
-                keys: Vec::new(),
-                entries: Vec::new(),
+                keys: Slots::new([]),
+                entries: Slots::new([]),
                 high: None,
                 next: ptr::null(),
             }))),
+            low: None,
         }));
-        let root = Box::into_raw(Box::new(Inner {
-            data: AtomicPtr::new(Box::into_raw(Box::new(InnerData {
-                level: 1,
-                keys: Vec::new(),
-                children: vec![leaf as *const ()],
-                high: None,
-                next: ptr::null(),
-            }))),
+        let root = Box::into_raw(Box::new(InnerData {
+            level: 1,
+            keys: Slots::new([]),
+            children: Slots::new([leaf as *const ()]),
         }));
         TBTreeMap {
             root: AtomicPtr::new(root),
@@ -319,31 +403,23 @@ where
         go_right: impl Fn(&K) -> bool,
         mut wait: impl FnMut(&mut u32) -> TxResult<()>,
     ) -> TxResult<LeafPos<K, V>> {
-        let mut node = self.root.load(Ordering::Acquire) as *const Inner<K, V>;
-        let mut leaf: *const Leaf<K, V>;
-        loop {
-            // SAFETY: handles live as long as the map; contents loaded from
-            // a handle stay live while we are pinned (they are retired
-            // through the epoch after being replaced).
-            let d = unsafe { deref(deref(node).data.load(Ordering::Acquire)) };
-            if let Some(h) = &d.high {
-                if go_right(h) {
-                    node = d.next;
-                    continue;
-                }
-            }
-            let i = d.keys.partition_point(&go_right);
+        let mut node = self.root.load(Ordering::Acquire) as *const InnerData<K>;
+        let mut leaf = loop {
+            // SAFETY: inner nodes are immutable and reached from the root
+            // loaded while pinned; replaced ones are retired through the
+            // epoch, so they stay live while we are pinned.
+            let d = unsafe { deref(node) };
+            let i = d.keys.as_slice().partition_point(&go_right);
             // SAFETY: an inner node always has `keys.len() + 1` children.
-            let child = unsafe { *d.children.get_unchecked(i) };
+            let child = unsafe { *d.children.as_slice().get_unchecked(i) };
             if d.level == 1 {
-                leaf = child as *const Leaf<K, V>;
-                break;
+                break child as *const Leaf<K, V>;
             }
-            node = child as *const Inner<K, V>;
-        }
+            node = child as *const InnerData<K>;
+        };
         let mut spins = 0;
         loop {
-            // SAFETY: as above.
+            // SAFETY: leaf handles live as long as the map.
             let l = unsafe { deref(leaf) };
             let w = l.version.load();
             if TVersion::is_locked(w) {
@@ -354,10 +430,12 @@ where
             if l.version.load() != w {
                 continue;
             }
-            // SAFETY: as above.
+            // SAFETY: contents loaded from a handle stay live while we are
+            // pinned (they are retired through the epoch once replaced).
             let d = unsafe { deref(dp) };
             if let Some(h) = &d.high {
                 if go_right(h) {
+                    // The leaf split after our inner node was built.
                     leaf = d.next;
                     continue;
                 }
@@ -376,20 +454,25 @@ where
         self.locate_with(go_right, struct_wait)
     }
 
-    /// The leaf of `key` and the inner nodes on the way (root first), under
-    /// the structure lock (nothing moves, so no right moves are needed).
-    fn descend_locked(&self, key: &K, path: &mut Vec<*const Inner<K, V>>) -> *const Leaf<K, V> {
-        let mut node = self.root.load(Ordering::Acquire) as *const Inner<K, V>;
+    /// The leaf of `key` and the inner nodes on the way (root first) with
+    /// the child index taken at each, under the structure lock (nothing
+    /// moves, so the inner nodes are current and no right moves are needed).
+    fn descend_locked(
+        &self,
+        key: &K,
+        path: &mut Vec<(*const InnerData<K>, usize)>,
+    ) -> *const Leaf<K, V> {
+        let mut node = self.root.load(Ordering::Acquire) as *const InnerData<K>;
         loop {
-            path.push(node);
-            // SAFETY: under the structure lock, current contents are live.
-            let d = unsafe { deref(deref(node).data.load(Ordering::Acquire)) };
-            debug_assert!(d.high.as_ref().is_none_or(|h| key < h));
-            let child = d.children[d.keys.partition_point(|s| s <= key)];
+            // SAFETY: under the structure lock, the current tree is live.
+            let d = unsafe { deref(node) };
+            let i = d.keys.as_slice().partition_point(|s| s <= key);
+            path.push((node, i));
+            let child = d.children.as_slice()[i];
             if d.level == 1 {
                 return child as *const Leaf<K, V>;
             }
-            node = child as *const Inner<K, V>;
+            node = child as *const InnerData<K>;
         }
     }
 
@@ -410,9 +493,10 @@ where
     /// key is absent from that leaf (passed with its path).
     fn link_locked(
         &self,
-        path: &mut Vec<*const Inner<K, V>>,
+        path: &[(*const InnerData<K>, usize)],
         leaf: *const Leaf<K, V>,
         e: EPtr<K, V>,
+        tl2: bool,
         guard: &Guard,
     ) -> Linked<K, V> {
         // SAFETY: handles live as long as the map; under the structure lock
@@ -423,55 +507,76 @@ where
         let d = unsafe { deref(dp) };
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
-        let i = match d.keys.binary_search(key) {
+        let (dkeys, dentries) = (d.keys.as_slice(), d.entries.as_slice());
+        let i = match dkeys.binary_search(key) {
             Err(i) => i,
             Ok(_) => unreachable!("txmem: TBTreeMap placeholder for a present key"),
         };
-        let mut keys = Vec::with_capacity(d.keys.len() + 1);
-        keys.extend_from_slice(&d.keys[..i]);
-        keys.push(key.clone());
-        keys.extend_from_slice(&d.keys[i..]);
-        let mut entries = Vec::with_capacity(d.entries.len() + 1);
-        entries.extend_from_slice(&d.entries[..i]);
-        entries.push(e);
-        entries.extend_from_slice(&d.entries[i..]);
+        let keys = dkeys[..i]
+            .iter()
+            .cloned()
+            .chain([key.clone()])
+            .chain(dkeys[i..].iter().cloned());
+        let entries = dentries[..i]
+            .iter()
+            .copied()
+            .chain([e])
+            .chain(dentries[i..].iter().copied());
         // Lock the leaf before anything is published: a reader that meets
         // the new right leaf and then this one waits for the new contents
         // (it must not see the keys that moved right twice).
         let old = l.version.load();
         let locked = l.version.try_lock_at(old);
         debug_assert!(locked, "leaf versions change only under the structure lock");
-        let new = TVersion::next_after(old, 0);
+        // The new version follows the commit clock (a placeholder is
+        // invisible, so any fresh version will do), and never runs ahead of
+        // it: a leaf version past the clock would send every reader through
+        // the snapshot extension (a revalidation of its whole read set) at
+        // that leaf until the clock caught up. A second change of the leaf
+        // within one clock period therefore advances the clock (in the
+        // opacity mode; the others do not look at the clock).
+        let mut now = crate::clock::now().time();
+        if tl2 && TVersion::version_of(old) >= now {
+            now = crate::clock::tick().time();
+        }
+        let new = TVersion::next_after(old, now);
         let mut split = None;
-        let new_data = if keys.len() <= self.fanout {
+        let n = dkeys.len() + 1;
+        let new_data = if n <= self.fanout {
             LeafData {
-                keys,
-                entries,
+                keys: Slots::new(keys),
+                entries: Slots::new(entries),
                 high: d.high.clone(),
                 next: d.next,
             }
         } else {
-            let mid = keys.len() / 2;
+            let mid = n / 2;
+            let mut keys: Vec<K> = keys.collect();
+            let mut entries: Vec<EPtr<K, V>> = entries.collect();
             let rkeys = keys.split_off(mid);
             let rentries = entries.split_off(mid);
             let sep = rkeys[0].clone();
+            // The new leaf starts at the clock: no reader has seen it, and
+            // every committed removal from its interval (whose unlink
+            // bumped the left leaf to its commit version, under this lock)
+            // is at most the clock, so a reader whose snapshot predates such
+            // a removal still sees a version past its snapshot.
+            let right_version = TVersion::version_of(now);
             let right = Box::into_raw(Box::new(Leaf {
-                // Starts at the left leaf's new version: no reader can have
-                // seen an older state of its keys at a larger version.
-                version: TVersion::with_version(TVersion::version_of(new)),
-                low: Some(sep.clone()),
+                version: TVersion::with_version(right_version),
                 data: AtomicPtr::new(Box::into_raw(Box::new(LeafData {
-                    keys: rkeys,
-                    entries: rentries,
+                    keys: Slots::new(rkeys),
+                    entries: Slots::new(rentries),
                     high: d.high.clone(),
                     next: d.next,
                 }))),
+                low: Some(sep.clone()),
             })) as *const Leaf<K, V>;
-            split = Some(right);
-            self.insert_separator(path, sep.clone(), right as *const (), guard);
+            split = Some((right, right_version));
+            self.add_child(path, sep.clone(), right as *const (), guard);
             LeafData {
-                keys,
-                entries,
+                keys: Slots::new(keys),
+                entries: Slots::new(entries),
                 high: Some(sep),
                 next: right,
             }
@@ -489,95 +594,74 @@ where
         }
     }
 
-    /// Adds separator `sep` with `right` (a new node, the right half of a
-    /// split child) to the parent at the end of `path`, splitting upwards as
-    /// needed. Under the structure lock.
-    fn insert_separator(
+    /// Adds separator `sep` with the new node `right` (the right half of a
+    /// split child) at the bottom of `path`: copies the path from there to
+    /// the root (splitting nodes that overflow, and adding a root when the
+    /// root splits), publishes the new root and retires the replaced nodes.
+    /// Under the structure lock.
+    fn add_child(
         &self,
-        path: &mut Vec<*const Inner<K, V>>,
+        path: &[(*const InnerData<K>, usize)],
         sep: K,
         right: *const (),
         guard: &Guard,
     ) {
-        let node = path.pop().expect("txmem: TBTreeMap path to a leaf");
-        // SAFETY: handles live as long as the map; current contents under
-        // the structure lock.
-        let h = unsafe { deref(node) };
-        let dp = h.data.load(Ordering::Acquire);
-        // SAFETY: as above.
-        let d = unsafe { deref(dp) };
-        let i = d.keys.partition_point(|s| s <= &sep);
-        let mut keys = Vec::with_capacity(d.keys.len() + 1);
-        keys.extend_from_slice(&d.keys[..i]);
-        keys.push(sep);
-        keys.extend_from_slice(&d.keys[i..]);
-        let mut children = Vec::with_capacity(d.children.len() + 1);
-        children.extend_from_slice(&d.children[..=i]);
-        children.push(right);
-        children.extend_from_slice(&d.children[i + 1..]);
-        let new_data = if children.len() <= self.fanout {
-            InnerData {
-                level: d.level,
-                keys,
-                children,
-                high: d.high.clone(),
-                next: d.next,
+        // What the level below hands up: the copy replacing the child
+        // taken there, and a separator with a new right sibling.
+        let mut copy: Option<*const ()> = None;
+        let mut carry = Some((sep, right));
+        let mut level = 1;
+        for &(node, i) in path.iter().rev() {
+            // SAFETY: under the structure lock, the current tree is live.
+            let d = unsafe { deref(node) };
+            level = d.level;
+            let (dkeys, dchildren) = (d.keys.as_slice(), d.children.as_slice());
+            let mut keys: Vec<K> = dkeys.to_vec();
+            let mut children: Vec<*const ()> = dchildren.to_vec();
+            if let Some(c) = copy {
+                children[i] = c;
             }
-        } else {
-            let mid = children.len() / 2;
-            let rchildren = children.split_off(mid);
-            let rkeys = keys.split_off(mid);
-            let up = keys.pop().expect("separator of the split");
-            let rnode = Box::into_raw(Box::new(Inner {
-                data: AtomicPtr::new(Box::into_raw(Box::new(InnerData {
-                    level: d.level,
-                    keys: rkeys,
-                    children: rchildren,
-                    high: d.high.clone(),
-                    next: d.next,
-                }))),
-            })) as *const Inner<K, V>;
-            if path.is_empty() {
-                // The root split: a new root above both halves.
-                let new_root = Box::into_raw(Box::new(Inner {
-                    data: AtomicPtr::new(Box::into_raw(Box::new(InnerData {
-                        level: d.level + 1,
-                        keys: vec![up.clone()],
-                        children: vec![node as *const (), rnode as *const ()],
-                        high: None,
-                        next: ptr::null(),
-                    }))),
+            if let Some((sep, r)) = carry.take() {
+                keys.insert(i, sep);
+                children.insert(i + 1, r);
+            }
+            if children.len() <= self.fanout {
+                copy = Some(Box::into_raw(Box::new(InnerData {
+                    level,
+                    keys: Slots::new(keys),
+                    children: Slots::new(children),
+                })) as *const ());
+            } else {
+                let mid = children.len() / 2;
+                let rchildren = children.split_off(mid);
+                let rkeys = keys.split_off(mid);
+                let up = keys.pop().expect("separator of the split");
+                let rnode = Box::into_raw(Box::new(InnerData {
+                    level,
+                    keys: Slots::new(rkeys),
+                    children: Slots::new(rchildren),
                 }));
-                // Publish the left half first: a reader still starting at
-                // the old root then moves right along its link.
-                h.data.store(
-                    Box::into_raw(Box::new(InnerData {
-                        level: d.level,
-                        keys,
-                        children,
-                        high: Some(up),
-                        next: rnode,
-                    })),
-                    Ordering::Release,
-                );
-                self.root.store(new_root, Ordering::Release);
-                // SAFETY: replaced; retired once.
-                unsafe { retire_box(guard, dp) };
-                return;
+                copy = Some(Box::into_raw(Box::new(InnerData {
+                    level,
+                    keys: Slots::new(keys),
+                    children: Slots::new(children),
+                })) as *const ());
+                carry = Some((up, rnode as *const ()));
             }
-            self.insert_separator(path, up.clone(), rnode as *const (), guard);
-            InnerData {
-                level: d.level,
-                keys,
-                children,
-                high: Some(up),
-                next: rnode,
-            }
+            // SAFETY: replaced by the copy (unreachable for new readers once
+            // the new root is published below); retired once.
+            unsafe { retire_box(guard, node as *mut InnerData<K>) };
+        }
+        let top = copy.expect("the path has a root");
+        let root = match carry {
+            None => top as *mut InnerData<K>,
+            Some((up, r)) => Box::into_raw(Box::new(InnerData {
+                level: level + 1,
+                keys: Slots::new([up]),
+                children: Slots::new([top, r]),
+            })),
         };
-        h.data
-            .store(Box::into_raw(Box::new(new_data)), Ordering::Release);
-        // SAFETY: replaced and unreachable for new readers; retired once.
-        unsafe { retire_box(guard, dp) };
+        self.root.store(root, Ordering::Release);
     }
 
     /// This transaction's view of entry `e`: `Some(f(key, value))` if
@@ -606,8 +690,8 @@ where
         let pos = self.locate(|k| k <= key)?;
         // SAFETY: reached while pinned.
         let d = unsafe { deref(pos.data) };
-        if let Ok(i) = d.keys.binary_search(key) {
-            let e = d.entries[i];
+        if let Ok(i) = d.keys().binary_search(key) {
+            let e = d.entries()[i];
             let leaf = pos.leaf;
             let word = pos.word;
             let r = self.view_value(tx, e, f, |tx| self.record_leaf(tx, leaf, word))?;
@@ -669,8 +753,15 @@ where
             let pos = self.locate(|k| k <= &key)?;
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
-            if let Ok(i) = d.keys.binary_search(&key) {
-                match self.upsert_existing(tx, d.entries[i], value, overwrite, true, &mut spins)? {
+            if let Ok(i) = d.keys().binary_search(&key) {
+                match self.upsert_existing(
+                    tx,
+                    d.entries()[i],
+                    value,
+                    overwrite,
+                    true,
+                    &mut spins,
+                )? {
                     Upserted::Done(inserted) => return Ok(inserted),
                     Upserted::Retry(v) => value = v,
                     Upserted::Deleted(v) => {
@@ -688,7 +779,7 @@ where
             let leaf = self.descend_locked(&key, &mut path);
             // SAFETY: under the structure lock, current contents are live.
             let cur = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) };
-            if cur.keys.binary_search(&key).is_ok() {
+            if cur.keys().binary_search(&key).is_ok() {
                 // Placed by someone else meanwhile: look at it.
                 drop(guard);
                 struct_wait(&mut spins)?;
@@ -701,7 +792,8 @@ where
             })) as EPtr<K, V>;
             // SAFETY: not shared yet.
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
-            let linked = self.link_locked(&mut path, leaf, e, tx.guard());
+            let tl2 = tx.opacity() == Opacity::Tl2;
+            let linked = self.link_locked(&path, leaf, e, tl2, tx.guard());
             drop(guard);
             self.adopt(tx, e, &linked)?;
             return Ok(true);
@@ -726,8 +818,8 @@ where
             });
         self.adopt_placeholder(tx, e, read_key, linked.old, linked.new);
         if had_read {
-            let right = linked.split.expect("had_read implies a split");
-            self.record_leaf(tx, right, linked.new)?;
+            let (right, word) = linked.split.expect("had_read implies a split");
+            self.record_leaf(tx, right, word)?;
         }
         Ok(())
     }
@@ -791,16 +883,16 @@ where
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
             let from = if first {
-                d.keys.partition_point(&below)
+                d.keys().partition_point(&below)
             } else {
                 0
             };
             first = false;
-            for i in from..d.keys.len() {
-                if !end(&d.keys[i]) {
+            for i in from..d.keys().len() {
+                if !end(&d.keys()[i]) {
                     return Ok(());
                 }
-                if let Some(go_on) = self.entry_view(tx, d.entries[i], &mut f)? {
+                if let Some(go_on) = self.entry_view(tx, d.entries()[i], &mut f)? {
                     if !go_on {
                         return Ok(());
                     }
@@ -839,13 +931,13 @@ where
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
             let upto = d
-                .keys
+                .keys()
                 .partition_point(|k| end(k) && done_from.is_none_or(|l| k < l));
             for i in (0..upto).rev() {
-                if below(&d.keys[i]) {
+                if below(&d.keys()[i]) {
                     return Ok(());
                 }
-                if let Some(go_on) = self.entry_view(tx, d.entries[i], &mut f)? {
+                if let Some(go_on) = self.entry_view(tx, d.entries()[i], &mut f)? {
                     if !go_on {
                         return Ok(());
                     }
@@ -926,9 +1018,9 @@ where
         };
         // SAFETY: reached while pinned.
         let d = unsafe { deref(pos.data) };
-        let i = d.keys.binary_search(key).ok()?;
+        let i = d.keys().binary_search(key).ok()?;
         // SAFETY: reached while pinned.
-        let e = unsafe { deref(d.entries[i]) };
+        let e = unsafe { deref(d.entries()[i]) };
         let mut spins = 0;
         loop {
             let w = e.state.load();
@@ -960,7 +1052,7 @@ where
         while !leaf.is_null() {
             // SAFETY: handles live as long as the map; contents while pinned.
             let d = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) };
-            for (k, &e) in d.keys.iter().zip(&d.entries) {
+            for (k, &e) in d.keys().iter().zip(d.entries()) {
                 // SAFETY: reached while pinned.
                 if unsafe { deref(e) }.state.load() & (INSERTING | DELETED) == 0 {
                     out.push(k.clone());
@@ -976,16 +1068,8 @@ where
     #[doc(hidden)]
     pub fn depth(&self) -> usize {
         let _g = crossbeam_epoch::pin();
-        // SAFETY: the root handle lives as long as the map; contents while
-        // pinned.
-        let d = unsafe {
-            deref(
-                deref(self.root.load(Ordering::Acquire))
-                    .data
-                    .load(Ordering::Acquire),
-            )
-        };
-        d.level as usize
+        // SAFETY: the root is live while pinned.
+        unsafe { deref(self.root.load(Ordering::Acquire)) }.level as usize
     }
 }
 
@@ -1035,22 +1119,17 @@ where
         // SAFETY: as above.
         let d = unsafe { deref(dp) };
         let i = d
-            .keys
+            .keys()
             .binary_search(key)
             .expect("txmem: TBTreeMap entry missing from its leaf");
         assert!(
-            ptr::eq(d.entries[i], np),
+            ptr::eq(d.entries()[i], np),
             "txmem: TBTreeMap entry missing from its leaf"
         );
-        let mut keys = Vec::with_capacity(d.keys.len() - 1);
-        keys.extend_from_slice(&d.keys[..i]);
-        keys.extend_from_slice(&d.keys[i + 1..]);
-        let mut entries = Vec::with_capacity(d.entries.len() - 1);
-        entries.extend_from_slice(&d.entries[..i]);
-        entries.extend_from_slice(&d.entries[i + 1..]);
+        let (dkeys, dentries) = (d.keys(), d.entries());
         let new_data = Box::into_raw(Box::new(LeafData {
-            keys,
-            entries,
+            keys: Slots::new(dkeys[..i].iter().chain(&dkeys[i + 1..]).cloned()),
+            entries: Slots::new(dentries[..i].iter().chain(&dentries[i + 1..]).copied()),
             high: d.high.clone(),
             next: d.next,
         }));
@@ -1093,36 +1172,39 @@ where
     V: Clone + Send + Sync + 'static,
 );
 
+/// Frees the inner node `node` and the inner nodes below it (not the
+/// leaves).
+///
+/// # Safety
+///
+/// The map is being dropped: `node` is part of its current tree, which no
+/// one else can reach, and each inner node there has exactly one parent.
+unsafe fn free_inner<K>(node: *mut InnerData<K>) {
+    // SAFETY: per the contract; the node came from `Box::into_raw`.
+    let d = unsafe { Box::from_raw(node) };
+    if d.level > 1 {
+        for &c in d.children.as_slice() {
+            // SAFETY: children of a node above level 1 are inner nodes of
+            // the same tree.
+            unsafe { free_inner(c as *mut InnerData<K>) };
+        }
+    }
+}
+
 impl<K, V> Drop for TBTreeMap<K, V> {
     fn drop(&mut self) {
         // SAFETY: `&mut self` is exclusive: no reader or writer is left, and
-        // every handle, current contents and entry below the root is owned
-        // by the map and reachable exactly once (leaves along the leaf
-        // chain, inner nodes along each level's chain). Retired contents
-        // and entries belong to the epoch collector, not to us.
+        // the current tree (inner nodes reachable from the root, each with
+        // one parent), the leaf handles (on the leaf chain from `first`,
+        // each once), their current contents and the entries in them are
+        // owned by the map. Retired contents and entries belong to the
+        // epoch collector, not to us.
         unsafe {
-            let mut level_first = *self.root.get_mut();
-            loop {
-                let first_data = &*(*level_first).data.load(Ordering::Relaxed);
-                let first_child = first_data.children[0];
-                let leaves_below = first_data.level == 1;
-                let mut node = level_first;
-                while !node.is_null() {
-                    let d = Box::from_raw((*node).data.load(Ordering::Relaxed));
-                    let next = d.next as *mut Inner<K, V>;
-                    drop(d);
-                    drop(Box::from_raw(node));
-                    node = next;
-                }
-                if leaves_below {
-                    break;
-                }
-                level_first = first_child as *mut Inner<K, V>;
-            }
+            free_inner(*self.root.get_mut());
             let mut leaf = self.first as *mut Leaf<K, V>;
             while !leaf.is_null() {
                 let d = Box::from_raw((*leaf).data.load(Ordering::Relaxed));
-                for &e in &d.entries {
+                for &e in d.entries() {
                     drop(Box::from_raw(e as *mut Entry<K, V>));
                 }
                 let next = d.next as *mut Leaf<K, V>;
