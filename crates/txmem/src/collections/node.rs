@@ -541,6 +541,12 @@ pub(super) trait GapChain: NodeCollection {
         let new_gap = TVersion::next_after(pos.gap, 0);
         let locked = g.try_lock_at(pos.gap);
         debug_assert!(locked, "gap words change only under the structure lock");
+        // The new node's gap takes over part of the predecessor's interval,
+        // and with it the predecessor's version history: a fresh gap at
+        // version 0 would let a reader whose snapshot predates a removal
+        // committed in that interval read the gap without the opacity check
+        // noticing (it starts at the predecessor's new version instead).
+        self.gap(node).unlock_to(TVersion::version_of(new_gap));
         self.link0(pos.pred).store(node, Ordering::Release);
         g.unlock_to(new_gap);
         new_gap
