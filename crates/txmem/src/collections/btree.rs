@@ -138,6 +138,39 @@ impl<T> Slots<T> {
         s
     }
 
+    /// Fills the uninitialized `dst` with clones of `a`, then `mid` (if
+    /// any), then clones of `b`, in place (no copy of the whole array).
+    ///
+    /// # Safety
+    ///
+    /// `dst` is valid for writes and uninitialized (nothing is dropped). If
+    /// a clone panics, the values written so far are leaked, not dropped.
+    unsafe fn init(dst: *mut Self, a: &[T], mid: Option<T>, b: &[T])
+    where
+        T: Clone,
+    {
+        let n = a.len() + mid.is_some() as usize + b.len();
+        assert!(n <= CAP, "txmem: TBTreeMap node overflow");
+        // SAFETY: per the contract `dst` is writable; `items` has room for
+        // `CAP >= n` values, written once each, and `len` is set last.
+        unsafe {
+            let mut p = ptr::addr_of_mut!((*dst).items) as *mut T;
+            for v in a {
+                p.write(v.clone());
+                p = p.add(1);
+            }
+            if let Some(m) = mid {
+                p.write(m);
+                p = p.add(1);
+            }
+            for v in b {
+                p.write(v.clone());
+                p = p.add(1);
+            }
+            ptr::addr_of_mut!((*dst).len).write(n);
+        }
+    }
+
     #[inline]
     fn as_slice(&self) -> &[T] {
         // SAFETY: the first `len` slots are initialized (`new` writes them
@@ -168,6 +201,31 @@ struct LeafData<K, V> {
     high: Option<K>,
     /// The leaf to the right (null at the right edge).
     next: *const Leaf<K, V>,
+}
+
+impl<K: Clone, V> LeafData<K, V> {
+    /// New boxed contents, built in place: the keys `ka`, `km`, `kb` and the
+    /// entries `ea`, `em`, `eb` (each a prefix, an optional middle value and
+    /// a suffix), the high key and the right link.
+    #[allow(clippy::too_many_arguments)]
+    fn boxed(
+        (ka, km, kb): (&[K], Option<K>, &[K]),
+        (ea, em, eb): (&[EPtr<K, V>], Option<EPtr<K, V>>, &[EPtr<K, V>]),
+        high: Option<K>,
+        next: *const Leaf<K, V>,
+    ) -> *mut Self {
+        let mut b = Box::<Self>::new_uninit();
+        let p = b.as_mut_ptr();
+        // SAFETY: `p` is a fresh allocation for a `LeafData`; every field is
+        // written exactly once before `assume_init`.
+        unsafe {
+            Slots::init(ptr::addr_of_mut!((*p).keys), ka, km, kb);
+            Slots::init(ptr::addr_of_mut!((*p).entries), ea, em, eb);
+            ptr::addr_of_mut!((*p).high).write(high);
+            ptr::addr_of_mut!((*p).next).write(next);
+            Box::into_raw(b.assume_init())
+        }
+    }
 }
 
 impl<K, V> LeafData<K, V> {
@@ -476,6 +534,20 @@ where
         }
     }
 
+    /// The leaf of `key`, under the structure lock.
+    fn leaf_locked(&self, key: &K) -> *const Leaf<K, V> {
+        let mut node = self.root.load(Ordering::Acquire) as *const InnerData<K>;
+        loop {
+            // SAFETY: under the structure lock, the current tree is live.
+            let d = unsafe { deref(node) };
+            let child = d.children.as_slice()[d.keys.as_slice().partition_point(|s| s <= key)];
+            if d.level == 1 {
+                return child as *const Leaf<K, V>;
+            }
+            node = child as *const InnerData<K>;
+        }
+    }
+
     /// Records a read of `leaf` at version `word`.
     #[inline]
     fn record_leaf<'env>(
@@ -488,12 +560,11 @@ where
         tx.record_read(id, word)
     }
 
-    /// Places the placeholder `e` into the leaf of its key, splitting as
-    /// needed. The caller holds the structure lock and has checked that the
-    /// key is absent from that leaf (passed with its path).
+    /// Places the placeholder `e` into `leaf`, which covers its key and
+    /// does not hold it, splitting as needed. The caller holds the
+    /// structure lock.
     fn link_locked(
         &self,
-        path: &[(*const InnerData<K>, usize)],
         leaf: *const Leaf<K, V>,
         e: EPtr<K, V>,
         tl2: bool,
@@ -507,27 +578,11 @@ where
         let d = unsafe { deref(dp) };
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
-        let (dkeys, dentries) = (d.keys.as_slice(), d.entries.as_slice());
+        let (dkeys, dentries) = (d.keys(), d.entries());
         let i = match dkeys.binary_search(key) {
             Err(i) => i,
             Ok(_) => unreachable!("txmem: TBTreeMap placeholder for a present key"),
         };
-        let keys = dkeys[..i]
-            .iter()
-            .cloned()
-            .chain([key.clone()])
-            .chain(dkeys[i..].iter().cloned());
-        let entries = dentries[..i]
-            .iter()
-            .copied()
-            .chain([e])
-            .chain(dentries[i..].iter().copied());
-        // Lock the leaf before anything is published: a reader that meets
-        // the new right leaf and then this one waits for the new contents
-        // (it must not see the keys that moved right twice).
-        let old = l.version.load();
-        let locked = l.version.try_lock_at(old);
-        debug_assert!(locked, "leaf versions change only under the structure lock");
         // The new version follows the commit clock (a placeholder is
         // invisible, so any fresh version will do), and never runs ahead of
         // it: a leaf version past the clock would send every reader through
@@ -535,77 +590,107 @@ where
         // that leaf until the clock caught up. A second change of the leaf
         // within one clock period therefore advances the clock (in the
         // opacity mode; the others do not look at the clock).
+        let old = l.version.load();
+        debug_assert!(!TVersion::is_locked(old));
         let mut now = crate::clock::now().time();
         if tl2 && TVersion::version_of(old) >= now {
             now = crate::clock::tick().time();
         }
         let new = TVersion::next_after(old, now);
-        let mut split = None;
         let n = dkeys.len() + 1;
-        let new_data = if n <= self.fanout {
-            LeafData {
-                keys: Slots::new(keys),
-                entries: Slots::new(entries),
-                high: d.high.clone(),
-                next: d.next,
-            }
-        } else {
-            let mid = n / 2;
-            let mut keys: Vec<K> = keys.collect();
-            let mut entries: Vec<EPtr<K, V>> = entries.collect();
-            let rkeys = keys.split_off(mid);
-            let rentries = entries.split_off(mid);
-            let sep = rkeys[0].clone();
-            // The new leaf starts at the clock: no reader has seen it, and
-            // every committed removal from its interval (whose unlink
-            // bumped the left leaf to its commit version, under this lock)
-            // is at most the clock, so a reader whose snapshot predates such
-            // a removal still sees a version past its snapshot.
-            let right_version = TVersion::version_of(now);
-            let right = Box::into_raw(Box::new(Leaf {
-                version: TVersion::with_version(right_version),
-                data: AtomicPtr::new(Box::into_raw(Box::new(LeafData {
-                    keys: Slots::new(rkeys),
-                    entries: Slots::new(rentries),
-                    high: d.high.clone(),
-                    next: d.next,
-                }))),
-                low: Some(sep.clone()),
-            })) as *const Leaf<K, V>;
-            split = Some((right, right_version));
-            self.add_child(path, sep.clone(), right as *const (), guard);
-            LeafData {
-                keys: Slots::new(keys),
-                entries: Slots::new(entries),
-                high: Some(sep),
-                next: right,
-            }
-        };
-        l.data
-            .store(Box::into_raw(Box::new(new_data)), Ordering::Release);
+        if n <= self.fanout {
+            let new_data = LeafData::boxed(
+                (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
+                (&dentries[..i], Some(e), &dentries[i..]),
+                d.high.clone(),
+                d.next,
+            );
+            let locked = l.version.try_lock_at(old);
+            debug_assert!(locked, "leaf versions change only under the structure lock");
+            l.data.store(new_data, Ordering::Release);
+            l.version.unlock_to(new);
+            // SAFETY: replaced and unreachable for new readers; retired once.
+            unsafe { retire_box(guard, dp) };
+            return Linked {
+                leaf,
+                old,
+                new,
+                split: None,
+            };
+        }
+        // Split: the lower half stays, the upper half moves to a new leaf.
+        let mid = n / 2;
+        let mut keys: Vec<K> = Vec::with_capacity(n);
+        keys.extend_from_slice(&dkeys[..i]);
+        keys.push(key.clone());
+        keys.extend_from_slice(&dkeys[i..]);
+        let mut entries: Vec<EPtr<K, V>> = Vec::with_capacity(n);
+        entries.extend_from_slice(&dentries[..i]);
+        entries.push(e);
+        entries.extend_from_slice(&dentries[i..]);
+        let sep = keys[mid].clone();
+        // The new leaf starts at the clock: no reader has seen it, and every
+        // committed removal from its interval (whose unlink bumped the left
+        // leaf to its commit version, under this lock) is at most the clock,
+        // so a reader whose snapshot predates such a removal still sees a
+        // version past its snapshot.
+        let right_version = TVersion::version_of(now);
+        let right = Box::into_raw(Box::new(Leaf {
+            version: TVersion::with_version(right_version),
+            data: AtomicPtr::new(LeafData::boxed(
+                (&keys[mid..], None, &[]),
+                (&entries[mid..], None, &[]),
+                d.high.clone(),
+                d.next,
+            )),
+            low: Some(sep.clone()),
+        })) as *const Leaf<K, V>;
+        let left_data = LeafData::boxed(
+            (&keys[..mid], None, &[]),
+            (&entries[..mid], None, &[]),
+            Some(sep.clone()),
+            right,
+        );
+        let mut path = Vec::new();
+        let found = self.descend_locked(key, &mut path);
+        debug_assert!(ptr::eq(found, leaf));
+        let (root, replaced) = self.add_child(&path, sep, right as *const ());
+        // Lock the leaf before the new leaf is published: a reader that
+        // meets the new right leaf and then this one waits for the new
+        // contents (it must not see the keys that moved right twice).
+        let locked = l.version.try_lock_at(old);
+        debug_assert!(locked, "leaf versions change only under the structure lock");
+        self.root.store(root, Ordering::Release);
+        l.data.store(left_data, Ordering::Release);
         l.version.unlock_to(new);
-        // SAFETY: replaced and unreachable for new readers; retired once.
-        unsafe { retire_box(guard, dp) };
+        // SAFETY: replaced and unreachable for new readers; each retired
+        // once.
+        unsafe {
+            retire_box(guard, dp);
+            for node in replaced {
+                retire_box(guard, node as *mut InnerData<K>);
+            }
+        }
         Linked {
             leaf,
             old,
             new,
-            split,
+            split: Some((right, right_version)),
         }
     }
 
     /// Adds separator `sep` with the new node `right` (the right half of a
     /// split child) at the bottom of `path`: copies the path from there to
     /// the root (splitting nodes that overflow, and adding a root when the
-    /// root splits), publishes the new root and retires the replaced nodes.
-    /// Under the structure lock.
+    /// root splits). Returns the new root, to publish, and the inner nodes
+    /// it replaces, to retire once it is published. Under the structure
+    /// lock.
     fn add_child(
         &self,
         path: &[(*const InnerData<K>, usize)],
         sep: K,
         right: *const (),
-        guard: &Guard,
-    ) {
+    ) -> (*mut InnerData<K>, Vec<*const InnerData<K>>) {
         // What the level below hands up: the copy replacing the child
         // taken there, and a separator with a new right sibling.
         let mut copy: Option<*const ()> = None;
@@ -648,9 +733,6 @@ where
                 })) as *const ());
                 carry = Some((up, rnode as *const ()));
             }
-            // SAFETY: replaced by the copy (unreachable for new readers once
-            // the new root is published below); retired once.
-            unsafe { retire_box(guard, node as *mut InnerData<K>) };
         }
         let top = copy.expect("the path has a root");
         let root = match carry {
@@ -661,7 +743,7 @@ where
                 children: Slots::new([top, r]),
             })),
         };
-        self.root.store(root, Ordering::Release);
+        (root, path.iter().map(|&(node, _)| node).collect())
     }
 
     /// This transaction's view of entry `e`: `Some(f(key, value))` if
@@ -748,7 +830,6 @@ where
     ) -> TxResult<bool> {
         let _ = tx.guard();
         let mut spins = 0;
-        let mut path = Vec::new();
         loop {
             let pos = self.locate(|k| k <= &key)?;
             // SAFETY: reached while pinned.
@@ -773,12 +854,19 @@ where
                 }
                 continue;
             }
-            // Absent: place a placeholder, under the structure lock.
+            // Absent: place a placeholder, under the structure lock. The
+            // leaf found covers the key unless it split since; then the key
+            // is to its right (nothing moves under the lock).
             let guard = self.structure.lock();
-            path.clear();
-            let leaf = self.descend_locked(&key, &mut path);
-            // SAFETY: under the structure lock, current contents are live.
-            let cur = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) };
+            let mut leaf = pos.leaf;
+            let cur = loop {
+                // SAFETY: under the structure lock, current contents are live.
+                let cur = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) };
+                match &cur.high {
+                    Some(h) if *h <= key => leaf = cur.next,
+                    _ => break cur,
+                }
+            };
             if cur.keys().binary_search(&key).is_ok() {
                 // Placed by someone else meanwhile: look at it.
                 drop(guard);
@@ -793,7 +881,7 @@ where
             // SAFETY: not shared yet.
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
             let tl2 = tx.opacity() == Opacity::Tl2;
-            let linked = self.link_locked(&path, leaf, e, tl2, tx.guard());
+            let linked = self.link_locked(leaf, e, tl2, tx.guard());
             drop(guard);
             self.adopt(tx, e, &linked)?;
             return Ok(true);
@@ -1110,8 +1198,7 @@ where
         // SAFETY: the caller owns the entry's removal and it is still in
         // its leaf.
         let key = &unsafe { deref(np) }.key;
-        let mut path = Vec::new();
-        let leaf = self.descend_locked(key, &mut path);
+        let leaf = self.leaf_locked(key);
         // SAFETY: handles live as long as the map; under the structure lock
         // the current contents are live.
         let l = unsafe { deref(leaf) };
@@ -1127,12 +1214,12 @@ where
             "txmem: TBTreeMap entry missing from its leaf"
         );
         let (dkeys, dentries) = (d.keys(), d.entries());
-        let new_data = Box::into_raw(Box::new(LeafData {
-            keys: Slots::new(dkeys[..i].iter().chain(&dkeys[i + 1..]).cloned()),
-            entries: Slots::new(dentries[..i].iter().chain(&dentries[i + 1..]).copied()),
-            high: d.high.clone(),
-            next: d.next,
-        }));
+        let new_data = LeafData::boxed(
+            (&dkeys[..i], None, &dkeys[i + 1..]),
+            (&dentries[..i], None, &dentries[i + 1..]),
+            d.high.clone(),
+            d.next,
+        );
         let w = l.version.load();
         let locked = l.version.try_lock_at(w);
         debug_assert!(locked, "leaf versions change only under the structure lock");
