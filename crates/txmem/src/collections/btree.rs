@@ -203,14 +203,16 @@ struct LeafData<K, V> {
     next: *const Leaf<K, V>,
 }
 
+/// A prefix, an optional middle value and a suffix (of a node's array).
+type Spliced<'a, T> = (&'a [T], Option<T>, &'a [T]);
+
 impl<K: Clone, V> LeafData<K, V> {
     /// New boxed contents, built in place: the keys `ka`, `km`, `kb` and the
     /// entries `ea`, `em`, `eb` (each a prefix, an optional middle value and
     /// a suffix), the high key and the right link.
-    #[allow(clippy::too_many_arguments)]
     fn boxed(
-        (ka, km, kb): (&[K], Option<K>, &[K]),
-        (ea, em, eb): (&[EPtr<K, V>], Option<EPtr<K, V>>, &[EPtr<K, V>]),
+        (ka, km, kb): Spliced<'_, K>,
+        (ea, em, eb): Spliced<'_, EPtr<K, V>>,
         high: Option<K>,
         next: *const Leaf<K, V>,
     ) -> *mut Self {
