@@ -542,11 +542,15 @@ pub(super) trait GapChain: NodeCollection {
         let locked = g.try_lock_at(pos.gap);
         debug_assert!(locked, "gap words change only under the structure lock");
         // The new node's gap takes over part of the predecessor's interval,
-        // and with it the predecessor's version history: a fresh gap at
-        // version 0 would let a reader whose snapshot predates a removal
-        // committed in that interval read the gap without the opacity check
-        // noticing (it starts at the predecessor's new version instead).
-        self.gap(node).unlock_to(TVersion::version_of(new_gap));
+        // and must not look older than the removals committed in it: a
+        // fresh gap at version 0 would let a reader whose snapshot predates
+        // such a removal read the gap without the opacity check noticing.
+        // Both the predecessor's gap and the clock are at least every such
+        // commit version; the smaller one keeps the new gap from running
+        // ahead of the clock (which would make every reader of it extend
+        // its snapshot, revalidating its whole read set).
+        let inherited = TVersion::version_of(pos.gap).min(crate::clock::now().time());
+        self.gap(node).unlock_to(inherited);
         self.link0(pos.pred).store(node, Ordering::Release);
         g.unlock_to(new_gap);
         new_gap
