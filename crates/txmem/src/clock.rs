@@ -63,6 +63,24 @@ pub(crate) fn tick() -> ClockWord {
     ClockWord(prev + VERSION_STEP)
 }
 
+/// Moves the clock's time up to at least `time` (gates untouched) and
+/// returns the word it leaves. For snapshots that must cover a version the
+/// clock has not reached.
+#[cold]
+pub(crate) fn advance_to(time: u64) -> ClockWord {
+    let mut cur = CLOCK.load(Ordering::SeqCst);
+    loop {
+        if ClockWord(cur).time() >= time {
+            return ClockWord(cur);
+        }
+        let new = (time & !GATES) | (cur & GATES);
+        match CLOCK.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => return ClockWord(new),
+            Err(actual) => cur = actual,
+        }
+    }
+}
+
 /// Sets a gate bit; returns false if it was already set (held by someone else).
 pub(crate) fn try_close(gate: u64) -> bool {
     CLOCK.fetch_or(gate, Ordering::SeqCst) & gate == 0

@@ -527,7 +527,16 @@ pub(super) trait GapChain: NodeCollection {
         word: u64,
     ) -> TxResult<()> {
         let id = tx.item(self, pred as u64 | 1);
-        tx.record_read(id, word)
+        tx.record_read(id, word)?;
+        // The gap word was read before the record, and reads in between (a
+        // node's state) may have moved the snapshot forward past a change
+        // of the gap: a stale word at or below the new snapshot would pass
+        // the opacity check unnoticed. Unchanged now means it was current
+        // when the snapshot was taken.
+        if self.gap(pred).load() != word {
+            return Err(inconsistent());
+        }
+        Ok(())
     }
 
     /// Links `node` (already pointing at `pos.next`) after `pos.pred` on
@@ -545,12 +554,11 @@ pub(super) trait GapChain: NodeCollection {
         // and must not look older than the removals committed in it: a
         // fresh gap at version 0 would let a reader whose snapshot predates
         // such a removal read the gap without the opacity check noticing.
-        // Both the predecessor's gap and the clock are at least every such
-        // commit version; the smaller one keeps the new gap from running
-        // ahead of the clock (which would make every reader of it extend
-        // its snapshot, revalidating its whole read set).
-        let inherited = TVersion::version_of(pos.gap).min(crate::clock::now().time());
-        self.gap(node).unlock_to(inherited);
+        // The predecessor's new gap is at least every such commit version
+        // (the clock is not: no-clock modes commit at versions above it).
+        // When gaps run ahead of the clock, the first reader to extend its
+        // snapshot over one moves the clock up (`Transaction::record_read`).
+        self.gap(node).unlock_to(TVersion::version_of(new_gap));
         self.link0(pos.pred).store(node, Ordering::Release);
         g.unlock_to(new_gap);
         new_gap

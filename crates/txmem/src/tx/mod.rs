@@ -381,8 +381,9 @@ impl<'env> Transaction<'env> {
         item.observe(word);
         match self.st.opacity {
             Opacity::Tl2 => {
-                if TVersion::version_of(word) > self.st.start {
-                    self.extend_snapshot()?;
+                let version = TVersion::version_of(word);
+                if version > self.st.start {
+                    self.extend_snapshot(version)?;
                 }
             }
             Opacity::Revalidate => {
@@ -397,9 +398,20 @@ impl<'env> Transaction<'env> {
 
     /// STO's extended check: instead of aborting on a version newer than
     /// the snapshot, move the snapshot to now if every read is still valid.
+    ///
+    /// A version can be ahead of the clock (structure versions bumped at
+    /// execution time, commit versions of the no-clock modes); the clock is
+    /// then moved up to it first, or every later read of it would extend the
+    /// snapshot again (and revalidate the whole read set). Moving the clock
+    /// forward is safe: a commit whose version the new snapshot covers
+    /// locked its items before reading or advancing the clock, so this
+    /// transaction's validation, which comes after, sees them.
     #[cold]
-    fn extend_snapshot(&mut self) -> TxResult<()> {
-        let now = clock::now().time();
+    fn extend_snapshot(&mut self, seen: u64) -> TxResult<()> {
+        let mut now = clock::now().time();
+        if seen > now {
+            now = clock::advance_to(seen).time();
+        }
         if self.st.validate_reads() {
             self.st.start = now;
             Ok(())
