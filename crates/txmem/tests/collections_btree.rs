@@ -299,23 +299,16 @@ fn a_hundred_thousand_keys_in_a_deep_tree() {
 
 /// Pairs of keys in different leaves are removed and re-inserted together;
 /// a committed reader never observes one of a pair without the other.
-///
-/// Ignored for now: the same scenario (with `TSkipMap` in place of the
-/// B+ tree) shows torn pairs in committed read-only transactions in every
-/// run, and with `THashMap` torn pairs inside attempts, so the fault is not
-/// (or not only) in this map; see the helper's report. With `TBTreeMap` it
-/// fails in some runs. Run with `--ignored`.
 #[test]
-#[ignore]
 fn readers_never_see_half_of_a_paired_removal() {
     paired_removals(false);
 }
 
 /// The same with the check made inside every attempt, aborted or not
-/// (opacity). Ignored for the same reason. (It caught a mutant without the
-/// removal's leaf-version bump every time, before the fault above showed.)
+/// (opacity). Catches a missing leaf-version bump when a removal is
+/// unlinked, and a leaf version recorded after an entry read moved the
+/// snapshot past a change of the leaf (both every run, before the fixes).
 #[test]
-#[ignore]
 fn readers_never_see_half_of_a_paired_removal_even_in_aborted_attempts() {
     paired_removals(true);
 }

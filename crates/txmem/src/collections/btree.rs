@@ -58,14 +58,20 @@
 //!   reachable, so no reader can see the moved keys in both leaves.
 //! * **Leaf versions.** Placing a placeholder (with or without a split)
 //!   bumps the leaf version to a fresh value that follows the commit clock
-//!   (a new right leaf starts at the clock); unlinking a committed removal
-//!   bumps it to at least the removal's commit version (so a reader whose
-//!   snapshot predates the removal goes through the opacity check, as with
-//!   the skiplist's gaps); dropping an aborted placeholder changes no
-//!   version (the placeholder was invisible). Leaf versions never run ahead
-//!   of the clock in the opacity mode (a second change of a leaf within one
-//!   clock period advances the clock), because a version past the clock
-//!   would make every reader of that leaf revalidate its whole read set.
+//!   (a new right leaf starts at the left leaf's new version); unlinking a
+//!   committed removal bumps it to at least the removal's commit version
+//!   (so a reader whose snapshot predates the removal goes through the
+//!   opacity check, as with the skiplist's gaps); dropping an aborted
+//!   placeholder changes no version (the placeholder was invisible). Leaf
+//!   versions do not run ahead of the clock in the opacity mode (a second
+//!   change of a leaf within one clock period advances the clock), because
+//!   a version past the clock makes readers of that leaf extend their
+//!   snapshot (revalidating their whole read set).
+//! * **Recording a leaf read.** A lookup reads the leaf's version before it
+//!   reads the key's entry, and that entry read may move the transaction's
+//!   snapshot forward; the leaf version is therefore re-checked when it is
+//!   recorded (a stale version at or below the new snapshot would otherwise
+//!   pass the opacity check).
 //! * **No merges.** Removals shrink leaves; an emptied leaf stays in the
 //!   tree (a later insert into its interval refills it). Leaf handles are
 //!   freed only when the map is dropped; entries and replaced contents and
@@ -99,7 +105,7 @@ use crate::version::TVersion;
 
 use super::node::{node_tobject, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
-use super::{struct_wait, struct_wait_forever};
+use super::{inconsistent, struct_wait, struct_wait_forever};
 
 /// The most keys a leaf holds and the most children an inner node has
 /// (node contents are fixed-size arrays of this many slots).
@@ -559,7 +565,17 @@ where
         word: u64,
     ) -> TxResult<()> {
         let id = tx.item(self, leaf as u64 | 1);
-        tx.record_read(id, word)
+        tx.record_read(id, word)?;
+        // The word was read before the record, and reads in between (an
+        // entry's state) may have moved the snapshot forward past a change
+        // of the leaf: a stale word at or below the new snapshot would pass
+        // the opacity check unnoticed. Unchanged now means it was current
+        // when the snapshot was taken.
+        // SAFETY: handles live as long as the map.
+        if unsafe { deref(leaf) }.version.load() != word {
+            return Err(inconsistent());
+        }
+        Ok(())
     }
 
     /// Places the placeholder `e` into `leaf`, which covers its key and
@@ -631,12 +647,12 @@ where
         entries.push(e);
         entries.extend_from_slice(&dentries[i..]);
         let sep = keys[mid].clone();
-        // The new leaf starts at the clock: no reader has seen it, and every
-        // committed removal from its interval (whose unlink bumped the left
-        // leaf to its commit version, under this lock) is at most the clock,
-        // so a reader whose snapshot predates such a removal still sees a
-        // version past its snapshot.
-        let right_version = TVersion::version_of(now);
+        // The new leaf starts at the left leaf's new version: no reader has
+        // seen it, and that version is at least the commit version of every
+        // removal unlinked from its interval (each bumped the left leaf, in
+        // every opacity mode) and at least the clock, so a reader whose
+        // snapshot predates such a removal still sees a version past it.
+        let right_version = TVersion::version_of(new);
         let right = Box::into_raw(Box::new(Leaf {
             version: TVersion::with_version(right_version),
             data: AtomicPtr::new(LeafData::boxed(
