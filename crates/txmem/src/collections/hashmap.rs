@@ -52,7 +52,7 @@ use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 use super::node::{node_tobject, retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
 use super::stripes::StripedCount;
-use super::{struct_wait, struct_wait_forever};
+use super::{inconsistent, struct_wait, struct_wait_forever};
 
 /// Bucket flag: the bucket was migrated to the next table.
 const MOVED: u64 = 0b010;
@@ -324,9 +324,19 @@ where
         p: &Probe<K, V>,
     ) -> TxResult<()> {
         // SAFETY: `p.table` came from `probe` under the transaction's pin.
-        let log2 = unsafe { &*p.table }.log2;
-        let id = tx.item(self, bucket_key(p.idx, log2));
-        tx.record_read(id, p.word)
+        let table = unsafe { &*p.table };
+        let id = tx.item(self, bucket_key(p.idx, table.log2));
+        tx.record_read(id, p.word)?;
+        // The word was read by the probe, and reads in between (the state
+        // of a node in the chain) may have extended the snapshot past a
+        // change of the bucket: a stale word at or below the new snapshot
+        // would pass the opacity check unnoticed. Unchanged now (in the same
+        // table: a resize since then also shows as a change) means it was
+        // current when the snapshot was taken.
+        if table.bucket(p.idx).version.load() != p.word {
+            return Err(inconsistent());
+        }
+        Ok(())
     }
 
     /// The transaction's view of the key found by `p`: `Some(f(value))` if
