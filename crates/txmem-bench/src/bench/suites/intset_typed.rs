@@ -1,11 +1,12 @@
 //! intset rows for txmem's typed collections: `TListSet<u64>` (list),
-//! `THashMap<u64, ()>` (hash) and `TSkipMap<u64, ()>` (ordered). Same
+//! `THashMap<u64, ()>` (hash) and `TSkipMap<u64, ()>` (ordered; also
+//! `TBTreeMap<u64, ()>` as the `txmem-btree` system). Same
 //! operation mix and initial contents as the word-arena rows; the check
 //! reads the committed keys and compares them (and the collection's own
 //! size counter) with the initial size plus the committed net inserts.
 
 use rand::rngs::SmallRng;
-use txmem::{THashMap, TListSet, TSkipMap, Transaction, TxOptions, TxResult};
+use txmem::{TBTreeMap, THashMap, TListSet, TSkipMap, Transaction, TxOptions, TxResult};
 
 use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
 use crate::bench::suites::intset::{record, IntSet, Kind, OpKind};
@@ -94,6 +95,29 @@ impl TxSet for TSkipMap<u64, ()> {
     }
 }
 
+impl TxSet for TBTreeMap<u64, ()> {
+    const TYPE: &'static str = "TBTreeMap<u64, ()>";
+    const SORTED: bool = true;
+    fn make(_: usize) -> Self {
+        TBTreeMap::new()
+    }
+    fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        self.contains_key(tx, &k)
+    }
+    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        TBTreeMap::insert(self, tx, k, ())
+    }
+    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        Ok(TBTreeMap::remove(self, tx, &k)?.is_some())
+    }
+    fn keys(&self) -> Vec<u64> {
+        self.keys_committed()
+    }
+    fn len(&self) -> usize {
+        self.load_len()
+    }
+}
+
 struct Typed<S> {
     set: S,
     w: IntSet,
@@ -173,4 +197,14 @@ pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions) {
     };
     let note = format!("txmem {ty}, opacity {}", options.opacity_mode().name());
     plan.case("intset", &name, system, &note, move || make(w, options));
+}
+
+/// Adds the `TBTreeMap` row named `system` for the ordered workload `w`.
+pub fn add_btree(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions) {
+    debug_assert_eq!(w.kind, Kind::Ordered);
+    let ty = <TBTreeMap<u64, ()> as TxSet>::TYPE;
+    let note = format!("txmem {ty}, opacity {}", options.opacity_mode().name());
+    plan.case("intset", &w.name(), system, &note, move || {
+        Box::new(Typed::<TBTreeMap<u64, ()>>::new(w, options))
+    });
 }
