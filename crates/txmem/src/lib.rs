@@ -139,7 +139,9 @@ mod version;
 mod wait;
 
 #[cfg(not(txmem_loom))]
-pub use collections::{TBTreeMap, THashMap, TList, TListSet, TMVar, TQueue, TSem, TSkipMap, TWords, WordAddr};
+pub use collections::{
+    TBTreeMap, THashMap, TList, TListSet, TMVar, TQueue, TSem, TSkipMap, TWords, WordAddr,
+};
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};
 pub use item::Item;
