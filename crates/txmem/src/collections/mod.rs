@@ -103,6 +103,19 @@ pub(crate) fn busy() -> Abort {
     Abort::new(AbortCause::LockBusy)
 }
 
+/// Collects clones of the entries a scan visits (the `range` methods of the
+/// ordered maps): `scan` runs the map's scan with the given visitor.
+pub(crate) fn collect_scan<K: Clone, V: Clone>(
+    scan: impl FnOnce(&mut dyn FnMut(&K, &V) -> bool) -> crate::error::TxResult<()>,
+) -> crate::error::TxResult<Vec<(K, V)>> {
+    let mut out = Vec::new();
+    scan(&mut |k, v| {
+        out.push((k.clone(), v.clone()));
+        true
+    })?;
+    Ok(out)
+}
+
 /// The abort for a read that found the structure changed under it.
 #[inline]
 pub(crate) fn inconsistent() -> Abort {

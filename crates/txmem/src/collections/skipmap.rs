@@ -674,12 +674,7 @@ where
         tx: &mut Transaction<'env>,
         range: R,
     ) -> TxResult<Vec<(K, V)>> {
-        let mut out = Vec::new();
-        self.scan(tx, range, |k, v| {
-            out.push((k.clone(), v.clone()));
-            true
-        })?;
-        Ok(out)
+        super::collect_scan(|visit| self.scan(tx, range, visit))
     }
 
     /// The entries with keys in `range`, descending (clones); see [`scan_rev`](Self::scan_rev).
@@ -688,12 +683,7 @@ where
         tx: &mut Transaction<'env>,
         range: R,
     ) -> TxResult<Vec<(K, V)>> {
-        let mut out = Vec::new();
-        self.scan_rev(tx, range, |k, v| {
-            out.push((k.clone(), v.clone()));
-            true
-        })?;
-        Ok(out)
+        super::collect_scan(|visit| self.scan_rev(tx, range, visit))
     }
 
     /// The number of keys, as this transaction sees them (reads the size
