@@ -42,6 +42,22 @@
 //! revalidates and extends the snapshot instead of aborting (STO's extended
 //! check).
 //!
+//! ## Collections
+//!
+//! The [`collections`] module builds on the same protocol (each type's
+//! rustdoc says what every operation reads, writes and conflicts with):
+//!
+//! * [`THashMap`]: a resizable hash map; inserts of distinct keys never
+//!   conflict, absent keys are protected by bucket versions.
+//! * [`TBTreeMap`] and [`TSkipMap`]: ordered maps with range scans in both
+//!   directions and phantom protection. Prefer [`TBTreeMap`] (a B+ tree) for
+//!   large maps and scans; [`TSkipMap`] updates cost fewer instructions.
+//! * [`TListSet`] / [`TList`]: sorted linked sets and lists.
+//! * [`TQueue`] (unbounded or bounded), [`TMVar`], [`TSem`]: queues and the
+//!   blocking conveniences built on them.
+//! * [`TWords`]: an untyped word STM over an arena (the baseline for typed
+//!   versus untyped comparisons, and the engine for C callers).
+//!
 //! ## Beyond reads and writes
 //!
 //! * Blocking [`retry`](Transaction::retry), [`check`](Transaction::check)
