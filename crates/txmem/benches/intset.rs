@@ -42,31 +42,26 @@ impl<S: std::hash::BuildHasher + Send + Sync + 'static> IntSet for TxHash<S> {
     }
 }
 
-struct TxSkip(TSkipMap<u64, ()>);
-impl IntSet for TxSkip {
-    fn contains(&self, k: u64) -> bool {
-        atomically(|tx| self.0.contains_key(tx, &k))
-    }
-    fn insert(&self, k: u64) -> bool {
-        atomically(|tx| self.0.insert(tx, k, ()))
-    }
-    fn remove(&self, k: u64) -> bool {
-        atomically(|tx| self.0.remove(tx, &k)).is_some()
-    }
+/// A one-operation-per-transaction set over one of the ordered maps (they
+/// share their API).
+macro_rules! ordered_tx_set {
+    ($name:ident, $map:ident) => {
+        struct $name($map<u64, ()>);
+        impl IntSet for $name {
+            fn contains(&self, k: u64) -> bool {
+                atomically(|tx| self.0.contains_key(tx, &k))
+            }
+            fn insert(&self, k: u64) -> bool {
+                atomically(|tx| self.0.insert(tx, k, ()))
+            }
+            fn remove(&self, k: u64) -> bool {
+                atomically(|tx| self.0.remove(tx, &k)).is_some()
+            }
+        }
+    };
 }
-
-struct TxBTree(TBTreeMap<u64, ()>);
-impl IntSet for TxBTree {
-    fn contains(&self, k: u64) -> bool {
-        atomically(|tx| self.0.contains_key(tx, &k))
-    }
-    fn insert(&self, k: u64) -> bool {
-        atomically(|tx| self.0.insert(tx, k, ()))
-    }
-    fn remove(&self, k: u64) -> bool {
-        atomically(|tx| self.0.remove(tx, &k)).is_some()
-    }
-}
+ordered_tx_set!(TxSkip, TSkipMap);
+ordered_tx_set!(TxBTree, TBTreeMap);
 
 struct TxList(TListSet<u64>);
 impl IntSet for TxList {

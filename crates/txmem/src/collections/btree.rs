@@ -62,11 +62,12 @@
 //!   committed removal bumps it to at least the removal's commit version
 //!   (so a reader whose snapshot predates the removal goes through the
 //!   opacity check, as with the skiplist's gaps); dropping an aborted
-//!   placeholder changes no version (the placeholder was invisible). Leaf
-//!   versions do not run ahead of the clock in the opacity mode (a second
-//!   change of a leaf within one clock period advances the clock), because
-//!   a version past the clock makes readers of that leaf extend their
-//!   snapshot (revalidating their whole read set).
+//!   placeholder changes no version (the placeholder was invisible). A
+//!   second change of a leaf within one clock period puts its version a
+//!   step past the clock; the first opaque reader that meets it moves the
+//!   clock up while extending its snapshot (the runtime's rule for any
+//!   version ahead of the clock), so later readers of the leaf do not
+//!   revalidate their read sets again.
 //! * **Recording a leaf read.** A lookup reads the leaf's version before it
 //!   reads the key's entry, and that entry read may move the transaction's
 //!   snapshot forward; the leaf version is therefore re-checked when it is
@@ -98,14 +99,13 @@ use parking_lot::Mutex;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::Commit;
-use crate::options::Opacity;
 use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::node::{node_tobject, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
-use super::{inconsistent, struct_wait, struct_wait_forever};
+use super::{below_start, inconsistent, struct_wait, struct_wait_forever, within_end};
 
 /// The most keys a leaf holds and the most children an inner node has
 /// (node contents are fixed-size arrays of this many slots).
@@ -386,23 +386,6 @@ where
     }
 }
 
-fn below_start<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
-    // Keys strictly before the start of a range.
-    move |k: &K| match bound {
-        Bound::Included(lo) => k < lo,
-        Bound::Excluded(lo) => k <= lo,
-        Bound::Unbounded => false,
-    }
-}
-
-fn within_end<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
-    move |k: &K| match bound {
-        Bound::Included(hi) => k <= hi,
-        Bound::Excluded(hi) => k < hi,
-        Bound::Unbounded => true,
-    }
-}
-
 /// Contents are reached only while pinned (or under the structure lock, or
 /// with `&mut` to the map).
 ///
@@ -581,13 +564,7 @@ where
     /// Places the placeholder `e` into `leaf`, which covers its key and
     /// does not hold it, splitting as needed. The caller holds the
     /// structure lock.
-    fn link_locked(
-        &self,
-        leaf: *const Leaf<K, V>,
-        e: EPtr<K, V>,
-        tl2: bool,
-        guard: &Guard,
-    ) -> Linked<K, V> {
+    fn link_locked(&self, leaf: *const Leaf<K, V>, e: EPtr<K, V>, guard: &Guard) -> Linked<K, V> {
         // SAFETY: handles live as long as the map; under the structure lock
         // the leaf's current contents are live and cannot change.
         let l = unsafe { deref(leaf) };
@@ -602,19 +579,14 @@ where
             Ok(_) => unreachable!("txmem: TBTreeMap placeholder for a present key"),
         };
         // The new version follows the commit clock (a placeholder is
-        // invisible, so any fresh version will do), and never runs ahead of
-        // it: a leaf version past the clock would send every reader through
-        // the snapshot extension (a revalidation of its whole read set) at
-        // that leaf until the clock caught up. A second change of the leaf
-        // within one clock period therefore advances the clock (in the
-        // opacity mode; the others do not look at the clock).
+        // invisible, so any fresh version will do). A second change of the
+        // leaf within one clock period puts it one step ahead of the clock;
+        // the first opaque reader to meet it moves the clock up (the
+        // runtime's snapshot extension), so readers revalidate once, not at
+        // every read of the leaf.
         let old = l.version.load();
         debug_assert!(!TVersion::is_locked(old));
-        let mut now = crate::clock::now().time();
-        if tl2 && TVersion::version_of(old) >= now {
-            now = crate::clock::tick().time();
-        }
-        let new = TVersion::next_after(old, now);
+        let new = TVersion::next_after(old, crate::clock::now().time());
         let n = dkeys.len() + 1;
         if n <= self.fanout {
             let new_data = LeafData::boxed(
@@ -898,8 +870,7 @@ where
             })) as EPtr<K, V>;
             // SAFETY: not shared yet.
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
-            let tl2 = tx.opacity() == Opacity::Tl2;
-            let linked = self.link_locked(leaf, e, tl2, tx.guard());
+            let linked = self.link_locked(leaf, e, tx.guard());
             drop(guard);
             self.adopt(tx, e, &linked)?;
             return Ok(true);

@@ -57,6 +57,8 @@ pub use sem::TSem;
 pub use skipmap::TSkipMap;
 pub use words::{TWords, WordAddr};
 
+use std::ops::Bound;
+
 use crate::error::{Abort, AbortCause};
 
 /// How many times an operation re-reads a structural word (a bucket or gap
@@ -101,6 +103,25 @@ pub(crate) fn struct_wait_forever(spins: &mut u32) {
 #[inline]
 pub(crate) fn busy() -> Abort {
     Abort::new(AbortCause::LockBusy)
+}
+
+/// The predicate "strictly before the start of a range" for its start bound
+/// (the ordered maps' scans).
+pub(crate) fn below_start<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
+    move |k: &K| match bound {
+        Bound::Included(lo) => k < lo,
+        Bound::Excluded(lo) => k <= lo,
+        Bound::Unbounded => false,
+    }
+}
+
+/// The predicate "not past the end of a range" for its end bound.
+pub(crate) fn within_end<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
+    move |k: &K| match bound {
+        Bound::Included(hi) => k <= hi,
+        Bound::Excluded(hi) => k < hi,
+        Bound::Unbounded => true,
+    }
 }
 
 /// Collects clones of the entries a scan visits (the `range` methods of the

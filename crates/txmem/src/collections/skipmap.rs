@@ -30,7 +30,7 @@ use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::fmt;
 use std::mem;
-use std::ops::{Bound, RangeBounds};
+use std::ops::RangeBounds;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -49,7 +49,7 @@ use super::node::{
     node_tobject, GapChain, MapNodes, NodeCollection, Pos, Upserted, DELETED, INSERTING, UNLINKED,
 };
 use super::size::SizeCounter;
-use super::{inconsistent, struct_wait};
+use super::{below_start, inconsistent, struct_wait, within_end};
 
 const MAX_HEIGHT: usize = 16;
 
@@ -265,23 +265,6 @@ where
 {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-fn below_start<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
-    // Keys strictly before the start of a range.
-    move |k: &K| match bound {
-        Bound::Included(lo) => k < lo,
-        Bound::Excluded(lo) => k <= lo,
-        Bound::Unbounded => false,
-    }
-}
-
-fn within_end<K: Ord>(bound: Bound<&K>) -> impl Fn(&K) -> bool + '_ {
-    move |k: &K| match bound {
-        Bound::Included(hi) => k <= hi,
-        Bound::Excluded(hi) => k < hi,
-        Bound::Unbounded => true,
     }
 }
 

@@ -72,51 +72,35 @@ impl TxSet for THashMap<u64, ()> {
     }
 }
 
-impl TxSet for TSkipMap<u64, ()> {
-    const TYPE: &'static str = "TSkipMap<u64, ()>";
-    const SORTED: bool = true;
-    fn make(_: usize) -> Self {
-        TSkipMap::new()
-    }
-    fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        self.contains_key(tx, &k)
-    }
-    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        TSkipMap::insert(self, tx, k, ())
-    }
-    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        Ok(TSkipMap::remove(self, tx, &k)?.is_some())
-    }
-    fn keys(&self) -> Vec<u64> {
-        self.keys_committed()
-    }
-    fn len(&self) -> usize {
-        self.load_len()
-    }
+/// The two ordered maps share their API: one impl shape for both.
+macro_rules! ordered_tx_set {
+    ($map:ident, $ty:literal) => {
+        impl TxSet for $map<u64, ()> {
+            const TYPE: &'static str = $ty;
+            const SORTED: bool = true;
+            fn make(_: usize) -> Self {
+                $map::new()
+            }
+            fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+                self.contains_key(tx, &k)
+            }
+            fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+                $map::insert(self, tx, k, ())
+            }
+            fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+                Ok($map::remove(self, tx, &k)?.is_some())
+            }
+            fn keys(&self) -> Vec<u64> {
+                self.keys_committed()
+            }
+            fn len(&self) -> usize {
+                self.load_len()
+            }
+        }
+    };
 }
-
-impl TxSet for TBTreeMap<u64, ()> {
-    const TYPE: &'static str = "TBTreeMap<u64, ()>";
-    const SORTED: bool = true;
-    fn make(_: usize) -> Self {
-        TBTreeMap::new()
-    }
-    fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        self.contains_key(tx, &k)
-    }
-    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        TBTreeMap::insert(self, tx, k, ())
-    }
-    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-        Ok(TBTreeMap::remove(self, tx, &k)?.is_some())
-    }
-    fn keys(&self) -> Vec<u64> {
-        self.keys_committed()
-    }
-    fn len(&self) -> usize {
-        self.load_len()
-    }
-}
+ordered_tx_set!(TSkipMap, "TSkipMap<u64, ()>");
+ordered_tx_set!(TBTreeMap, "TBTreeMap<u64, ()>");
 
 struct Typed<S> {
     set: S,
