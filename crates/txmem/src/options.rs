@@ -76,16 +76,19 @@ pub const DEFAULT_SERIALIZE_AFTER: u32 = 100;
 
 impl Default for TxOptions {
     fn default() -> Self {
-        TxOptions {
-            opacity: Opacity::Tl2,
-            contention: ContentionPolicy::default(),
-            serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
-            irrevocable: false,
-        }
+        Self::BUILT_IN
     }
 }
 
 impl TxOptions {
+    /// The built-in defaults (also what [`TxOptions::new`] returns).
+    pub(crate) const BUILT_IN: TxOptions = TxOptions {
+        opacity: Opacity::Tl2,
+        contention: ContentionPolicy::DEFAULT,
+        serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
+        irrevocable: false,
+    };
+
     /// The built-in defaults: TL2 opacity, exponential backoff, serialize
     /// after [`DEFAULT_SERIALIZE_AFTER`] consecutive aborts, revocable.
     pub fn new() -> Self {
@@ -134,12 +137,7 @@ impl TxOptions {
     }
 }
 
-static DEFAULTS: RwLock<TxOptions> = RwLock::new(TxOptions {
-    opacity: Opacity::Tl2,
-    contention: ContentionPolicy::DEFAULT,
-    serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
-    irrevocable: false,
-});
+static DEFAULTS: RwLock<TxOptions> = RwLock::new(TxOptions::BUILT_IN);
 /// Bumped on every change of the defaults, so threads can cache them and
 /// check for changes with one relaxed load.
 static GENERATION: AtomicU64 = AtomicU64::new(0);

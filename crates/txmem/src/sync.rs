@@ -1,4 +1,4 @@
-//! The atomics and thread-locals of the commit protocol, swapped for loom's
+//! The atomics of the commit protocol, swapped for loom's
 //! model-checked versions when built with `RUSTFLAGS="--cfg txmem_loom"`
 //! (see `tests/loom.rs`).
 
@@ -7,12 +7,6 @@ pub(crate) use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
 
 #[cfg(txmem_loom)]
 pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
-
-#[cfg(not(txmem_loom))]
-pub(crate) use std::thread_local;
-
-#[cfg(txmem_loom)]
-pub(crate) use loom::thread_local;
 
 /// A busy-wait hint. Under loom, a yield, so the model checker can schedule
 /// the thread being waited for.

@@ -12,6 +12,7 @@ use txmem::{ContentionPolicy, Opacity, TArray, TxOptions};
 
 const ACCOUNTS: usize = 16;
 const INITIAL: i64 = 1000;
+const MIN_AUDITS: u64 = 20;
 
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -22,6 +23,11 @@ fn xorshift(state: &mut u64) -> u64 {
 
 /// Runs `transfers` transfers on each of two threads and audits concurrently.
 /// Returns (audits that saw an inconsistent total inside the transaction).
+///
+/// The writers keep transferring past their quota until the auditor has
+/// committed `MIN_AUDITS` audits, so that audits always overlap transfers
+/// (on two cores the auditor may otherwise not be scheduled before the
+/// writers are done).
 fn run_bank(opts: TxOptions, transfers: usize) -> u64 {
     let accounts = TArray::new(ACCOUNTS, INITIAL);
     let expected = INITIAL * ACCOUNTS as i64;
@@ -33,11 +39,13 @@ fn run_bank(opts: TxOptions, transfers: usize) -> u64 {
     thread::scope(|s| {
         for t in 0..2u64 {
             let (accounts, opts, barrier, done) = (&accounts, &opts, &barrier, &done);
-            let finished = &finished;
+            let (finished, audits) = (&finished, &audits);
             s.spawn(move || {
                 let mut rng = 0x1234_5678_9abc_def1 ^ (t + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
                 barrier.wait();
-                for _ in 0..transfers {
+                let mut done_transfers = 0;
+                while done_transfers < transfers || audits.load(Ordering::Relaxed) < MIN_AUDITS {
+                    done_transfers += 1;
                     let from = (xorshift(&mut rng) % ACCOUNTS as u64) as usize;
                     let to = (xorshift(&mut rng) % ACCOUNTS as u64) as usize;
                     let amount = (xorshift(&mut rng) % 50) as i64;
@@ -75,7 +83,7 @@ fn run_bank(opts: TxOptions, transfers: usize) -> u64 {
             }
         });
     });
-    assert!(audits.load(Ordering::Relaxed) > 0);
+    assert!(audits.load(Ordering::Relaxed) >= MIN_AUDITS);
     let total: i64 = (0..ACCOUNTS).map(|i| accounts.load(i)).sum();
     assert_eq!(total, expected, "the committed total changed");
     torn_views.load(Ordering::Relaxed)

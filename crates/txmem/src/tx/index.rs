@@ -27,7 +27,6 @@ pub(crate) fn item_index_cutoff() -> usize {
 }
 
 /// An open-addressing table mapping (object address, key) to item positions.
-#[derive(Default)]
 pub(crate) struct ItemIndex {
     /// Slot values are item position + 1; 0 marks an empty slot.
     slots: Vec<u32>,
@@ -43,6 +42,14 @@ fn hash(addr: usize, key: u64) -> usize {
 }
 
 impl ItemIndex {
+    pub const fn new() -> Self {
+        ItemIndex {
+            slots: Vec::new(),
+            mask: 0,
+            len: 0,
+        }
+    }
+
     pub fn clear(&mut self) {
         if self.len > 0 {
             self.slots.iter_mut().for_each(|s| *s = 0);

@@ -62,10 +62,10 @@ pub(crate) struct TxState {
 }
 
 impl TxState {
-    pub(crate) fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         TxState {
-            items: Vec::with_capacity(16),
-            index: ItemIndex::default(),
+            items: Vec::new(),
+            index: ItemIndex::new(),
             indexed: false,
             mutated: false,
             cutoff: index::HASH_CUTOFF,

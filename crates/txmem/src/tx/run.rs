@@ -1,6 +1,6 @@
 //! `atomically`: run a closure as a transaction until it commits.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, OnceCell, UnsafeCell};
 use std::panic::{self, AssertUnwindSafe, Location};
 use std::sync::Arc;
 
@@ -14,34 +14,40 @@ use crate::options::{self, Opacity, TxOptions};
 use crate::stats::{self, SiteRow, SiteTable, ThreadStats};
 use crate::wait;
 
-/// Everything a thread keeps between transactions.
+/// Everything a thread keeps between transactions. Built in a `const`
+/// context so that reaching it costs one thread-local access and no lazy
+/// initialization check; what needs allocation is created on first use.
 struct ThreadContext {
     state: UnsafeCell<TxState>,
     active: Cell<bool>,
-    stats: Arc<CachePadded<ThreadStats>>,
-    sites: Arc<SiteTable>,
+    /// Registered with the statistics on the first counted transaction.
+    counters: OnceCell<Counters>,
     /// This thread's copy of the runtime-wide defaults and their generation.
     defaults: Cell<(u64, TxOptions)>,
-    /// The last call site and its row in `sites` (most loops call one site).
-    last_site: Cell<(*const Location<'static>, SiteRow)>,
+    /// Seeds the contention manager's random backoff (see `next_seed`).
     seed: Cell<u64>,
 }
 
-impl ThreadContext {
-    fn new() -> Self {
-        ThreadContext {
-            state: UnsafeCell::new(TxState::new()),
-            active: Cell::new(false),
-            stats: stats::register_thread(),
-            sites: SiteTable::register(),
-            defaults: Cell::new((u64::MAX, TxOptions::default())),
-            last_site: Cell::new((std::ptr::null(), SiteRow::OVERFLOW)),
-            seed: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (&() as *const () as u64)),
-        }
-    }
+/// This thread's statistics counters and per-call-site table.
+struct Counters {
+    stats: Arc<CachePadded<ThreadStats>>,
+    sites: Arc<SiteTable>,
+    /// The last call site and its row in `sites` (most loops call one site).
+    last_site: Cell<(*const Location<'static>, SiteRow)>,
 }
 
 impl ThreadContext {
+    const fn new() -> Self {
+        ThreadContext {
+            state: UnsafeCell::new(TxState::new()),
+            active: Cell::new(false),
+            counters: OnceCell::new(),
+            // A generation no real one equals: the first use fetches them.
+            defaults: Cell::new((u64::MAX, TxOptions::BUILT_IN)),
+            seed: Cell::new(0),
+        }
+    }
+
     /// The runtime-wide defaults, refreshed if they changed since last use.
     #[inline]
     fn current_defaults(&self) -> TxOptions {
@@ -55,6 +61,42 @@ impl ThreadContext {
         fresh
     }
 
+    /// This thread's context. Fetched by a small inlined accessor (rather
+    /// than running the whole transaction inside `LocalKey::with`) so that
+    /// the thread-local lookup compiles to a direct TLS access.
+    #[inline(always)]
+    fn current<'a>() -> &'a ThreadContext {
+        let ctx: *const ThreadContext = CONTEXT.with(|c| c as *const ThreadContext);
+        // SAFETY: a thread-local lives until its thread exits, and the
+        // reference is only used by the caller, on this thread, during the
+        // call (`run_with` does not return it or store it anywhere).
+        unsafe { &*ctx }
+    }
+
+    #[inline]
+    fn counters(&self) -> &Counters {
+        self.counters.get_or_init(|| Counters {
+            stats: stats::register_thread(),
+            sites: SiteTable::register(),
+            last_site: Cell::new((std::ptr::null(), SiteRow::OVERFLOW)),
+        })
+    }
+
+    /// A fresh seed for a contention manager: a Weyl sequence started from
+    /// this context's address, so that threads draw different backoffs.
+    fn next_seed(&self) -> u64 {
+        const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut seed = self.seed.get();
+        if seed == 0 {
+            seed = (self as *const Self as u64).wrapping_mul(GOLDEN) | 1;
+        }
+        seed = seed.wrapping_add(GOLDEN);
+        self.seed.set(seed);
+        seed
+    }
+}
+
+impl Counters {
     #[inline]
     fn site_row(&self, site: &'static Location<'static>) -> SiteRow {
         let (last, row) = self.last_site.get();
@@ -69,11 +111,18 @@ impl ThreadContext {
 
 impl Drop for ThreadContext {
     fn drop(&mut self) {
-        stats::retire_thread(&self.stats);
+        if let Some(c) = self.counters.get() {
+            stats::retire_thread(&c.stats);
+        }
     }
 }
 
-crate::sync::thread_local! {
+#[cfg(not(txmem_loom))]
+std::thread_local! {
+    static CONTEXT: ThreadContext = const { ThreadContext::new() };
+}
+#[cfg(txmem_loom)]
+loom::thread_local! {
     static CONTEXT: ThreadContext = ThreadContext::new();
 }
 
@@ -201,7 +250,8 @@ pub(crate) fn run_with<'env, R, E>(
     site: &'static Location<'static>,
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
-    CONTEXT.with(|ctx| {
+    let ctx = ThreadContext::current();
+    {
         assert!(
             !ctx.active.replace(true),
             "txmem: transactions do not nest; pass the `&mut Transaction` to the inner code instead \
@@ -216,8 +266,8 @@ pub(crate) fn run_with<'env, R, E>(
                 &defaults
             }
         };
-        let counting = stats::enabled();
-        let row = if counting { ctx.site_row(site) } else { SiteRow::OVERFLOW };
+        let counters = stats::enabled().then(|| ctx.counters());
+        let row = counters.map_or(SiteRow::OVERFLOW, |c| c.site_row(site));
         let mut cm = Contention::default();
         let mut irrevocable = opts.irrevocable;
         let mut serialized = false;
@@ -235,15 +285,15 @@ pub(crate) fn run_with<'env, R, E>(
             let cause = match outcome {
                 Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
                     Ok(done) => {
-                        if counting {
-                            ctx.stats.record_commit(
+                        if let Some(c) = counters {
+                            c.stats.record_commit(
                                 done.reads,
                                 done.writes,
                                 st.item_count(),
                                 cm.consecutive,
                                 st.irrevocable.is_some(),
                             );
-                            ctx.sites.commit(row);
+                            c.sites.commit(row);
                         }
                         let handlers = st.finish(true);
                         cm.finish();
@@ -255,7 +305,9 @@ pub(crate) fn run_with<'env, R, E>(
                 },
                 // Without opacity the error may come from an inconsistent
                 // view: only a validated attempt may return it.
-                Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
+                Ok(Err(TxError::User(_)))
+                    if st.opacity == Opacity::None && !st.validate_reads() =>
+                {
                     AbortCause::Validation
                 }
                 Ok(Err(TxError::User(e))) => {
@@ -294,14 +346,19 @@ pub(crate) fn run_with<'env, R, E>(
                     irrevocable = false;
                     cm.consecutive = 0;
                 }
-                if counting {
-                    ctx.stats.blocking_waits.add(1);
+                if let Some(c) = counters {
+                    c.stats.blocking_waits.add(1);
                 }
                 // Never sleep holding precedence (the hourglass would stop
                 // every other transaction from beginning, including the one
                 // this waiter needs).
                 cm.finish();
-                let objects = st.items.iter().filter(|it| it.is_read()).map(|it| it.object_addr()).collect();
+                let objects = st
+                    .items
+                    .iter()
+                    .filter(|it| it.is_read())
+                    .map(|it| it.object_addr())
+                    .collect();
                 let st_ref: &TxState = st;
                 wait::block_until_changed(objects, || st_ref.validate_reads());
             }
@@ -315,31 +372,29 @@ pub(crate) fn run_with<'env, R, E>(
                 run_handlers(handlers);
                 ctx.active.set(true);
             }
-            if counting {
-                ctx.stats.aborts[cause.index()].add(1);
-                ctx.sites.abort(row, cause);
+            if let Some(c) = counters {
+                c.stats.aborts[cause.index()].add(1);
+                c.sites.abort(row, cause);
             }
             if cause == AbortCause::Irrevocable {
                 clock::wait_open(IRREVOCABLE);
             }
             if cm.consecutive == 0 {
-                let seed = ctx.seed.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
-                ctx.seed.set(seed);
-                cm.reset(seed);
+                cm.reset(ctx.next_seed());
             }
             cm.after_abort(&opts.contention, cause, items);
             if let Some(n) = opts.serialize_after {
                 if !irrevocable && cm.consecutive >= n {
                     irrevocable = true;
-                    if !serialized && counting {
-                        ctx.stats.serialized.add(1);
-                        ctx.sites.serialized(row);
+                    if let Some(c) = counters.filter(|_| !serialized) {
+                        c.stats.serialized.add(1);
+                        c.sites.serialized(row);
                     }
                     serialized = true;
                 }
             }
         }
-    })
+    }
 }
 
 #[inline]
