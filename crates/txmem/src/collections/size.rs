@@ -200,6 +200,7 @@ impl SizeCounter {
     }
 
     /// Adds `delta` to the item's pending delta (the item becomes a write).
+    #[inline]
     pub fn add_pending(item: &mut Item, delta: i64) {
         let mut state = Self::state(item);
         state.delta += delta;
@@ -208,6 +209,7 @@ impl SizeCounter {
     }
 
     /// The item's pending delta.
+    #[inline]
     pub fn pending(item: &Item) -> i64 {
         Self::state(item).delta
     }
@@ -228,6 +230,10 @@ impl SizeCounter {
         true
     }
 
+    /// Takes a share of this thread's stripe for a committer that changes
+    /// the count (or every stripe, for one that also read it). Inlined into
+    /// the collections' `lock`: the common case is one compare-and-swap.
+    #[inline]
     pub fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
         if item.is_read() {
             return self.lock_all(item, commit);
@@ -237,6 +243,23 @@ impl SizeCounter {
             return LockOutcome::Acquired;
         }
         let stripe = self.stripes.mine();
+        let cur = stripe.word.load(Ordering::Relaxed);
+        if cur & EXCL == 0
+            && stripe
+                .word
+                .compare_exchange(cur, cur + SHARE, Ordering::SeqCst, Ordering::Relaxed)
+                .is_ok()
+        {
+            item.set_flags(HOLDS_SHARE);
+            return LockOutcome::Acquired;
+        }
+        Self::lock_share_contended(stripe, item, commit)
+    }
+
+    /// [`lock`](Self::lock)'s share after the first attempt failed.
+    #[cold]
+    #[inline(never)]
+    fn lock_share_contended(stripe: &Stripe, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
         let mut spins = 0u32;
         loop {
             let cur = stripe.word.load(Ordering::Relaxed);
@@ -259,6 +282,8 @@ impl SizeCounter {
 
     /// Locks every stripe exclusively for a transaction that read the size,
     /// if the versions it read are still current.
+    #[cold]
+    #[inline(never)]
     fn lock_all(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
         let mut spins = 0u32;
         for (held, stripe) in self.stripes.all().enumerate() {
@@ -310,46 +335,60 @@ impl SizeCounter {
         sum == Self::state(item).seen_sum
     }
 
+    /// Applies the pending delta and publishes a new stripe version, dropping
+    /// what [`lock`](Self::lock) took. Inlined like `lock`: the common case
+    /// (a share) is an add and a compare-and-swap on this thread's stripe.
+    #[inline]
     pub fn install(&self, item: &mut Item, commit: &Commit<'_>) {
         let held = item.flags() & (HOLDS_SHARE | HOLDS_EXCL);
         if held == 0 {
             return;
         }
+        if held == HOLDS_EXCL {
+            return self.install_exclusive(item, commit);
+        }
+        // A share is taken only for a non-zero delta: always add and bump.
+        let stripe = self.stripes.mine();
+        stripe
+            .count
+            .fetch_add(Self::pending(item), Ordering::AcqRel);
+        let target = commit.version() / VERSION_STEP;
+        let mut cur = stripe.word.load(Ordering::Relaxed);
+        loop {
+            let bumped = (version_units(cur) + 1).max(target);
+            let new = (bumped << VSHIFT) | ((cur & SHARE_MASK) - SHARE);
+            match stripe
+                .word
+                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(c) => cur = c,
+            }
+        }
+        item.clear_flags(HOLDS_SHARE);
+    }
+
+    /// [`install`](Self::install) for a committer holding every stripe.
+    #[cold]
+    #[inline(never)]
+    fn install_exclusive(&self, item: &mut Item, commit: &Commit<'_>) {
         let delta = Self::pending(item);
         let stripe = self.stripes.mine();
         if delta != 0 {
             stripe.count.fetch_add(delta, Ordering::AcqRel);
         }
         let target = commit.version() / VERSION_STEP;
-        if held == HOLDS_EXCL {
-            // Every stripe is ours: publish a new version on this thread's
-            // stripe (which also clears its lock bit), then unlock the rest.
-            let cur = stripe.word.load(Ordering::Relaxed);
-            let bumped = (version_units(cur) + 1).max(target);
-            stripe.word.store(bumped << VSHIFT, Ordering::SeqCst);
-            for s in self.stripes.all() {
-                if !std::ptr::eq(s, stripe) {
-                    s.word.fetch_and(!EXCL, Ordering::SeqCst);
-                }
-            }
-        } else {
-            // A share is taken only for a non-zero delta: always bump.
-            let mut cur = stripe.word.load(Ordering::Relaxed);
-            loop {
-                let bumped = (version_units(cur) + 1).max(target);
-                let new = (bumped << VSHIFT) | ((cur & SHARE_MASK) - SHARE);
-                match stripe.word.compare_exchange_weak(
-                    cur,
-                    new,
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(c) => cur = c,
-                }
+        // Publish a new version on this thread's stripe (which also clears
+        // its lock bit), then unlock the rest.
+        let cur = stripe.word.load(Ordering::Relaxed);
+        let bumped = (version_units(cur) + 1).max(target);
+        stripe.word.store(bumped << VSHIFT, Ordering::SeqCst);
+        for s in self.stripes.all() {
+            if !std::ptr::eq(s, stripe) {
+                s.word.fetch_and(!EXCL, Ordering::SeqCst);
             }
         }
-        item.clear_flags(HOLDS_SHARE | HOLDS_EXCL);
+        item.clear_flags(HOLDS_EXCL);
     }
 
     pub fn unlock(&self, item: &mut Item) {
