@@ -276,7 +276,19 @@ where
 
     /// Finds the node for `key` (any state but deleted) by a traversal that
     /// is consistent with the bucket word it reports. Records nothing.
-    fn probe<Q>(&self, h: u64, key: &Q) -> TxResult<Probe<K, V>>
+    ///
+    /// With `settle` (transactional reads), waits out a committed removal
+    /// of the key that is not unlinked yet, unless a committed node of the
+    /// key answers anyway. Such a node is marked deleted at commit and
+    /// unlinked right after, and only the unlink moves the bucket word past
+    /// the commit version: an "absent" answer recorded at the older word
+    /// would pass the snapshot check although the removal is newer than the
+    /// snapshot (a reader could see the key gone next to another key's
+    /// value from before the same commit).
+    // Always inlined: each caller passes a constant `settle`, and the call
+    // would cost about as much as the common one- or two-node walk.
+    #[inline(always)]
+    fn probe<Q>(&self, h: u64, key: &Q, settle: bool) -> TxResult<Probe<K, V>>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
@@ -295,18 +307,33 @@ where
                 continue;
             }
             let mut found: *const Node<K, V> = ptr::null();
+            let mut unlinking = false;
             let mut cur = b.head.load(Ordering::Acquire) as *const Node<K, V>;
             while !cur.is_null() {
                 // SAFETY: reached from a bucket of a table we hold a pin for;
                 // nodes are freed only through the epoch after unlinking.
                 let n = unsafe { &*cur };
-                if n.hash == h && n.state.load() & DELETED == 0 && n.key.borrow() == key {
-                    found = cur;
-                    break;
+                if n.hash == h && n.key.borrow() == key {
+                    let st = n.state.load();
+                    if st & DELETED != 0 {
+                        unlinking = true;
+                    } else if found.is_null() {
+                        found = cur;
+                        if st & INSERTING == 0 {
+                            // Committed: the answer is this node, whatever
+                            // removals of the key wait to be unlinked.
+                            unlinking = false;
+                            break;
+                        }
+                    }
                 }
                 cur = n.next.load(Ordering::Acquire);
             }
             if b.version.load() == w {
+                if settle && unlinking {
+                    struct_wait(&mut spins)?;
+                    continue;
+                }
                 return Ok(Probe {
                     table: t,
                     idx: h & t.mask,
@@ -315,6 +342,28 @@ where
                 });
             }
         }
+    }
+
+    /// Records the bucket read of a key that a settling
+    /// [`probe`](Self::probe) found absent, at the word the probe saw.
+    ///
+    /// No re-check is needed here: nothing ran between the probe and the
+    /// record. If the word's version is within the snapshot, the key was
+    /// absent at the snapshot (removals move the word to their commit
+    /// version when they unlink, and the probe waited for pending unlinks;
+    /// inserts link before they commit, so the probe would have found them).
+    /// If it is newer, `record_read` revalidates the read set, this read
+    /// included, before it moves the snapshot.
+    #[inline]
+    fn record_absent<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        p: &Probe<K, V>,
+    ) -> TxResult<()> {
+        // SAFETY: `p.table` came from `probe` under the transaction's pin.
+        let table = unsafe { &*p.table };
+        let id = tx.item(self, bucket_key(p.idx, table.log2));
+        tx.record_read(id, p.word)
     }
 
     /// Records the bucket read of an absent key.
@@ -340,7 +389,8 @@ where
     }
 
     /// The transaction's view of the key found by `p`: `Some(f(value))` if
-    /// present, recording what makes the answer valid.
+    /// present, recording what makes the answer valid. A probe that found no
+    /// node must be a settling one.
     fn view<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -348,7 +398,7 @@ where
         f: impl FnOnce(&V) -> R,
     ) -> TxResult<Option<R>> {
         if p.node.is_null() {
-            self.record_bucket(tx, p)?;
+            self.record_absent(tx, p)?;
             return Ok(None);
         }
         // A foreign placeholder, or a removal that just committed: the key
@@ -377,7 +427,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let _ = tx.guard();
-        let p = self.probe(self.hash(key), key)?;
+        let p = self.probe(self.hash(key), key, true)?;
         self.view(tx, &p, f)
     }
 
@@ -419,7 +469,7 @@ where
         let h = self.hash(&key);
         let mut spins = 0;
         loop {
-            let p = self.probe(h, &key)?;
+            let p = self.probe(h, &key, false)?;
             if !p.node.is_null() {
                 match self.upsert_existing(tx, p.node, value, overwrite, false, &mut spins)? {
                     Upserted::Done(inserted) => return Ok(inserted),
@@ -467,7 +517,7 @@ where
         Q: Hash + Eq + ?Sized,
     {
         let _ = tx.guard();
-        let p = self.probe(self.hash(key), key)?;
+        let p = self.probe(self.hash(key), key, true)?;
         let old = self.view(tx, &p, V::clone)?;
         if old.is_some() {
             self.mark_removed(tx, p.node);
@@ -571,7 +621,7 @@ where
         let h = self.hash(key);
         let mut spins = 0;
         loop {
-            let p = match self.probe(h, key) {
+            let p = match self.probe(h, key, false) {
                 Ok(p) => p,
                 Err(_) => {
                     struct_wait_forever(&mut spins);
@@ -846,5 +896,63 @@ where
             .field("len", &self.load_len())
             .field("buckets", &self.bucket_count())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::{atomically, clock};
+
+    /// A removal that has committed but is not unlinked yet (its committer
+    /// is between marking the node deleted and unlinking it) must not make
+    /// the key look absent to a reader whose snapshot predates the removal:
+    /// here the reader has already read the other key of the same commit at
+    /// its old value. Reading the key waits for the unlink instead (and
+    /// aborts when it takes too long), so the reader ends up after the
+    /// commit.
+    #[test]
+    fn a_pending_unlink_does_not_hide_a_key_from_an_older_snapshot() {
+        let m: THashMap<u64, u64> = THashMap::new();
+        atomically(|tx| {
+            m.insert(tx, 1, 10)?;
+            m.insert(tx, 2, 20)
+        });
+        let node_of = |k: u64| {
+            let _g = crossbeam_epoch::pin();
+            m.probe(m.hash(&k), &k, false).ok().unwrap().node
+        };
+        let (a, b) = (node_of(1), node_of(2));
+        let attempts = Cell::new(0);
+        let commit_version = Cell::new(0);
+        let seen = atomically(|tx| {
+            attempts.set(attempts.get() + 1);
+            let va = m.get(tx, &1)?;
+            let g = crossbeam_epoch::pin();
+            // SAFETY: both nodes stay linked (or, once unlinked below,
+            // retired through the epoch) while the map lives.
+            let (na, nb) = unsafe { (&*a, &*b) };
+            if attempts.get() == 1 {
+                // Another transaction commits {1 → 11, remove 2}, and stops
+                // after installing both, before it unlinks 2's node.
+                let wa = na.state.load();
+                let wb = nb.state.load();
+                assert!(na.state.try_lock_at(wa) && nb.state.try_lock_at(wb));
+                let cv = clock::tick().time();
+                commit_version.set(cv);
+                na.value.store(11, || &g);
+                na.state.unlock_to(TVersion::next_after(wa, cv));
+                nb.state.unlock_to(TVersion::next_after(wb, cv) | DELETED);
+            } else if attempts.get() == 2 {
+                // It finishes while this transaction retries.
+                m.unlink(b, Some(commit_version.get()), &g);
+            }
+            let vb = m.get(tx, &2)?;
+            Ok((va, vb))
+        });
+        assert_eq!(seen, (Some(11), None), "a torn read of one commit");
+        assert!(attempts.get() >= 2);
     }
 }
