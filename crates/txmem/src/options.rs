@@ -1,6 +1,6 @@
 //! Per-transaction options and the runtime-wide defaults.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -144,9 +144,23 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces the runtime-wide defaults used by [`atomically`](crate::atomically)
 /// and [`try_atomically`](crate::try_atomically).
+///
+/// Single-operation writes ([`TBox::store`](crate::TBox::store) and the like)
+/// draw their commit versions by the rule of the default opacity mode.
 pub fn set_default_options(options: TxOptions) {
-    *DEFAULTS.write() = options;
+    let mut defaults = DEFAULTS.write();
+    *defaults = options;
+    DEFAULT_TICKS_CLOCK.store(options.opacity == Opacity::Tl2, Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::Release);
+}
+
+/// Whether the default opacity mode advances the clock at commit (TL2) or
+/// computes commit versions without writing it (the other modes).
+static DEFAULT_TICKS_CLOCK: AtomicBool = AtomicBool::new(true);
+
+#[inline]
+pub(crate) fn default_opacity_ticks_clock() -> bool {
+    DEFAULT_TICKS_CLOCK.load(Ordering::Relaxed)
 }
 
 #[inline]

@@ -132,6 +132,73 @@ fn blind_increments_commute() {
     });
 }
 
+/// A single-operation add races a read-modify-write transaction on the
+/// same counter: neither update is lost.
+#[test]
+fn single_operation_add_races_a_transaction() {
+    model(|| {
+        let c = Arc::new(TCounter::new(10));
+        let single = {
+            let c = c.clone();
+            thread::spawn(move || c.add_now(1))
+        };
+        let tx = {
+            let c = c.clone();
+            thread::spawn(move || {
+                options(Opacity::Tl2).run(|tx| {
+                    let v = c.get(tx)?;
+                    c.add(tx, 5)?;
+                    Ok(v)
+                })
+            })
+        };
+        let after_single = single.join().unwrap();
+        let seen_by_tx = tx.join().unwrap();
+        assert!(seen_by_tx == 10 || seen_by_tx == 11);
+        assert!(after_single == 11 || after_single == 16);
+        assert_eq!(c.load(), 16, "an update was lost");
+    });
+}
+
+/// Two single-operation adds, `x` then `y`, race an opaque reader of `x`
+/// then `y`: no attempt sees the second without the first (reading the old
+/// `x` and then the new `y` would be such a view).
+#[test]
+fn single_operation_writes_are_seen_in_commit_order() {
+    model(|| {
+        let x = Arc::new(TCounter::new(10));
+        let y = Arc::new(TCounter::new(10));
+        let writer = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                x.add_now(1);
+                y.add_now(1);
+            })
+        };
+        let reader = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                let mut torn = false;
+                let seen = options(Opacity::Tl2).run(|tx| {
+                    let a = x.get(tx)?;
+                    let b = y.get(tx)?;
+                    torn |= b == 11 && a == 10;
+                    Ok((a, b))
+                });
+                (seen, torn)
+            })
+        };
+        writer.join().unwrap();
+        let ((a, b), torn) = reader.join().unwrap();
+        assert!(!torn, "an attempt saw y's add without x's");
+        assert!(
+            !(b == 11 && a == 10),
+            "committed a state that never existed"
+        );
+        assert_eq!((x.load(), y.load()), (11, 11));
+    });
+}
+
 /// Checks that the harness can fail: loom must find this lost update.
 #[test]
 #[should_panic]

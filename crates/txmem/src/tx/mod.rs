@@ -5,8 +5,10 @@ mod commit;
 mod index;
 mod run;
 mod savepoint;
+mod single;
 
 pub use run::{atomically, try_atomically};
+pub(crate) use single::commit_single;
 
 use std::cell::{Cell, OnceCell};
 use std::marker::PhantomData;

@@ -126,6 +126,12 @@ loom::thread_local! {
     static CONTEXT: ThreadContext = ThreadContext::new();
 }
 
+/// True while a transaction runs on this thread (its closure or its commit;
+/// not its handlers).
+pub(crate) fn in_transaction() -> bool {
+    ThreadContext::current().active.get()
+}
+
 /// Clears the "a transaction runs on this thread" flag when the run loop
 /// exits. Normal exits have already finished the attempt and call
 /// [`release`](Self::release); only an unwind (a panic escaping a handler

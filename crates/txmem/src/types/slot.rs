@@ -7,7 +7,7 @@
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome};
-use crate::tx::{ItemId, Transaction};
+use crate::tx::{commit_single, ItemId, Transaction};
 use crate::version::TVersion;
 
 use super::cell::ValueCell;
@@ -83,6 +83,51 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
                 return v;
             }
         }
+    }
+
+    // ---- single-operation transactions (see `tx::commit_single`); `object`
+    // is the address of the owning object, for wake-ups ----
+
+    /// Replaces the value with `f(&current)`; returns the new value.
+    pub fn update_now(&self, object: usize, mut f: impl FnMut(&T) -> T) -> T {
+        commit_single(
+            object,
+            &self.version,
+            || self.cell.with(&mut f),
+            |new| {
+                let out = new.clone();
+                self.install_now(new);
+                out
+            },
+        )
+    }
+
+    /// Replaces the value with `value`; returns the previous value.
+    pub fn swap_now(&self, object: usize, value: T) -> T {
+        commit_single(
+            object,
+            &self.version,
+            || (),
+            |()| {
+                // The lock is held: the committed value cannot change.
+                let old = self.cell.with(T::clone);
+                self.install_now(value);
+                old
+            },
+        )
+    }
+
+    /// Replaces the value with `value`.
+    pub fn store_now(&self, object: usize, value: T) {
+        commit_single(object, &self.version, || (), |()| self.install_now(value))
+    }
+
+    /// Stores a value under the lock of a single-operation transaction.
+    fn install_now(&self, value: T) {
+        // Only heap values need a guard (to retire the old allocation).
+        let guard = std::cell::OnceCell::new();
+        self.cell
+            .store(value, || guard.get_or_init(crossbeam_epoch::pin));
     }
 
     // ---- the commit protocol for one slot ----

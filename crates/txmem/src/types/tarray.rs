@@ -114,6 +114,31 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
         self.slot(index).load()
     }
 
+    /// Writes element `index` as a transaction of its own (see
+    /// [`TBox::store`](crate::TBox::store)). Panics inside a transaction.
+    pub fn store(&self, index: usize, value: T) {
+        self.slot(index).store_now(self.addr(), value)
+    }
+
+    /// Replaces element `index` with `f(&element)` as a transaction of its
+    /// own and returns the new value (see [`TBox::update`](crate::TBox::update)).
+    ///
+    /// ```
+    /// use txmem::TArray;
+    /// let hits = TArray::new(4, 0u32);
+    /// hits.update(2, |h| h + 1);
+    /// assert_eq!(hits.load(2), 1);
+    /// ```
+    pub fn update(&self, index: usize, f: impl FnMut(&T) -> T) -> T {
+        self.slot(index).update_now(self.addr(), f)
+    }
+
+    /// The address transactions know this object by (for wake-ups).
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
     /// Mutable access to element `index` when the array is not shared.
     pub fn get_mut(&mut self, index: usize) -> &mut T {
         let len = self.slots.len();

@@ -93,6 +93,61 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         self.slot.load()
     }
 
+    /// Writes `value` as a transaction of its own (a *single-operation
+    /// transaction*: it commits at once and serializes with every
+    /// transaction, without the cost of `atomically`).
+    ///
+    /// Panics inside a transaction: there, use [`set`](Self::set).
+    /// Single-operation transactions are not counted in the statistics.
+    ///
+    /// ```
+    /// use txmem::TBox;
+    /// let flag = TBox::new(false);
+    /// flag.store(true);
+    /// assert!(flag.load());
+    /// ```
+    pub fn store(&self, value: T) {
+        self.slot.store_now(self.addr(), value)
+    }
+
+    /// Writes `value` and returns the previous value, as a transaction of its
+    /// own (see [`store`](Self::store)).
+    ///
+    /// ```
+    /// use txmem::TBox;
+    /// let slot = TBox::new(String::from("old"));
+    /// assert_eq!(slot.swap(String::from("new")), "old");
+    /// assert_eq!(slot.load(), "new");
+    /// ```
+    pub fn swap(&self, value: T) -> T {
+        self.slot.swap_now(self.addr(), value)
+    }
+
+    /// Replaces the value with `f(&value)` as a transaction of its own (see
+    /// [`store`](Self::store)) and returns the new value.
+    ///
+    /// `f` runs before the box is locked and runs again if another writer
+    /// commits first, so it should be a pure function of its argument (like
+    /// the closure of `AtomicU64::fetch_update`).
+    ///
+    /// ```
+    /// use txmem::{atomically, TBox};
+    /// let next_id = TBox::new(0u64);
+    /// assert_eq!(next_id.update(|n| n + 1), 1);
+    /// // It serializes with ordinary transactions on the same box.
+    /// atomically(|tx| next_id.modify(tx, |n| n + 10));
+    /// assert_eq!(next_id.update(|n| n + 1), 12);
+    /// ```
+    pub fn update(&self, f: impl FnMut(&T) -> T) -> T {
+        self.slot.update_now(self.addr(), f)
+    }
+
+    /// The address transactions know this object by (for wake-ups).
+    #[inline]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
     /// Mutable access when the box is not shared.
     pub fn get_mut(&mut self) -> &mut T {
         self.slot.cell.get_mut()

@@ -7,7 +7,7 @@ use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::sync::AtomicI64;
-use crate::tx::Transaction;
+use crate::tx::{commit_single, Transaction};
 use crate::version::TVersion;
 
 /// A transactional counter whose increments never conflict with each other.
@@ -74,6 +74,29 @@ impl TCounter {
     /// Reads the committed value outside any transaction.
     pub fn load(&self) -> i64 {
         self.value.load(Ordering::Acquire)
+    }
+
+    /// Adds `delta` as a transaction of its own (see
+    /// [`TBox::store`](crate::TBox::store)) and returns the new value.
+    /// Panics inside a transaction: there, use [`add`](Self::add).
+    ///
+    /// ```
+    /// use txmem::TCounter;
+    /// let c = TCounter::new(5);
+    /// assert_eq!(c.add_now(2), 7);
+    /// ```
+    pub fn add_now(&self, delta: i64) -> i64 {
+        commit_single(
+            self as *const Self as usize,
+            &self.version,
+            || (),
+            |()| {
+                // The lock is held: no installer runs concurrently.
+                let v = self.value.load(Ordering::Relaxed).wrapping_add(delta);
+                self.value.store(v, Ordering::Release);
+                v
+            },
+        )
     }
 }
 

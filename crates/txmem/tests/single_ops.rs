@@ -1,0 +1,226 @@
+//! Single-operation transactions (`TBox::store`/`swap`/`update`,
+//! `TArray::store`/`update`, `TCounter::add_now`): their results, and that
+//! they serialize with ordinary transactions — no lost updates, ordered as
+//! committed, opaque readers never see a state between two of them that did
+//! not exist, blocked `retry`ers wake, irrevocable transactions run alone.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::Duration;
+
+use txmem::{atomically, set_default_options, Opacity, TArray, TBox, TCounter, TxOptions};
+
+/// Tests that change the runtime-wide defaults (and those whose behaviour
+/// depends on them) run one at a time.
+static DEFAULTS: Mutex<()> = Mutex::new(());
+
+fn with_default_opacity(mode: Opacity, f: impl FnOnce()) {
+    let _serial = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner());
+    set_default_options(TxOptions::new().opacity(mode));
+    f();
+    set_default_options(TxOptions::new());
+}
+
+const MODES: [Opacity; 3] = [Opacity::Tl2, Opacity::Revalidate, Opacity::None];
+
+#[test]
+fn store_swap_update_and_add_now_return_what_they_document() {
+    let b = TBox::new(1u64);
+    b.store(5);
+    assert_eq!(b.load(), 5);
+    assert_eq!(b.swap(7), 5);
+    assert_eq!(b.update(|v| v * 3), 21);
+    assert_eq!(b.load(), 21);
+
+    let s = TBox::new(vec![1, 2]);
+    assert_eq!(
+        s.update(|v| v.iter().chain(&[3]).copied().collect()),
+        vec![1, 2, 3]
+    );
+    assert_eq!(s.swap(Vec::new()), vec![1, 2, 3]);
+    assert!(s.load().is_empty());
+
+    let a = TArray::new(3, 0i32);
+    a.store(1, 4);
+    assert_eq!(a.update(1, |v| v - 10), -6);
+    assert_eq!((a.load(0), a.load(1), a.load(2)), (0, -6, 0));
+
+    let c = TCounter::new(10);
+    assert_eq!(c.add_now(-3), 7);
+    assert_eq!(c.load(), 7);
+}
+
+#[test]
+fn a_transaction_sees_a_single_operation_write_that_committed_before_it() {
+    let b = TBox::new(0u64);
+    b.store(3);
+    assert_eq!(atomically(|tx| b.get(tx)), 3);
+    atomically(|tx| b.set(tx, 4));
+    assert_eq!(b.update(|v| v + 1), 5);
+}
+
+#[test]
+#[should_panic(expected = "single-operation writes")]
+fn single_operation_writes_panic_inside_a_transaction() {
+    let b = TBox::new(0u64);
+    atomically(|tx| {
+        b.store(1);
+        b.get(tx)
+    });
+}
+
+#[test]
+fn single_operation_writes_are_allowed_in_handlers() {
+    let b = TBox::new(0u64);
+    let c = TBox::new(0u64);
+    atomically(|tx| {
+        c.set(tx, 1)?;
+        tx.on_commit(|| b.store(9));
+        Ok(())
+    });
+    assert_eq!((b.load(), c.load()), (9, 1));
+}
+
+/// Three threads increment one box, two through `update` and one through
+/// full transactions: every increment lands exactly once.
+#[test]
+fn increments_through_update_and_transactions_are_never_lost() {
+    for mode in MODES {
+        with_default_opacity(mode, || {
+            let n = if cfg!(debug_assertions) {
+                5_000
+            } else {
+                50_000
+            };
+            let b = TBox::new(0u64);
+            let c = TCounter::new(0);
+            thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        for _ in 0..n {
+                            b.update(|v| v + 1);
+                            c.add_now(1);
+                        }
+                    });
+                }
+                s.spawn(|| {
+                    for _ in 0..n {
+                        atomically(|tx| {
+                            b.modify(tx, |v| v + 1)?;
+                            c.add(tx, 1)
+                        });
+                    }
+                });
+            });
+            assert_eq!(b.load(), 3 * n, "{mode:?}: a TBox increment was lost");
+            assert_eq!(
+                c.load(),
+                3 * n as i64,
+                "{mode:?}: a counter increment was lost"
+            );
+        });
+    }
+}
+
+/// A writer advances `a` and then `b` with separate single-operation
+/// writes, so every committed state has `a == b` or `a == b + 1`. Readers
+/// in every opacity mode must commit only such states, and in the opaque
+/// modes no attempt may even observe another.
+#[test]
+fn readers_see_single_operation_writes_in_commit_order() {
+    for mode in MODES {
+        with_default_opacity(mode, || {
+            let rounds = if cfg!(debug_assertions) {
+                10_000
+            } else {
+                100_000
+            };
+            let (a, b) = (TBox::new(0u64), TBox::new(0u64));
+            let done = AtomicBool::new(false);
+            let torn = AtomicU64::new(0);
+            let reads = AtomicU64::new(0);
+            thread::scope(|s| {
+                s.spawn(|| {
+                    let mut i = 0;
+                    while i < rounds || reads.load(Ordering::Relaxed) < 100 {
+                        a.update(|v| v + 1);
+                        b.update(|v| v + 1);
+                        i += 1;
+                    }
+                    done.store(true, Ordering::Release);
+                });
+                s.spawn(|| {
+                    while !done.load(Ordering::Acquire) {
+                        let (x, y) = atomically(|tx| {
+                            let y = b.get(tx)?;
+                            let x = a.get(tx)?;
+                            if x != y && x != y + 1 {
+                                torn.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Ok((x, y))
+                        });
+                        assert!(x == y || x == y + 1, "{mode:?}: committed a={x}, b={y}");
+                        reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            });
+            if mode != Opacity::None {
+                assert_eq!(
+                    torn.load(Ordering::Relaxed),
+                    0,
+                    "{mode:?}: an attempt saw a torn pair"
+                );
+            }
+        });
+    }
+}
+
+#[test]
+fn a_store_wakes_a_transaction_blocked_in_retry() {
+    let flag = TBox::new(false);
+    let seen = thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            atomically(|tx| {
+                let f = flag.get(tx)?;
+                tx.check(f)?;
+                Ok(f)
+            })
+        });
+        thread::sleep(Duration::from_millis(20));
+        flag.store(true);
+        waiter.join().unwrap()
+    });
+    assert!(seen);
+}
+
+/// While an irrevocable transaction runs, no single-operation write commits:
+/// it reads the box, waits, and finds it unchanged.
+#[test]
+fn single_operation_writes_wait_for_an_irrevocable_transaction() {
+    let _serial = DEFAULTS.lock().unwrap_or_else(|e| e.into_inner());
+    let b = TBox::new(0u64);
+    let started = AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            TxOptions::new().irrevocable(true).run(|tx| {
+                let before = b.get(tx)?;
+                started.store(true, Ordering::Release);
+                thread::sleep(Duration::from_millis(30));
+                assert_eq!(
+                    b.load(),
+                    before,
+                    "a single-operation write committed during an irrevocable transaction"
+                );
+                Ok(())
+            })
+        });
+        while !started.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        for _ in 0..10 {
+            b.update(|v| v + 1);
+        }
+    });
+    assert_eq!(b.load(), 10);
+}
