@@ -1,6 +1,10 @@
 //! One `TBox` increment per transaction, side by side with `fast-stm`, `stm`,
 //! and mutex-protected counters (single thread, uncontended).
 //!
+//! `txmem` is a full `atomically` transaction; `txmem-update` is the same
+//! increment as a single-operation transaction (`TBox::update`: no closure
+//! of transaction code, no tracking set, the one-item commit run directly).
+//!
 //! `cargo bench -p txmem --bench single_tbox`
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -13,6 +17,8 @@ fn single_increment(c: &mut Criterion) {
     g.bench_function("txmem", |bench| {
         bench.iter(|| txmem::atomically(|tx| b.modify(tx, |v| v + 1)))
     });
+
+    g.bench_function("txmem-update", |bench| bench.iter(|| b.update(|v| v + 1)));
 
     let no_opacity = txmem::TxOptions::new().opacity(txmem::Opacity::None);
     g.bench_function("txmem-no-opacity", |bench| {

@@ -1,6 +1,7 @@
 //! One `TBox` increment per transaction in a loop; prints ns per transaction.
 //! Used for profiling and for instruction counts under callgrind:
-//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read]`
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update]`
+//! (`update`: the increment as a single-operation transaction, `TBox::update`)
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args
@@ -15,11 +16,14 @@ fn main() {
         txmem::stats::set_enabled(false);
     }
     let read_only = args.iter().any(|a| a == "read");
+    let single = args.iter().any(|a| a == "update");
     let b = txmem::TBox::new(0u64);
     let t = std::time::Instant::now();
     let mut sum = 0;
     for _ in 0..n {
-        if read_only {
+        if single {
+            b.update(|v| v + 1);
+        } else if read_only {
             sum += opts.run(|tx| b.get(tx));
         } else {
             opts.run(|tx| b.modify(tx, |v| v + 1));

@@ -71,6 +71,11 @@
 //! * Contention management policies ([`ContentionPolicy`]) and
 //!   serialization after N consecutive aborts.
 //! * [`stats`]: commits, aborts by cause, and a per-call-site profile.
+//! * Single-operation transactions outside `atomically`:
+//!   [`TBox::store`], [`TBox::swap`], [`TBox::update`], [`TArray::update`],
+//!   [`TCounter::add_now`] commit one write as a transaction of their own
+//!   (serializable with all others) at about the cost of a mutex; `load()`
+//!   reads a committed value.
 //!
 //! ## Writing your own transactional object
 //!

@@ -564,6 +564,7 @@ impl<'env> Transaction<'env> {
 
     /// An epoch guard pinned for the rest of the transaction, for objects
     /// that hand out references to epoch-managed memory.
+    #[inline]
     pub fn guard(&self) -> &Guard {
         self.st.guard.get_or_init(crossbeam_epoch::pin)
     }
