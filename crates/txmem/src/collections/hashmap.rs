@@ -366,16 +366,15 @@ where
         tx.record_read(id, p.word)
     }
 
-    /// Records the bucket read of an absent key.
+    /// Records the bucket read of an absent key, after other reads.
     fn record_bucket<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         p: &Probe<K, V>,
     ) -> TxResult<()> {
+        self.record_absent(tx, p)?;
         // SAFETY: `p.table` came from `probe` under the transaction's pin.
         let table = unsafe { &*p.table };
-        let id = tx.item(self, bucket_key(p.idx, table.log2));
-        tx.record_read(id, p.word)?;
         // The word was read by the probe, and reads in between (the state
         // of a node in the chain) may have extended the snapshot past a
         // change of the bucket: a stale word at or below the new snapshot
