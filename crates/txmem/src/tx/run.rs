@@ -257,147 +257,143 @@ pub(crate) fn run_with<'env, R, E>(
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
     let ctx = ThreadContext::current();
-    {
-        assert!(
-            !ctx.active.replace(true),
-            "txmem: transactions do not nest; pass the `&mut Transaction` to the inner code instead \
-             of calling `atomically` again"
-        );
-        let active = ActiveGuard(ctx);
-        let defaults;
-        let opts = match options {
-            Some(o) => o,
-            None => {
-                defaults = ctx.current_defaults();
-                &defaults
-            }
-        };
-        let counters = stats::enabled().then(|| ctx.counters());
-        let row = counters.map_or(SiteRow::OVERFLOW, |c| c.site_row(site));
-        let mut cm = Contention::default();
-        let mut irrevocable = opts.irrevocable;
-        let mut serialized = false;
+    assert!(
+        !ctx.active.replace(true),
+        "txmem: transactions do not nest; pass the `&mut Transaction` to the inner code instead \
+         of calling `atomically` again"
+    );
+    let active = ActiveGuard(ctx);
+    let defaults;
+    let opts = match options {
+        Some(o) => o,
+        None => {
+            defaults = ctx.current_defaults();
+            &defaults
+        }
+    };
+    let counters = stats::enabled().then(|| ctx.counters());
+    let row = counters.map_or(SiteRow::OVERFLOW, |c| c.site_row(site));
+    let mut cm = Contention::default();
+    let mut irrevocable = opts.irrevocable;
+    let mut serialized = false;
 
-        loop {
-            // SAFETY: `active` guarantees this is the only live reference to
-            // the thread's state; it is not used across the closure call by
-            // anything else, and handlers run only after it is released.
-            let st = unsafe { &mut *ctx.state.get() };
-            let now = cm.before_begin(clock::now());
-            st.begin(now, opts.opacity, irrevocable, opts.irrevocable);
-            let tx = Transaction::from_state(st);
-            let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
+    loop {
+        // SAFETY: `active` guarantees this is the only live reference to
+        // the thread's state; it is not used across the closure call by
+        // anything else, and handlers run only after it is released.
+        let st = unsafe { &mut *ctx.state.get() };
+        let now = cm.before_begin(clock::now());
+        st.begin(now, opts.opacity, irrevocable, opts.irrevocable);
+        let tx = Transaction::from_state(st);
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
 
-            let cause = match outcome {
-                Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
-                    Ok(done) => {
-                        if let Some(c) = counters {
-                            c.stats.record_commit(
-                                done.reads,
-                                done.writes,
-                                st.item_count(),
-                                cm.consecutive,
-                                st.irrevocable.is_some(),
-                            );
-                            c.sites.commit(row);
-                        }
-                        let handlers = st.finish(true);
-                        cm.finish();
-                        active.release();
-                        run_handlers(handlers);
-                        return Ok(value);
+        let cause = match outcome {
+            Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
+                Ok(done) => {
+                    if let Some(c) = counters {
+                        c.stats.record_commit(
+                            done.reads,
+                            done.writes,
+                            st.item_count(),
+                            cm.consecutive,
+                            st.irrevocable.is_some(),
+                        );
+                        c.sites.commit(row);
                     }
-                    Err(cause) => cause,
-                },
-                // Without opacity the error may come from an inconsistent
-                // view: only a validated attempt may return it.
-                Ok(Err(TxError::User(_)))
-                    if st.opacity == Opacity::None && !st.validate_reads() =>
-                {
-                    AbortCause::Validation
+                    let handlers = st.finish(true);
+                    cm.finish();
+                    active.release();
+                    run_handlers(handlers);
+                    return Ok(value);
                 }
-                Ok(Err(TxError::User(e))) => {
+                Err(cause) => cause,
+            },
+            // Without opacity the error may come from an inconsistent
+            // view: only a validated attempt may return it.
+            Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
+                AbortCause::Validation
+            }
+            Ok(Err(TxError::User(e))) => {
+                let handlers = st.finish(false);
+                cm.finish();
+                active.release();
+                run_handlers(handlers);
+                return Err(e);
+            }
+            Ok(Err(TxError::Abort(a))) => a.cause(),
+            Err(payload) => {
+                if st.irrevocable.is_some() || st.validate_reads() {
+                    // A valid transaction panicked: abort it and propagate.
                     let handlers = st.finish(false);
                     cm.finish();
                     active.release();
                     run_handlers(handlers);
-                    return Err(e);
+                    panic::resume_unwind(payload);
                 }
-                Ok(Err(TxError::Abort(a))) => a.cause(),
-                Err(payload) => {
-                    if st.irrevocable.is_some() || st.validate_reads() {
-                        // A valid transaction panicked: abort it and propagate.
-                        let handlers = st.finish(false);
-                        cm.finish();
-                        active.release();
-                        run_handlers(handlers);
-                        panic::resume_unwind(payload);
-                    }
-                    AbortCause::Panic
-                }
-            };
+                AbortCause::Panic
+            }
+        };
 
-            // The attempt aborted.
-            let items = st.item_count();
-            if cause == AbortCause::Retry {
-                assert!(
-                    !(st.user_irrevocable && st.irrevocable.is_some()),
-                    "txmem: retry() in an irrevocable transaction would block every writer forever"
-                );
-                // A transaction the runtime serialized may wait like any
-                // other: it gives up irrevocability before sleeping and
-                // starts counting aborts afresh.
-                if st.irrevocable.is_some() {
-                    st.release_irrevocability();
-                    irrevocable = false;
-                    cm.consecutive = 0;
-                }
-                if let Some(c) = counters {
-                    c.stats.blocking_waits.add(1);
-                }
-                // Never sleep holding precedence (the hourglass would stop
-                // every other transaction from beginning, including the one
-                // this waiter needs).
-                cm.finish();
-                let objects = st
-                    .items
-                    .iter()
-                    .filter(|it| it.is_read())
-                    .map(|it| it.object_addr())
-                    .collect();
-                let st_ref: &TxState = st;
-                wait::block_until_changed(objects, || st_ref.validate_reads());
-            }
-            if st.wants_irrevocable {
-                irrevocable = true;
-            }
-            let handlers = st.finish(false);
-            if handlers.is_some() {
-                // Abort handlers may run transactions of their own.
-                ctx.active.set(false);
-                run_handlers(handlers);
-                ctx.active.set(true);
+        // The attempt aborted.
+        let items = st.item_count();
+        if cause == AbortCause::Retry {
+            assert!(
+                !(st.user_irrevocable && st.irrevocable.is_some()),
+                "txmem: retry() in an irrevocable transaction would block every writer forever"
+            );
+            // A transaction the runtime serialized may wait like any
+            // other: it gives up irrevocability before sleeping and
+            // starts counting aborts afresh.
+            if st.irrevocable.is_some() {
+                st.release_irrevocability();
+                irrevocable = false;
+                cm.consecutive = 0;
             }
             if let Some(c) = counters {
-                c.stats.aborts[cause.index()].add(1);
-                c.sites.abort(row, cause);
+                c.stats.blocking_waits.add(1);
             }
-            if cause == AbortCause::Irrevocable {
-                clock::wait_open(IRREVOCABLE);
-            }
-            if cm.consecutive == 0 {
-                cm.reset(ctx.next_seed());
-            }
-            cm.after_abort(&opts.contention, cause, items);
-            if let Some(n) = opts.serialize_after {
-                if !irrevocable && cm.consecutive >= n {
-                    irrevocable = true;
-                    if let Some(c) = counters.filter(|_| !serialized) {
-                        c.stats.serialized.add(1);
-                        c.sites.serialized(row);
-                    }
-                    serialized = true;
+            // Never sleep holding precedence (the hourglass would stop
+            // every other transaction from beginning, including the one
+            // this waiter needs).
+            cm.finish();
+            let objects = st
+                .items
+                .iter()
+                .filter(|it| it.is_read())
+                .map(|it| it.object_addr())
+                .collect();
+            let st_ref: &TxState = st;
+            wait::block_until_changed(objects, || st_ref.validate_reads());
+        }
+        if st.wants_irrevocable {
+            irrevocable = true;
+        }
+        let handlers = st.finish(false);
+        if handlers.is_some() {
+            // Abort handlers may run transactions of their own.
+            ctx.active.set(false);
+            run_handlers(handlers);
+            ctx.active.set(true);
+        }
+        if let Some(c) = counters {
+            c.stats.aborts[cause.index()].add(1);
+            c.sites.abort(row, cause);
+        }
+        if cause == AbortCause::Irrevocable {
+            clock::wait_open(IRREVOCABLE);
+        }
+        if cm.consecutive == 0 {
+            cm.reset(ctx.next_seed());
+        }
+        cm.after_abort(&opts.contention, cause, items);
+        if let Some(n) = opts.serialize_after {
+            if !irrevocable && cm.consecutive >= n {
+                irrevocable = true;
+                if let Some(c) = counters.filter(|_| !serialized) {
+                    c.stats.serialized.add(1);
+                    c.sites.serialized(row);
                 }
+                serialized = true;
             }
         }
     }
