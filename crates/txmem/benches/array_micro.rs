@@ -3,13 +3,16 @@
 //! and half increments, in TL2 and no-opacity mode, at 1 and 2 threads.
 //! Also measures the item-lookup cutoff (linear scan versus hash index).
 //!
-//! `cargo bench -p txmem --bench array_micro`
+//! `cargo bench -p txmem --bench array_micro` (`TXMEM_BENCH_THREADS=1,2,4,8`
+//! measures other thread counts than 1 and 2).
 //! Reported time is per transaction (wall time / transactions, all threads).
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use txmem::{Opacity, TArray, TxOptions};
+
+mod common;
 
 const ELEMENTS: usize = 1 << 20;
 
@@ -61,7 +64,8 @@ fn array_micro(c: &mut Criterion) {
     let array = TArray::new(ELEMENTS, 0u64);
     let mut g = c.benchmark_group("array-micro");
     g.sample_size(10);
-    for threads in [1u64, 2] {
+    for threads in common::thread_counts() {
+        let threads = threads as u64;
         for size in [5usize, 10, 50, 100] {
             for mode in [Opacity::Tl2, Opacity::None] {
                 let opts = TxOptions::new().opacity(mode);

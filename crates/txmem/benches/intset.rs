@@ -9,7 +9,8 @@
 //! size stays near `size`. Every txmem operation is one transaction.
 //!
 //! `cargo bench -p txmem --bench intset -- --warm-up-time 1 --measurement-time 2`
-//! (add a filter such as `ordered/n4096/u20/t2` to run one configuration).
+//! (add a filter such as `ordered/n4096/u20/t2` to run one configuration;
+//! `TXMEM_BENCH_THREADS=1,2,4,8` measures other thread counts).
 //! Criterion reports time per operation over all threads (the inverse of
 //! throughput); `COLLECTIONS.md` explains how the ratios were computed.
 
@@ -19,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSkipMap, TWords, WordAddr};
+
+mod common;
 
 /// The operations the driver needs from a set.
 trait IntSet: Sync {
@@ -520,7 +523,7 @@ fn intset(c: &mut Criterion) {
     for kind in ["list", "hash", "ordered"] {
         for size in [256usize, 4096] {
             for update in [0u64, 20, 50] {
-                for threads in [1usize, 2] {
+                for &threads in &common::thread_counts() {
                     let mut g =
                         c.benchmark_group(format!("intset/{kind}/n{size}/u{update}/t{threads}"));
                     g.sample_size(10);

@@ -15,6 +15,10 @@ pub struct Machine {
     pub os: String,
     /// Hardware transactional memory (RTM) reported by the CPU.
     pub htm: bool,
+    /// What `txmem-elide`'s run-time detection concluded about RTM (CPUID
+    /// bits and a probe of trivial transactions): `usable`, `no-rtm-bit`,
+    /// `always-abort-bit`, `probe-failed (N/M committed)`, ...
+    pub rtm: String,
     /// `rustc --version`, if a rustc is on the PATH (the binary's compiler
     /// is not recorded by cargo).
     pub rustc: Option<String>,
@@ -35,6 +39,7 @@ impl Machine {
             .lines()
             .find(|l| l.starts_with("flags"))
             .is_some_and(|l| l.split_whitespace().any(|f| f == "rtm"));
+        let rtm = rtm_verdict();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let pretty = std::fs::read_to_string("/etc/os-release")
             .ok()
@@ -59,6 +64,7 @@ impl Machine {
             cores,
             os: format!("{pretty}{kernel}"),
             htm,
+            rtm,
             rustc,
         }
     }
@@ -70,8 +76,29 @@ impl Machine {
             self.cpu,
             self.cores,
             self.os,
-            if self.htm { ", RTM" } else { ", no HTM" }
+            match (self.htm, self.rtm.as_str()) {
+                (_, "usable") => ", RTM".to_string(),
+                (false, _) => ", no HTM".to_string(),
+                (true, why) => format!(", RTM reported but not used: {why}"),
+            }
         )
+    }
+}
+
+/// `txmem-elide`'s verdict on RTM, in a word or two.
+fn rtm_verdict() -> String {
+    use txmem_elide::htm::{Rtm, RtmVerdict};
+    let d = Rtm::detection();
+    match d.verdict {
+        RtmVerdict::Usable => "usable".into(),
+        RtmVerdict::DisabledByEnvironment => "disabled by TXMEM_ELIDE_HTM".into(),
+        RtmVerdict::NotX86 => "not x86-64".into(),
+        RtmVerdict::NoRtmBit => "no-rtm-bit".into(),
+        RtmVerdict::AlwaysAbortBit => "always-abort-bit".into(),
+        RtmVerdict::ProbeFailed => format!(
+            "probe-failed ({}/{} committed)",
+            d.probe_commits, d.probe_attempts
+        ),
     }
 }
 
