@@ -1,7 +1,7 @@
 //! The elision driver shared by every lock: per-thread policy state, the retry loop around
 //! `begin`, and the bookkeeping after a commit or a fallback acquisition.
 
-use crate::htm::{AbortStatus, Htm, LOCK_BUSY_CODE};
+use crate::htm::{AbortStatus, Htm, LOCK_BUSY_CODE, REENTRY_CODE};
 use crate::policy::{
     CoarsenConfig, CoarsenEvent, CoarsenPolicy, RetryAction, RetryConfig, RetryEvent, RetryPolicy,
 };
@@ -161,6 +161,26 @@ pub(crate) fn acquire<H: Htm>(
             RetryAction::Fallback | RetryAction::Done => return Path::Fallback,
         }
     }
+}
+
+/// A thread asked for a lock it already holds elided, in a conflicting mode (a mutex
+/// locked twice, a write lock taken inside a read lock).
+///
+/// A real lock deadlocks here (`lock_api`'s contract for non-reentrant locks); an elided
+/// one must not hand out a second guard that aliases the first. The section aborts with
+/// [`REENTRY_CODE`]: on hardware everything since the outermost `begin` is rolled back, and
+/// because an explicit abort is persistent the retry policy runs the section again on the
+/// fallback lock, where the second acquisition waits for the first, the same deadlock as on
+/// any non-reentrant lock. A backend that cannot roll back (the mock) returns from `abort`;
+/// the only safe thing left is to panic.
+#[cold]
+#[inline(never)]
+pub(crate) fn reacquire_by_holder<H: Htm>(htm: &H) -> ! {
+    htm.abort(REENTRY_CODE);
+    panic!(
+        "txmem-elide: this thread already holds this lock in an elided section and asked for \
+         it again in a conflicting mode (a non-reentrant lock taken twice would deadlock)"
+    )
 }
 
 /// Bookkeeping after the caller acquired the fallback lock following [`Path::Fallback`]

@@ -1,7 +1,7 @@
 //! The elided mutex (XSync's XScope behind the `lock_api` interface).
 
 use crate::engine::{self, Path};
-use crate::holds;
+use crate::holds::{self, Mode};
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats};
 use crossbeam_utils::CachePadded;
@@ -116,6 +116,9 @@ impl<H: Htm> RawElidedMutex<H> {
     /// for `unlock`) or holds the fallback.
     #[inline(never)]
     fn lock_elided(&self) {
+        if holds::conflicting_hold(self.addr(), Mode::Exclusive) {
+            engine::reacquire_by_holder(&self.htm);
+        }
         if !holds::has_room() {
             self.acquire_fallback_after_policy();
             return;
@@ -128,7 +131,7 @@ impl<H: Htm> RawElidedMutex<H> {
         ) {
             Path::Elided => {
                 // Inside the transaction: an abort erases the record with everything else.
-                let pushed = holds::try_push(self.addr());
+                let pushed = holds::try_push(self.addr(), Mode::Exclusive);
                 debug_assert!(pushed, "checked for room before beginning");
             }
             Path::Fallback => self.acquire_fallback_after_policy(),
@@ -195,9 +198,13 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
         }
     }
 
-    /// Tries the fallback lock once, without elision.
+    /// Tries the fallback lock once, without elision. Fails if this thread already holds the
+    /// lock, elided or not.
     #[inline]
     fn try_lock(&self) -> bool {
+        if self.htm.available() && holds::conflicting_hold(self.addr(), Mode::Exclusive) {
+            return false;
+        }
         if self.word.lock.try_lock() {
             self.count_fallback();
             self.htm.fallback_acquired();
@@ -209,7 +216,7 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
 
     #[inline]
     unsafe fn unlock(&self) {
-        if self.htm.available() && holds::take(self.addr()) {
+        if self.htm.available() && holds::take(self.addr(), Mode::Exclusive) {
             self.commit(1);
         } else {
             // SAFETY: the caller holds the lock and there is no elided record for it (see the

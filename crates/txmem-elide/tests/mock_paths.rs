@@ -249,6 +249,36 @@ fn nested_sections_flatten_into_one_transaction() {
 }
 
 #[test]
+fn a_thread_never_gets_a_second_guard_of_a_lock_it_holds_elided() {
+    setup(5, MockScript::new());
+    let m = Mutex::new(0u32);
+    {
+        let _g = m.lock();
+        assert!(MockHtm.test(), "the first guard is elided");
+        // A real mutex is held here, so `try_lock` must fail: an elided hold must not
+        // hand out a second `&mut` to the same data.
+        assert!(m.try_lock().is_none());
+    }
+    assert!(m.try_lock().is_some(), "free again once the section ended");
+
+    let l = RwLock::new(0u32);
+    {
+        let _w = l.write();
+        assert!(MockHtm.test());
+        assert!(l.try_write().is_none(), "write inside an elided write");
+        assert!(l.try_read().is_none(), "read inside an elided write");
+    }
+    {
+        let _r = l.read();
+        assert!(MockHtm.test());
+        assert!(l.try_write().is_none(), "write inside an elided read");
+        let again = l.try_read();
+        assert!(again.is_some(), "reads may nest");
+    }
+    assert!(l.try_write().is_some());
+}
+
+#[test]
 fn coarsening_grows_to_the_maximum() {
     setup(5, MockScript::new());
     let m = Mutex::new(0u64);

@@ -26,7 +26,7 @@ mod status;
 pub use mock::{MockEvent, MockHtm, MockOutcome, MockScript, MockStats, MOCK_LOG_CAPACITY};
 pub use none::NoHtm;
 pub use rtm::{Rtm, RtmDetection, RtmVerdict};
-pub use status::{AbortCause, AbortStatus, LOCK_BUSY_CODE};
+pub use status::{AbortCause, AbortStatus, LOCK_BUSY_CODE, REENTRY_CODE};
 
 /// The backend the crate's lock aliases use by default: [`Rtm`] on x86-64 (which degrades to
 /// "unavailable" on CPUs without usable RTM), [`NoHtm`] elsewhere.

@@ -12,6 +12,13 @@ use core::fmt;
 /// the transaction for the lock to become free instead of counting it as a failure.
 pub const LOCK_BUSY_CODE: u8 = 0xFF;
 
+/// The explicit abort code of a section that tried to take a lock its own thread already
+/// holds in a conflicting mode (a mutex locked twice, a write lock inside a read lock). An
+/// explicit abort is persistent, so the section goes to the fallback lock, where the second
+/// acquisition waits for the first forever: the deadlock every non-reentrant lock gives,
+/// rather than a second guard that would alias the first.
+pub const REENTRY_CODE: u8 = 0xFE;
+
 /// Why a transaction aborted, most specific cause first.
 ///
 /// Hardware may set several cause bits at once; [`AbortStatus::cause`] picks one in the

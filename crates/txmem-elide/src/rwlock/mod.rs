@@ -5,7 +5,7 @@ mod biased;
 pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS, RESTORE_AFTER_READS};
 
 use crate::engine::{self, Path};
-use crate::holds;
+use crate::holds::{self, Mode};
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats, Stat};
 use crossbeam_utils::CachePadded;
@@ -107,6 +107,7 @@ impl<H: Htm> RawElidedRwLock<H> {
     #[inline(never)]
     fn lock_shared_elided(&self) {
         self.lock_elided(
+            Mode::Shared,
             || self.lock.write_locked(),
             || self.wait_no_writer(),
             || self.lock.lock_shared(),
@@ -116,6 +117,7 @@ impl<H: Htm> RawElidedRwLock<H> {
     #[inline(never)]
     fn lock_exclusive_elided(&self) {
         self.lock_elided(
+            Mode::Exclusive,
             || self.lock.writer_busy(),
             || self.wait_writable(),
             || self.lock.lock_exclusive(),
@@ -123,15 +125,24 @@ impl<H: Htm> RawElidedRwLock<H> {
     }
 
     /// The elided acquisition shared by readers and writers: they differ only
-    /// in what makes the fallback lock busy for them, how they wait for it,
-    /// and which mode of it they take when elision gives up.
+    /// in their mode, what makes the fallback lock busy for them, how they wait
+    /// for it, and which mode of it they take when elision gives up.
     #[inline(always)]
-    fn lock_elided(&self, busy: impl Fn() -> bool, wait: impl Fn(), take_fallback: impl FnOnce()) {
+    fn lock_elided(
+        &self,
+        mode: Mode,
+        busy: impl Fn() -> bool,
+        wait: impl Fn(),
+        take_fallback: impl FnOnce(),
+    ) {
+        if holds::conflicting_hold(self.lock.addr(), mode) {
+            engine::reacquire_by_holder(&self.htm);
+        }
         if holds::has_room() {
             match engine::acquire(&self.htm, &self.shared, busy, wait) {
                 Path::Elided => {
                     // Inside the transaction: rolled back with it on abort.
-                    let pushed = holds::try_push(self.lock.addr());
+                    let pushed = holds::try_push(self.lock.addr(), mode);
                     debug_assert!(pushed, "checked for room before beginning");
                     return;
                 }
@@ -184,9 +195,13 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
         }
     }
 
-    /// Tries the fallback once, without elision.
+    /// Tries the fallback once, without elision. Fails if this thread holds the write lock
+    /// elided.
     #[inline]
     fn try_lock_shared(&self) -> bool {
+        if self.htm.available() && holds::conflicting_hold(self.lock.addr(), Mode::Shared) {
+            return false;
+        }
         if self.lock.try_lock_shared() {
             self.htm.fallback_acquired();
             true
@@ -197,7 +212,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_shared(&self) {
-        if self.htm.available() && holds::take(self.lock.addr()) {
+        if self.htm.available() && holds::take(self.lock.addr(), Mode::Shared) {
             engine::commit(&self.htm, &self.shared, 1);
         } else {
             // SAFETY: the caller holds a read lock and it was not elided, so it is held on
@@ -217,9 +232,12 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
         }
     }
 
-    /// Tries the fallback once, without elision.
+    /// Tries the fallback once, without elision. Fails if this thread holds the lock elided.
     #[inline]
     fn try_lock_exclusive(&self) -> bool {
+        if self.htm.available() && holds::conflicting_hold(self.lock.addr(), Mode::Exclusive) {
+            return false;
+        }
         if self.lock.try_lock_exclusive() {
             self.shared.add_owned(Stat::Fallback);
             self.htm.fallback_acquired();
@@ -231,7 +249,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        if self.htm.available() && holds::take(self.lock.addr()) {
+        if self.htm.available() && holds::take(self.lock.addr(), Mode::Exclusive) {
             engine::commit(&self.htm, &self.shared, 1);
         } else {
             // SAFETY: the caller holds the write lock and it was not elided.
