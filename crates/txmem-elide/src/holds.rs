@@ -135,7 +135,10 @@ mod tests {
         assert_eq!(held(8), Some(Exclusive));
         assert_eq!(held(16), Some(Shared));
         assert_eq!(held(24), None);
-        assert!(!take(16, Exclusive), "a shared hold is not an exclusive one");
+        assert!(
+            !take(16, Exclusive),
+            "a shared hold is not an exclusive one"
+        );
         assert!(take(16, Shared));
         assert!(!take(16, Shared));
         assert_eq!(held(16), None);
