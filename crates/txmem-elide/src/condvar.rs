@@ -118,6 +118,7 @@ fn notify(inner: &Arc<Inner>, all: bool) {
     if htm::in_transaction() {
         // Inside a transaction: the push is transactional too, so an abort discards it.
         DEFERRED.with(|d| d.borrow_mut().push((inner.clone(), all)));
+        crate::engine::note_deferred();
     } else {
         inner.deliver(all);
     }
@@ -130,6 +131,13 @@ pub fn flush_deferred() {
     if htm::in_transaction() {
         return;
     }
+    deliver_deferred();
+}
+
+/// [`flush_deferred`] for callers that know no transaction is running (the elided locks,
+/// right after an outermost commit that deferred a notification).
+#[cold]
+pub(crate) fn deliver_deferred() {
     loop {
         let batch = DEFERRED
             .try_with(|d| {

@@ -1,13 +1,19 @@
-//! The elision driver shared by every lock: per-thread policy state, the retry loop around
-//! `begin`, and the bookkeeping after a commit or a fallback acquisition.
+//! The elision driver shared by every lock: the per-thread context (policy state, records of
+//! elided holds, statistics), the retry loop around `begin`, and the bookkeeping after a
+//! commit or a fallback acquisition.
+//!
+//! Everything a thread keeps lives in one thread-local [`ThreadCtx`], so a lock operation
+//! reaches it with a single thread-local access: on real hardware the whole elided path costs
+//! little more than the `xbegin`/`xend` pair itself.
 
+use crate::holds::{Check, Holds, Mode};
 use crate::htm::{AbortStatus, Htm, LOCK_BUSY_CODE, REENTRY_CODE};
 use crate::policy::{
     CoarsenConfig, CoarsenEvent, CoarsenPolicy, RetryAction, RetryConfig, RetryEvent, RetryPolicy,
 };
-use crate::stats::{self, Counters, Stat};
+use crate::stats::{Counters, Stat, ThreadCounters};
 use crossbeam_utils::Backoff;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 #[derive(Copy, Clone)]
 struct ThreadPolicy {
@@ -15,13 +21,36 @@ struct ThreadPolicy {
     coarsen: CoarsenPolicy,
 }
 
+/// What one thread keeps for elision.
+pub(crate) struct ThreadCtx {
+    /// Updated in place (a `Cell` would copy the whole state in and out on every section).
+    policy: RefCell<ThreadPolicy>,
+    holds: Holds,
+    counters: ThreadCounters,
+    /// Set (inside the transaction) when a condition-variable notification was deferred, so
+    /// a commit looks at the queue only when there is something in it.
+    deferred: Cell<bool>,
+}
+
 thread_local! {
-    static POLICY: Cell<ThreadPolicy> = const {
-        Cell::new(ThreadPolicy {
-            retry: RetryPolicy::new(RetryConfig::DEFAULT),
-            coarsen: CoarsenPolicy::new(CoarsenConfig::DEFAULT),
-        })
+    static CTX: ThreadCtx = const {
+        ThreadCtx {
+            policy: RefCell::new(ThreadPolicy {
+                retry: RetryPolicy::new(RetryConfig::DEFAULT),
+                coarsen: CoarsenPolicy::new(CoarsenConfig::DEFAULT),
+            }),
+            holds: Holds::new(),
+            counters: ThreadCounters::new(),
+            deferred: Cell::new(false),
+        }
     };
+}
+
+/// Runs `f` with the calling thread's context; `None` once the thread is being torn down
+/// (its locks then skip elision).
+#[inline]
+fn with_ctx<R>(f: impl FnOnce(&ThreadCtx) -> R) -> Option<R> {
+    CTX.try_with(f).ok()
 }
 
 /// Replaces the calling thread's retry and coarsening policies with fresh ones using these
@@ -38,42 +67,37 @@ thread_local! {
 /// assert_eq!(txmem_elide::thread_policy().0.limit(), 3);
 /// ```
 pub fn configure_thread(retry: RetryConfig, coarsen: CoarsenConfig) {
-    POLICY.with(|p| {
-        p.set(ThreadPolicy {
+    with_ctx(|t| {
+        *t.policy.borrow_mut() = ThreadPolicy {
             retry: RetryPolicy::new(retry),
             coarsen: CoarsenPolicy::new(coarsen),
-        })
-    })
+        }
+    });
 }
 
 /// A copy of the calling thread's current retry and coarsening policy state.
 pub fn thread_policy() -> (RetryPolicy, CoarsenPolicy) {
-    let p = POLICY.with(Cell::get);
+    let p = with_ctx(|t| *t.policy.borrow()).unwrap_or(ThreadPolicy {
+        retry: RetryPolicy::new(RetryConfig::DEFAULT),
+        coarsen: CoarsenPolicy::new(CoarsenConfig::DEFAULT),
+    });
     (p.retry, p.coarsen)
-}
-
-#[inline]
-fn retry_event(e: RetryEvent) -> RetryAction {
-    POLICY.with(|p| {
-        let mut s = p.get();
-        let a = s.retry.on(e);
-        p.set(s);
-        a
-    })
-}
-
-#[inline]
-fn coarsen_event(e: CoarsenEvent) {
-    POLICY.with(|p| {
-        let mut s = p.get();
-        s.coarsen.on(e);
-        p.set(s);
-    })
 }
 
 /// The group size the coarsening policy currently asks for.
 pub(crate) fn coarsen_group_size() -> u32 {
-    POLICY.with(|p| p.get().coarsen.group_size())
+    with_ctx(|t| t.policy.borrow().coarsen.group_size()).unwrap_or(1)
+}
+
+/// The calling thread's statistics counters.
+pub(crate) fn thread_counters<R>(f: impl FnOnce(&ThreadCounters) -> R) -> Option<R> {
+    with_ctx(|t| f(&t.counters))
+}
+
+/// Notes that a notification was queued inside the running transaction (see
+/// [`ThreadCtx::deferred`]); rolled back with the transaction if it aborts.
+pub(crate) fn note_deferred() {
+    with_ctx(|t| t.deferred.set(true));
 }
 
 /// How a section was entered.
@@ -84,13 +108,6 @@ pub(crate) enum Path {
     /// The policy gave up on elision: the caller must now acquire the fallback lock
     /// (non-transactionally) and then call [`fallback_acquired`].
     Fallback,
-}
-
-fn record_abort(lock: &Counters, status: AbortStatus) -> RetryAction {
-    lock.add_shared(Stat::Abort(status));
-    stats::thread_add(Stat::Abort(status));
-    coarsen_event(CoarsenEvent::Aborted(status));
-    retry_event(RetryEvent::Abort(status))
 }
 
 /// Waits, outside any transaction, until `busy` turns false: spinning with backoff first,
@@ -107,60 +124,88 @@ pub(crate) fn wait_while_busy(busy: impl Fn() -> bool, park: impl Fn()) {
     }
 }
 
-/// Runs the retry policy for one section. `busy` reads the fallback lock's state inside the
-/// transaction (subscribing to it); `wait` blocks until it is free.
-///
-/// Inside an already running transaction the section nests flatly into it and never takes
-/// the fallback lock: if the lock is busy the whole enclosing transaction aborts.
+/// Enters a section of the lock at `addr` in `mode`: elided (true, with a record of the hold
+/// made inside the transaction, which `release` finds), or not (false: the caller must take
+/// the fallback lock and then call [`fallback_acquired`]). `busy` reads the fallback lock's
+/// state inside the transaction (subscribing to it); `wait` blocks until it is free.
+#[inline]
+pub(crate) fn enter<H: Htm>(
+    htm: &H,
+    lock: &Counters,
+    addr: usize,
+    mode: Mode,
+    busy: impl Fn() -> bool,
+    wait: impl Fn(),
+) -> bool {
+    with_ctx(|t| {
+        match t.holds.check(addr, mode) {
+            Check::Free => {}
+            Check::Full => return false,
+            Check::Conflict => reacquire_by_holder(htm),
+        }
+        match t.acquire(htm, lock, busy, wait) {
+            Path::Elided => {
+                // Inside the transaction: an abort erases the record with everything else.
+                let pushed = t.holds.try_push(addr, mode);
+                debug_assert!(pushed, "checked for room before beginning");
+                true
+            }
+            Path::Fallback => false,
+        }
+    })
+    .unwrap_or(false)
+}
+
+/// Ends a section of the lock at `addr` held in `mode`: if the thread holds it elided,
+/// commits (see [`commit`]) and returns true; false means the hold is on the fallback lock,
+/// which the caller must release.
+#[inline]
+pub(crate) fn release<H: Htm>(htm: &H, lock: &Counters, addr: usize, mode: Mode) -> bool {
+    with_ctx(|t| {
+        if !t.holds.take(addr, mode) {
+            return false;
+        }
+        t.commit(htm, lock, 1);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// True if the calling thread holds the lock at `addr` elided in a mode that excludes a
+/// `wanted` acquisition (for `try_lock`, which must then fail).
+#[inline]
+pub(crate) fn holds_conflicting(addr: usize, wanted: Mode) -> bool {
+    with_ctx(|t| t.holds.conflicting_hold(addr, wanted)).unwrap_or(false)
+}
+
+/// Runs the retry policy for one section without recording a hold (for [`crate::Batch`],
+/// which tracks its open transaction itself).
 pub(crate) fn acquire<H: Htm>(
     htm: &H,
     lock: &Counters,
     busy: impl Fn() -> bool,
     wait: impl Fn(),
 ) -> Path {
-    if htm.test() {
-        return match htm.begin() {
-            Ok(()) => {
-                if busy() {
-                    // Hardware never returns from this; the mock panics (it cannot roll
-                    // back an enclosing section).
-                    htm.abort(LOCK_BUSY_CODE);
-                    unreachable!("abort inside a nested section returned");
-                }
-                Path::Elided
-            }
-            // Only a backend without real nesting gets here: take the lock inside the
-            // enclosing transaction, which makes the acquisition part of it.
-            Err(_) => Path::Fallback,
-        };
+    with_ctx(|t| t.acquire(htm, lock, busy, wait)).unwrap_or(Path::Fallback)
+}
+
+/// Ends an elided section that covered `sections` critical sections (see
+/// [`ThreadCtx::commit`]).
+pub(crate) fn commit<H: Htm>(htm: &H, lock: &Counters, sections: u32) {
+    if with_ctx(|t| t.commit(htm, lock, sections)).is_none() {
+        // The thread is being torn down: no bookkeeping left to do, only the commit.
+        htm.end();
     }
-    let mut action = retry_event(RetryEvent::Start);
-    loop {
-        match action {
-            RetryAction::Attempt => {
-                lock.add_shared(Stat::Attempt);
-                stats::thread_add(Stat::Attempt);
-                // Everything written before this point (policy state, counters) is
-                // non-transactional and survives an abort; on hardware an abort anywhere in
-                // the section resumes inside `begin` with `Err`.
-                match htm.begin() {
-                    Ok(()) => {
-                        if !busy() {
-                            return Path::Elided;
-                        }
-                        let status = htm.abort(LOCK_BUSY_CODE);
-                        action = record_abort(lock, status);
-                    }
-                    Err(status) => action = record_abort(lock, status),
-                }
-            }
-            RetryAction::WaitThenAttempt => {
-                wait();
-                action = RetryAction::Attempt;
-            }
-            RetryAction::Fallback | RetryAction::Done => return Path::Fallback,
-        }
-    }
+}
+
+/// Bookkeeping after the caller acquired the fallback lock following [`Path::Fallback`]
+/// (the caller counts the acquisition in its per-lock statistics itself).
+pub(crate) fn fallback_acquired<H: Htm>(htm: &H) {
+    htm.fallback_acquired();
+    with_ctx(|t| {
+        t.policy.borrow_mut().retry.on(RetryEvent::FallbackAcquired);
+        t.counters.add(Stat::Fallback);
+    });
 }
 
 /// A thread asked for a lock it already holds elided, in a conflicting mode (a mutex
@@ -175,7 +220,7 @@ pub(crate) fn acquire<H: Htm>(
 /// the only safe thing left is to panic.
 #[cold]
 #[inline(never)]
-pub(crate) fn reacquire_by_holder<H: Htm>(htm: &H) -> ! {
+fn reacquire_by_holder<H: Htm>(htm: &H) -> ! {
     htm.abort(REENTRY_CODE);
     panic!(
         "txmem-elide: this thread already holds this lock in an elided section and asked for \
@@ -183,27 +228,95 @@ pub(crate) fn reacquire_by_holder<H: Htm>(htm: &H) -> ! {
     )
 }
 
-/// Bookkeeping after the caller acquired the fallback lock following [`Path::Fallback`]
-/// (the caller counts the acquisition in its per-lock statistics itself).
-pub(crate) fn fallback_acquired<H: Htm>(htm: &H) {
-    htm.fallback_acquired();
-    retry_event(RetryEvent::FallbackAcquired);
-    stats::thread_add(Stat::Fallback);
-}
+impl ThreadCtx {
+    /// Runs the retry policy for one section.
+    ///
+    /// Inside an already running transaction the section nests flatly into it and never
+    /// takes the fallback lock: if the lock is busy the whole enclosing transaction aborts.
+    #[inline]
+    fn acquire<H: Htm>(
+        &self,
+        htm: &H,
+        lock: &Counters,
+        busy: impl Fn() -> bool,
+        wait: impl Fn(),
+    ) -> Path {
+        if htm.test() {
+            return match htm.begin() {
+                Ok(()) => {
+                    if busy() {
+                        // Hardware never returns from this; the mock panics (it cannot roll
+                        // back an enclosing section).
+                        htm.abort(LOCK_BUSY_CODE);
+                        unreachable!("abort inside a nested section returned");
+                    }
+                    Path::Elided
+                }
+                // Only a backend without real nesting gets here: take the lock inside the
+                // enclosing transaction, which makes the acquisition part of it.
+                Err(_) => Path::Fallback,
+            };
+        }
+        let mut action = self.policy.borrow_mut().retry.on(RetryEvent::Start);
+        loop {
+            match action {
+                RetryAction::Attempt => {
+                    lock.add_per_lock(Stat::Attempt);
+                    self.counters.add(Stat::Attempt);
+                    // Everything written before this point (policy state, counters) is
+                    // non-transactional and survives an abort; on hardware an abort anywhere
+                    // in the section resumes inside `begin` with `Err`.
+                    match htm.begin() {
+                        Ok(()) => {
+                            if !busy() {
+                                return Path::Elided;
+                            }
+                            let status = htm.abort(LOCK_BUSY_CODE);
+                            action = self.aborted(lock, status);
+                        }
+                        Err(status) => action = self.aborted(lock, status),
+                    }
+                }
+                RetryAction::WaitThenAttempt => {
+                    wait();
+                    action = RetryAction::Attempt;
+                }
+                RetryAction::Fallback | RetryAction::Done => return Path::Fallback,
+            }
+        }
+    }
 
-/// Ends an elided section that covered `sections` critical sections. If this committed the
-/// outermost transaction, informs the policies, counts it and runs deferred notifications.
-pub(crate) fn commit<H: Htm>(htm: &H, lock: &Counters, sections: u32) {
-    htm.end();
-    if !htm.test() {
-        retry_event(RetryEvent::Commit);
-        coarsen_event(CoarsenEvent::Committed { sections });
-        lock.add_shared(Stat::Commit);
-        stats::thread_add(Stat::Commit);
+    #[cold]
+    fn aborted(&self, lock: &Counters, status: AbortStatus) -> RetryAction {
+        lock.add_shared(Stat::Abort(status));
+        self.counters.add(Stat::Abort(status));
+        let mut p = self.policy.borrow_mut();
+        p.coarsen.on(CoarsenEvent::Aborted(status));
+        p.retry.on(RetryEvent::Abort(status))
+    }
+
+    /// Ends an elided section that covered `sections` critical sections. If this committed
+    /// the outermost transaction, informs the policies, counts it and delivers deferred
+    /// notifications.
+    #[inline]
+    fn commit<H: Htm>(&self, htm: &H, lock: &Counters, sections: u32) {
+        htm.end();
+        if htm.test() {
+            return;
+        }
+        {
+            let mut p = self.policy.borrow_mut();
+            p.retry.on(RetryEvent::Commit);
+            p.coarsen.on(CoarsenEvent::Committed { sections });
+        }
+        lock.add_per_lock(Stat::Commit);
+        self.counters.add(Stat::Commit);
         if sections > 1 {
             lock.add_shared(Stat::Coarsened(sections as u64));
-            stats::thread_add(Stat::Coarsened(sections as u64));
+            self.counters.add(Stat::Coarsened(sections as u64));
         }
-        crate::condvar::flush_deferred();
+        if self.deferred.replace(false) {
+            crate::condvar::deliver_deferred();
+        }
     }
 }

@@ -40,8 +40,9 @@
 //! be deferred until after the section (as [`TxCondvar`] does for wake-ups).
 //!
 //! ```
-//! use txmem_elide::{ElidedMutex, ElisionStatsExt};
+//! use txmem_elide::{stats, ElidedMutex, ElisionStatsExt};
 //!
+//! stats::set_per_lock_counts(true); // off by default: see `stats`
 //! let counter = ElidedMutex::<u64>::new(0);
 //! std::thread::scope(|s| {
 //!     for _ in 0..2 {

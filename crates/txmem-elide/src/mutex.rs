@@ -1,7 +1,7 @@
 //! The elided mutex (XSync's XScope behind the `lock_api` interface).
 
-use crate::engine::{self, Path};
-use crate::holds::{self, Mode};
+use crate::engine;
+use crate::holds::Mode;
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats};
 use crossbeam_utils::CachePadded;
@@ -116,25 +116,16 @@ impl<H: Htm> RawElidedMutex<H> {
     /// for `unlock`) or holds the fallback.
     #[inline(never)]
     fn lock_elided(&self) {
-        if holds::conflicting_hold(self.addr(), Mode::Exclusive) {
-            engine::reacquire_by_holder(&self.htm);
-        }
-        if !holds::has_room() {
-            self.acquire_fallback_after_policy();
-            return;
-        }
-        match engine::acquire(
+        let elided = engine::enter(
             &self.htm,
             &self.shared,
+            self.addr(),
+            Mode::Exclusive,
             || self.word.lock.is_locked(),
             || self.wait_until_free(),
-        ) {
-            Path::Elided => {
-                // Inside the transaction: an abort erases the record with everything else.
-                let pushed = holds::try_push(self.addr(), Mode::Exclusive);
-                debug_assert!(pushed, "checked for room before beginning");
-            }
-            Path::Fallback => self.acquire_fallback_after_policy(),
+        );
+        if !elided {
+            self.acquire_fallback_after_policy();
         }
     }
 
@@ -202,7 +193,7 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
     /// lock, elided or not.
     #[inline]
     fn try_lock(&self) -> bool {
-        if self.htm.available() && holds::conflicting_hold(self.addr(), Mode::Exclusive) {
+        if self.htm.available() && engine::holds_conflicting(self.addr(), Mode::Exclusive) {
             return false;
         }
         if self.word.lock.try_lock() {
@@ -216,9 +207,9 @@ unsafe impl<H: Htm> lock_api::RawMutex for RawElidedMutex<H> {
 
     #[inline]
     unsafe fn unlock(&self) {
-        if self.htm.available() && holds::take(self.addr(), Mode::Exclusive) {
-            self.commit(1);
-        } else {
+        let committed = self.htm.available()
+            && engine::release(&self.htm, &self.shared, self.addr(), Mode::Exclusive);
+        if !committed {
             // SAFETY: the caller holds the lock and there is no elided record for it (see the
             // impl comment), so this thread holds the fallback lock.
             unsafe { self.word.lock.unlock() }

@@ -7,15 +7,18 @@
 //!
 //! Costs: per-thread counters are written only by their owner (a plain load and store, no
 //! atomic read-modify-write). Per-lock fallback acquisitions of exclusive locks are counted
-//! while the lock is held, which also needs no read-modify-write. Per-lock elided commits and
-//! aborts use one relaxed `fetch_add` on a cache line that no transaction reads. Read-side
-//! acquisitions of the reader-writer lock's biased fast path are not counted per lock (that
-//! would put a shared write back on the path the bias exists to keep private).
+//! while the lock is held, which also needs no read-modify-write. Per-lock aborts and
+//! coarsened groups use one relaxed `fetch_add` on a cache line that no transaction reads
+//! (they are rare, and an abort costs far more). Per-lock attempts and elided commits, the
+//! counts every section would pay for, are kept only while [`set_per_lock_counts`] is on.
+//! Read-side acquisitions of the reader-writer lock's biased fast path are not counted per
+//! lock (that would put a shared write back on the path the bias exists to keep private).
 
 use crate::htm::{AbortCause, AbortStatus};
 use crossbeam_utils::CachePadded;
+use std::cell::OnceCell;
 use std::ops::Add;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Aborts broken down by cause.
@@ -60,9 +63,10 @@ impl Add for AbortCounts {
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ElisionStats {
     /// Hardware transactions started for sections (outermost begins that succeeded or
-    /// failed).
+    /// failed). Per lock, counted only while [`set_per_lock_counts`] is on.
     pub attempts: u64,
-    /// Sections (or coarsened groups) that committed in hardware.
+    /// Sections (or coarsened groups) that committed in hardware. Per lock, counted only
+    /// while [`set_per_lock_counts`] is on.
     pub elided_commits: u64,
     /// Aborts by cause.
     pub aborts: AbortCounts,
@@ -133,6 +137,7 @@ impl Counters {
         }
     }
 
+    #[inline]
     fn cell(&self, s: Stat) -> (&AtomicU64, u64) {
         match s {
             Stat::Attempt => (&self.attempts, 1),
@@ -148,6 +153,15 @@ impl Counters {
     pub(crate) fn add_shared(&self, s: Stat) {
         let (c, n) = self.cell(s);
         c.fetch_add(n, Relaxed);
+    }
+
+    /// Adds with an atomic read-modify-write if per-lock counting of attempts and commits is
+    /// on (see [`set_per_lock_counts`]).
+    #[inline]
+    pub(crate) fn add_per_lock(&self, s: Stat) {
+        if PER_LOCK.load(Relaxed) {
+            self.add_shared(s);
+        }
     }
 
     /// Adds with a plain load and store: only correct while the caller is the only writer of
@@ -178,6 +192,35 @@ impl Counters {
             bias_revocations: 0,
         }
     }
+}
+
+static PER_LOCK: AtomicBool = AtomicBool::new(false);
+
+/// Turns per-lock counting of attempts and elided commits on or off (off by default).
+///
+/// Counting them means an atomic add on a line shared by every thread that uses the lock, at
+/// each section's start and commit: on real hardware that costs about as much as the elided
+/// section itself, and under concurrency the line bounces between cores, which is the very
+/// traffic elision exists to avoid. Per-thread counts ([`thread`], [`global`]) are always
+/// kept (each thread writes its own line), and so are the per-lock counts of the rare
+/// events: aborts by cause, fallback acquisitions, coarsened sections and bias revocations.
+///
+/// ```
+/// use txmem_elide::{stats, ElidedMutex, ElisionStatsExt};
+///
+/// stats::set_per_lock_counts(true);
+/// let m = ElidedMutex::<u32>::new(0);
+/// *m.lock() += 1;
+/// let s = m.elision_stats();
+/// assert_eq!(s.elided_commits + s.fallback_acquisitions, 1);
+/// ```
+pub fn set_per_lock_counts(on: bool) {
+    PER_LOCK.store(on, Relaxed);
+}
+
+/// Whether per-lock counting of attempts and elided commits is on.
+pub fn per_lock_counts() -> bool {
+    PER_LOCK.load(Relaxed)
 }
 
 struct Registry {
@@ -222,19 +265,29 @@ impl Drop for Local {
     }
 }
 
-thread_local! {
-    static LOCAL: Local = Local::register();
-}
+/// One thread's counters, registered in the global list on first use (kept in the elision
+/// engine's thread context).
+pub(crate) struct ThreadCounters(OnceCell<Local>);
 
-/// Bumps a counter of the calling thread (no-op while the thread is being torn down).
-#[inline]
-pub(crate) fn thread_add(s: Stat) {
-    let _ = LOCAL.try_with(|l| l.0.add_owned(s));
+impl ThreadCounters {
+    pub(crate) const fn new() -> Self {
+        ThreadCounters(OnceCell::new())
+    }
+
+    /// Bumps a counter (the owning thread is the only writer).
+    #[inline]
+    pub(crate) fn add(&self, s: Stat) {
+        self.0.get_or_init(Local::register).0.add_owned(s);
+    }
+
+    fn snapshot(&self) -> ElisionStats {
+        self.0.get().map(|l| l.0.snapshot()).unwrap_or_default()
+    }
 }
 
 /// The calling thread's statistics.
 pub fn thread() -> ElisionStats {
-    LOCAL.try_with(|l| l.0.snapshot()).unwrap_or_default()
+    crate::engine::thread_counters(ThreadCounters::snapshot).unwrap_or_default()
 }
 
 /// The sum over all threads, including threads that have exited.
@@ -277,8 +330,10 @@ mod tests {
     fn exited_threads_are_kept_in_global() {
         let before = global().fallback_acquisitions;
         std::thread::spawn(|| {
-            thread_add(Stat::Fallback);
-            thread_add(Stat::Fallback);
+            crate::engine::thread_counters(|c| {
+                c.add(Stat::Fallback);
+                c.add(Stat::Fallback);
+            });
             assert_eq!(thread().fallback_acquisitions, 2);
         })
         .join()

@@ -13,6 +13,7 @@ type Mutex<T> = lock_api::Mutex<RawElidedMutex<MockHtm>, T>;
 type RwLock<T> = lock_api::RwLock<RawElidedRwLock<MockHtm>, T>;
 
 fn setup(max_attempts: u32, script: MockScript) {
+    stats::set_per_lock_counts(true);
     configure_thread(
         RetryConfig {
             max_attempts,

@@ -16,6 +16,8 @@ fn rtm_usable(test: &str) -> bool {
         eprintln!("{test}: skipped, RTM is not usable here ({:?})", d.verdict);
         return false;
     }
+    // The tests read per-lock attempts and commits.
+    txmem_elide::stats::set_per_lock_counts(true);
     true
 }
 

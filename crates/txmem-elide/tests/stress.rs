@@ -11,6 +11,7 @@ use txmem_elide::{
 };
 
 fn mutex_counters<H: Htm>(threads: usize, iters: u64) {
+    txmem_elide::stats::set_per_lock_counts(true);
     // Two counters that a torn section would let drift apart.
     let m = Arc::new(ElidedMutex::<(u64, u64), H>::new((0, 0)));
     let handles: Vec<_> = (0..threads)

@@ -111,6 +111,7 @@ impl CoarsenPolicy {
     }
 
     /// Feeds one event and returns the group size for the next transaction.
+    #[inline]
     pub fn on(&mut self, event: CoarsenEvent) -> u32 {
         match event {
             CoarsenEvent::Committed { sections } => {

@@ -165,6 +165,7 @@ impl RetryPolicy {
     /// A `Start` inside a section abandons the old section (as after a panic) and starts a
     /// new one. Other events outside a section, and `Abort` after a `Fallback` decision, are
     /// ignored and answered with `Done` / `Fallback` respectively.
+    #[inline]
     pub fn on(&mut self, event: RetryEvent) -> RetryAction {
         match event {
             RetryEvent::Start => {

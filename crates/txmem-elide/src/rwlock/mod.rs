@@ -4,8 +4,8 @@ mod biased;
 
 pub use biased::{BiasedRwLock, RawBiasedRwLock, READER_SLOTS, RESTORE_AFTER_READS};
 
-use crate::engine::{self, Path};
-use crate::holds::{self, Mode};
+use crate::engine;
+use crate::holds::Mode;
 use crate::htm::{DefaultHtm, Htm};
 use crate::stats::{Counters, ElisionStats, Stat};
 use crossbeam_utils::CachePadded;
@@ -135,19 +135,8 @@ impl<H: Htm> RawElidedRwLock<H> {
         wait: impl Fn(),
         take_fallback: impl FnOnce(),
     ) {
-        if holds::conflicting_hold(self.lock.addr(), mode) {
-            engine::reacquire_by_holder(&self.htm);
-        }
-        if holds::has_room() {
-            match engine::acquire(&self.htm, &self.shared, busy, wait) {
-                Path::Elided => {
-                    // Inside the transaction: rolled back with it on abort.
-                    let pushed = holds::try_push(self.lock.addr(), mode);
-                    debug_assert!(pushed, "checked for room before beginning");
-                    return;
-                }
-                Path::Fallback => {}
-            }
+        if engine::enter(&self.htm, &self.shared, self.lock.addr(), mode, busy, wait) {
+            return;
         }
         take_fallback();
         self.shared.add_shared(Stat::Fallback);
@@ -199,7 +188,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
     /// elided.
     #[inline]
     fn try_lock_shared(&self) -> bool {
-        if self.htm.available() && holds::conflicting_hold(self.lock.addr(), Mode::Shared) {
+        if self.htm.available() && engine::holds_conflicting(self.lock.addr(), Mode::Shared) {
             return false;
         }
         if self.lock.try_lock_shared() {
@@ -212,9 +201,9 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_shared(&self) {
-        if self.htm.available() && holds::take(self.lock.addr(), Mode::Shared) {
-            engine::commit(&self.htm, &self.shared, 1);
-        } else {
+        let committed = self.htm.available()
+            && engine::release(&self.htm, &self.shared, self.lock.addr(), Mode::Shared);
+        if !committed {
             // SAFETY: the caller holds a read lock and it was not elided, so it is held on
             // the biased fallback.
             unsafe { self.lock.unlock_shared() }
@@ -235,7 +224,7 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
     /// Tries the fallback once, without elision. Fails if this thread holds the lock elided.
     #[inline]
     fn try_lock_exclusive(&self) -> bool {
-        if self.htm.available() && holds::conflicting_hold(self.lock.addr(), Mode::Exclusive) {
+        if self.htm.available() && engine::holds_conflicting(self.lock.addr(), Mode::Exclusive) {
             return false;
         }
         if self.lock.try_lock_exclusive() {
@@ -249,9 +238,9 @@ unsafe impl<H: Htm> lock_api::RawRwLock for RawElidedRwLock<H> {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        if self.htm.available() && holds::take(self.lock.addr(), Mode::Exclusive) {
-            engine::commit(&self.htm, &self.shared, 1);
-        } else {
+        let committed = self.htm.available()
+            && engine::release(&self.htm, &self.shared, self.lock.addr(), Mode::Exclusive);
+        if !committed {
             // SAFETY: the caller holds the write lock and it was not elided.
             unsafe { self.lock.unlock_exclusive() }
         }
