@@ -1,7 +1,8 @@
 //! One `TBox` increment per transaction in a loop; prints ns per transaction.
 //! Used for profiling and for instruction counts under callgrind:
-//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update]`
-//! (`update`: the increment as a single-operation transaction, `TBox::update`)
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty]`
+//! (`update`: the increment as a single-operation transaction, `TBox::update`;
+//! `empty`: a transaction that touches nothing, the runtime's fixed cost)
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args
@@ -17,12 +18,15 @@ fn main() {
     }
     let read_only = args.iter().any(|a| a == "read");
     let single = args.iter().any(|a| a == "update");
+    let empty = args.iter().any(|a| a == "empty");
     let b = txmem::TBox::new(0u64);
     let t = std::time::Instant::now();
     let mut sum = 0;
     for _ in 0..n {
         if single {
             b.update(|v| v + 1);
+        } else if empty {
+            opts.run(|_| Ok(()));
         } else if read_only {
             sum += opts.run(|tx| b.get(tx));
         } else {

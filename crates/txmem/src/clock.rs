@@ -91,6 +91,13 @@ pub(crate) fn open(gate: u64) {
     CLOCK.fetch_and(!gate, Ordering::SeqCst);
 }
 
+/// Waits until `gate` is open and returns the clock word then.
+#[cold]
+pub(crate) fn wait_open_then_now(gate: u64) -> ClockWord {
+    wait_open(gate);
+    now()
+}
+
 /// Waits (spinning, then yielding) until `gate` is open.
 pub(crate) fn wait_open(gate: u64) {
     let backoff = crossbeam_utils::Backoff::new();

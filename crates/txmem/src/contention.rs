@@ -145,7 +145,7 @@ impl ContentionPolicy {
         }
     }
 
-    fn uses_priority(&self) -> bool {
+    pub(crate) fn uses_priority(&self) -> bool {
         matches!(self, ContentionPolicy::Karma | ContentionPolicy::Timestamp)
     }
 }
@@ -221,27 +221,16 @@ impl Contention {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Before an attempt begins: honour the hourglass. Returns the clock
-    /// word to begin with (`word`, or a fresh one after waiting).
+    /// Before a writer of a priority policy locks its write set: defer
+    /// (bounded) to a higher published priority. `cm` is the transaction's
+    /// state, `None` before its first abort (priority 0).
     #[inline]
-    pub fn before_begin(&self, word: clock::ClockWord) -> clock::ClockWord {
-        if word.has(HOURGLASS) && !self.holds_hourglass {
-            clock::wait_open(HOURGLASS);
-            return clock::now();
-        }
-        word
-    }
-
-    /// Before a writer locks its write set: defer to a higher priority.
-    #[inline]
-    pub fn before_lock(&self, policy: &ContentionPolicy) {
-        if !policy.uses_priority() {
-            return;
-        }
+    pub fn defer_to_priority(cm: Option<&Contention>) {
+        let own = cm.map_or(0, |c| c.priority);
         let mut spins = 0;
         while spins < PRIORITY_WAIT_SPINS {
             let floor = PRIORITY_FLOOR.load(Ordering::Relaxed);
-            if floor == 0 || floor <= self.priority {
+            if floor == 0 || floor <= own {
                 return;
             }
             std::hint::spin_loop();

@@ -54,16 +54,9 @@ pub(crate) struct ThreadStats {
 
 impl ThreadStats {
     /// Counts one commit of a transaction with `reads` read and `writes`
-    /// written items (`items` in all) after `consecutive` aborts.
+    /// written items (`items` in all).
     #[inline]
-    pub fn record_commit(
-        &self,
-        reads: usize,
-        writes: usize,
-        items: usize,
-        consecutive: u32,
-        irrevocable: bool,
-    ) {
+    pub fn record_commit(&self, reads: usize, writes: usize, items: usize) {
         if writes == 0 {
             self.read_only_commits.add(1);
         } else {
@@ -72,13 +65,12 @@ impl ThreadStats {
         }
         self.read_items.add(reads as u64);
         self.max_items.max(items as u64);
-        if consecutive != 0 || irrevocable {
-            self.record_hard_commit(consecutive, irrevocable);
-        }
     }
 
+    /// The extra counts of a commit that came after aborts or ran
+    /// irrevocably.
     #[cold]
-    fn record_hard_commit(&self, consecutive: u32, irrevocable: bool) {
+    pub fn record_hard_commit(&self, consecutive: u32, irrevocable: bool) {
         self.max_consecutive_aborts.max(consecutive as u64);
         if irrevocable {
             self.irrevocable_commits.add(1);

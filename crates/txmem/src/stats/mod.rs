@@ -23,7 +23,7 @@ pub use counters::Stats;
 pub use sites::{SiteProfile, SiteStats};
 
 pub(crate) use counters::{register as register_thread, retire as retire_thread, ThreadStats};
-pub(crate) use sites::{SiteRow, SiteTable};
+pub(crate) use sites::{SiteCounters, SiteTable};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

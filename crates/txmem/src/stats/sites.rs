@@ -14,11 +14,29 @@ use crate::error::AbortCause;
 /// Call sites tracked per thread; further sites share one overflow row.
 const SITES_PER_THREAD: usize = 64;
 
+/// The counters of one call site in one thread's table.
 #[derive(Default, Debug)]
-struct SiteCounters {
+pub(crate) struct SiteCounters {
     commits: Counter,
     aborts: [Counter; AbortCause::COUNT],
     serialized: Counter,
+}
+
+impl SiteCounters {
+    #[inline]
+    pub fn commit(&self) {
+        self.commits.add(1);
+    }
+
+    #[inline]
+    pub fn abort(&self, cause: AbortCause) {
+        self.aborts[cause.index()].add(1);
+    }
+
+    #[inline]
+    pub fn serialized(&self) {
+        self.serialized.add(1);
+    }
 }
 
 /// One thread's table of call sites, filled by that thread only.
@@ -26,15 +44,6 @@ pub(crate) struct SiteTable {
     keys: [AtomicPtr<Location<'static>>; SITES_PER_THREAD],
     rows: [SiteCounters; SITES_PER_THREAD],
     overflow: SiteCounters,
-}
-
-/// A handle to one row of a thread's site table.
-#[derive(Clone, Copy)]
-pub(crate) struct SiteRow(usize);
-
-impl SiteRow {
-    /// The shared row for sites beyond the table's capacity.
-    pub const OVERFLOW: SiteRow = SiteRow(SITES_PER_THREAD);
 }
 
 static TABLES: Mutex<Vec<Arc<SiteTable>>> = Mutex::new(Vec::new());
@@ -53,43 +62,23 @@ impl SiteTable {
         t
     }
 
-    /// Finds or creates the row for `site` (open addressing on the pointer).
-    #[inline]
-    pub fn row(&self, site: &'static Location<'static>) -> SiteRow {
+    /// Finds or creates the row for `site` (open addressing on the pointer);
+    /// sites beyond the table's capacity share one overflow row.
+    pub fn row(&self, site: &'static Location<'static>) -> &SiteCounters {
         let key = site as *const Location<'static> as *mut Location<'static>;
         let start = ((key as usize) >> 4).wrapping_mul(0x9E37_79B9) % SITES_PER_THREAD;
         for i in 0..SITES_PER_THREAD {
             let idx = (start + i) % SITES_PER_THREAD;
             let cur = self.keys[idx].load(Ordering::Relaxed);
             if cur == key {
-                return SiteRow(idx);
+                return &self.rows[idx];
             }
             if cur.is_null() {
                 self.keys[idx].store(key, Ordering::Release);
-                return SiteRow(idx);
+                return &self.rows[idx];
             }
         }
-        SiteRow(SITES_PER_THREAD)
-    }
-
-    #[inline]
-    fn counters(&self, row: SiteRow) -> &SiteCounters {
-        self.rows.get(row.0).unwrap_or(&self.overflow)
-    }
-
-    #[inline]
-    pub fn commit(&self, row: SiteRow) {
-        self.counters(row).commits.add(1);
-    }
-
-    #[inline]
-    pub fn abort(&self, row: SiteRow, cause: AbortCause) {
-        self.counters(row).aborts[cause.index()].add(1);
-    }
-
-    #[inline]
-    pub fn serialized(&self, row: SiteRow) {
-        self.counters(row).serialized.add(1);
+        &self.overflow
     }
 }
 

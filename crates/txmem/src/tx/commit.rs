@@ -20,19 +20,17 @@ impl TxState {
     /// every lock taken has been released; the items stay for the caller's
     /// blocking wait or cleanup.
     #[inline]
-    pub(crate) fn commit(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
+    pub(crate) fn commit(&mut self) -> Result<Committed, AbortCause> {
         if !self.mutated {
             // No item was handed out for mutation: nothing to lock or install.
             return self.commit_read_only(self.items.len());
         }
-        self.commit_writes(before_lock)
+        self.commit_writes()
     }
 
     /// The full protocol, for transactions that may have written.
     #[inline(never)]
-    fn commit_writes(&mut self, before_lock: impl FnOnce()) -> Result<Committed, AbortCause> {
-        // The contention policy's hook runs once, before the first lock.
-        before_lock();
+    fn commit_writes(&mut self) -> Result<Committed, AbortCause> {
         let irrevocable = self.irrevocable.is_some();
 
         // Phase 1: lock the write set (bounded spinning keeps it

@@ -46,8 +46,10 @@ pub(crate) struct TxState {
     /// True once `item_mut` handed out an item: until then the transaction
     /// holds no write and no item needs cleanup (the read-only fast path).
     pub(crate) mutated: bool,
-    /// Item count past which `index` is used (read at begin).
-    cutoff: usize,
+    /// True once the attempt used anything rare that `finish` must undo: the
+    /// item index, a savepoint, a handler, irrevocability. One flag, so that
+    /// an ordinary attempt ends with one test.
+    rare: bool,
     /// Snapshot bound for TL2 opacity.
     start: u64,
     pub(crate) opacity: Opacity,
@@ -70,7 +72,7 @@ impl TxState {
             index: ItemIndex::new(),
             indexed: false,
             mutated: false,
-            cutoff: index::HASH_CUTOFF,
+            rare: false,
             start: 0,
             opacity: Opacity::Tl2,
             irrevocable: None,
@@ -97,7 +99,7 @@ impl TxState {
         move |p| (items[p].object_addr(), items[p].key())
     }
 
-    #[inline]
+    #[inline(always)]
     fn find(&self, addr: usize, key: u64) -> Option<usize> {
         if self.indexed {
             self.index.find(addr, key, Self::key_of(&self.items))
@@ -108,20 +110,57 @@ impl TxState {
         }
     }
 
-    #[inline]
+    /// The position of the item for (`object`, `key`), created if missing.
+    ///
+    /// The common case, a small unindexed set with room to grow, is a short
+    /// scan and a push; creating the index, growing the vector and indexed
+    /// lookups are out of line.
+    #[inline(always)]
     fn find_or_insert(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        if self.indexed {
+            return self.find_or_insert_indexed(object, key);
+        }
         let addr = object.as_ptr() as *const () as usize;
-        if let Some(p) = self.find(addr, key) {
+        if let Some(p) = self
+            .items
+            .iter()
+            .position(|it| it.object_addr() == addr && it.key() == key)
+        {
+            return p;
+        }
+        let pos = self.items.len();
+        if pos == self.items.capacity() || pos >= index::item_index_cutoff() {
+            return self.insert_slow(object, key);
+        }
+        self.items.push(Item::new(object, key));
+        pos
+    }
+
+    /// [`find_or_insert`](Self::find_or_insert) once the items are indexed.
+    #[inline(never)]
+    fn find_or_insert_indexed(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        let addr = object.as_ptr() as *const () as usize;
+        if let Some(p) = self.index.find(addr, key, Self::key_of(&self.items)) {
             return p;
         }
         let pos = self.items.len();
         self.items.push(Item::new(object, key));
-        if self.indexed {
-            self.index.insert(addr, key, pos, Self::key_of(&self.items));
-        } else if self.items.len() > self.cutoff {
+        self.index.insert(addr, key, pos, Self::key_of(&self.items));
+        pos
+    }
+
+    /// Appends a new item when the vector must grow or the set crosses the
+    /// index cutoff (then indexes it).
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        let pos = self.items.len();
+        self.items.push(Item::new(object, key));
+        if self.items.len() > index::item_index_cutoff() {
             self.index
                 .build(self.items.len(), Self::key_of(&self.items));
             self.indexed = true;
+            self.rare = true;
         }
         pos
     }
@@ -139,21 +178,25 @@ impl TxState {
     }
 
     /// Prepares an attempt: clock snapshot, gates, irrevocability.
-    /// `now`: the clock as the caller just read it; `irrevocable`: run this
-    /// attempt irrevocably; `requested`: because the program asked (not
-    /// because the runtime serialized a starving one).
+    /// `irrevocable`: run this attempt irrevocably; `requested`: because the
+    /// program asked (not because the runtime serialized a starving one);
+    /// `holds_hourglass`: this transaction holds the hourglass, so it does not
+    /// wait for it.
     #[inline]
     pub(crate) fn begin(
         &mut self,
-        now: clock::ClockWord,
         opacity: Opacity,
         irrevocable: bool,
         requested: bool,
+        holds_hourglass: bool,
     ) {
+        let mut now = clock::now();
+        if now.has(clock::HOURGLASS) && !holds_hourglass {
+            now = clock::wait_open_then_now(clock::HOURGLASS);
+        }
         self.opacity = opacity;
         self.wants_irrevocable = false;
         self.user_irrevocable = requested;
-        self.cutoff = index::item_index_cutoff();
         self.start = now.time();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();
@@ -180,6 +223,7 @@ impl TxState {
             "txmem: the irrevocable gate is only closed by the token holder"
         );
         self.irrevocable = Some(token);
+        self.rare = true;
     }
 
     /// Ends an attempt: drops items (running cleanups), releases the guard
@@ -202,13 +246,7 @@ impl TxState {
         if self.guard.get().is_some() {
             self.unpin();
         }
-        // Everything else is rare; test it all with one branch.
-        let extras = self.indexed
-            | !self.savepoints.is_empty()
-            | self.irrevocable.is_some()
-            | !self.on_commit.is_empty()
-            | !self.on_abort.is_empty();
-        if extras {
+        if self.rare {
             self.finish_extras(committed)
         } else {
             None
@@ -222,6 +260,7 @@ impl TxState {
 
     #[cold]
     fn finish_extras(&mut self, committed: bool) -> Option<Vec<Handler>> {
+        self.rare = false;
         if self.indexed {
             self.index.clear();
             self.indexed = false;
@@ -288,7 +327,7 @@ impl<'env> Transaction<'env> {
     /// Returns the item for (`object`, `key`), creating it if the
     /// transaction has not touched that subobject yet. There is exactly one
     /// item per (object, key).
-    #[inline]
+    #[inline(always)]
     pub fn item<O: TObject + 'env>(&mut self, object: &'env O, key: u64) -> ItemId {
         let dynref: &'env (dyn TObject + 'env) = object;
         // SAFETY: only the lifetime bound of the trait object is erased; the
@@ -311,13 +350,13 @@ impl<'env> Transaction<'env> {
     }
 
     /// The item behind `id`.
-    #[inline]
+    #[inline(always)]
     pub fn item_ref(&self, id: ItemId) -> &Item {
         &self.st.items[id.0]
     }
 
     /// The item behind `id`, mutably.
-    #[inline]
+    #[inline(always)]
     pub fn item_mut(&mut self, id: ItemId) -> &mut Item {
         self.st.mutated = true;
         if !self.st.savepoints.is_empty() {
@@ -333,7 +372,7 @@ impl<'env> Transaction<'env> {
     /// [`AbortCause::LockBusy`]), records the read in item `id`, and applies
     /// the transaction's opacity check. A second read of the same item must
     /// see the same version, or the attempt aborts.
-    #[inline]
+    #[inline(always)]
     pub fn observe<R>(
         &mut self,
         id: ItemId,
@@ -370,7 +409,7 @@ impl<'env> Transaction<'env> {
     /// Records a read of item `id` at a version word the caller obtained
     /// itself (for objects with their own read protocol), with the same
     /// repeated-read and opacity checks as [`observe`](Self::observe).
-    #[inline]
+    #[inline(always)]
     pub fn record_read(&mut self, id: ItemId, word: u64) -> TxResult<()> {
         let item = &mut self.st.items[id.0];
         if item.is_read() {
@@ -499,12 +538,14 @@ impl<'env> Transaction<'env> {
     /// locks are released). Use it for I/O and wake-ups that must not happen
     /// if the transaction aborts.
     pub fn on_commit(&mut self, f: impl FnOnce() + 'env) {
+        self.st.rare = true;
         self.st.on_commit.push(erase_handler(Box::new(f)));
     }
 
     /// Registers `f` to run once if this attempt aborts (after the abort is
     /// final; the transaction is then retried and may register it again).
     pub fn on_abort(&mut self, f: impl FnOnce() + 'env) {
+        self.st.rare = true;
         self.st.on_abort.push(erase_handler(Box::new(f)));
     }
 

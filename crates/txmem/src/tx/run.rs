@@ -11,7 +11,7 @@ use crate::clock::{self, IRREVOCABLE};
 use crate::contention::Contention;
 use crate::error::{AbortCause, TxError, TxResult};
 use crate::options::{self, Opacity, TxOptions};
-use crate::stats::{self, SiteRow, SiteTable, ThreadStats};
+use crate::stats::{self, SiteCounters, SiteTable, ThreadStats};
 use crate::wait;
 
 /// Everything a thread keeps between transactions. Built in a `const`
@@ -22,8 +22,11 @@ struct ThreadContext {
     active: Cell<bool>,
     /// Registered with the statistics on the first counted transaction.
     counters: OnceCell<Counters>,
-    /// This thread's copy of the runtime-wide defaults and their generation.
-    defaults: Cell<(u64, TxOptions)>,
+    /// This thread's copy of the runtime-wide defaults, the mode bits taken
+    /// from them, and the generation they were copied at.
+    defaults: Cell<TxOptions>,
+    default_mode: Cell<Mode>,
+    defaults_generation: Cell<u64>,
     /// Seeds the contention manager's random backoff (see `next_seed`).
     seed: Cell<u64>,
 }
@@ -33,7 +36,15 @@ struct Counters {
     stats: Arc<CachePadded<ThreadStats>>,
     sites: Arc<SiteTable>,
     /// The last call site and its row in `sites` (most loops call one site).
-    last_site: Cell<(*const Location<'static>, SiteRow)>,
+    last_site: Cell<(*const Location<'static>, *const SiteCounters)>,
+}
+
+/// Where one `atomically` call records its outcomes: the thread's counters
+/// and its call site's row.
+#[derive(Clone, Copy)]
+struct Recorder<'a> {
+    stats: &'a ThreadStats,
+    site: &'a SiteCounters,
 }
 
 impl ThreadContext {
@@ -42,23 +53,42 @@ impl ThreadContext {
             state: UnsafeCell::new(TxState::new()),
             active: Cell::new(false),
             counters: OnceCell::new(),
+            defaults: Cell::new(TxOptions::BUILT_IN),
+            default_mode: Cell::new(Mode {
+                opacity: TxOptions::BUILT_IN.opacity,
+                irrevocable: TxOptions::BUILT_IN.irrevocable,
+                priority: false,
+            }),
             // A generation no real one equals: the first use fetches them.
-            defaults: Cell::new((u64::MAX, TxOptions::BUILT_IN)),
+            defaults_generation: Cell::new(u64::MAX),
             seed: Cell::new(0),
         }
     }
 
-    /// The runtime-wide defaults, refreshed if they changed since last use.
+    /// The mode bits of the runtime-wide defaults, refreshed if the defaults
+    /// changed since last use.
     #[inline]
-    fn current_defaults(&self) -> TxOptions {
-        let generation = options::defaults_generation();
-        let (cached_generation, cached) = self.defaults.get();
-        if cached_generation == generation {
-            return cached;
+    fn default_mode(&self) -> Mode {
+        if self.defaults_generation.get() != options::defaults_generation() {
+            self.refresh_defaults();
         }
+        self.default_mode.get()
+    }
+
+    /// The runtime-wide defaults (as of the last [`default_mode`](Self::default_mode)).
+    fn default_options(&self) -> TxOptions {
+        self.defaults.get()
+    }
+
+    #[cold]
+    fn refresh_defaults(&self) {
+        // Read the generation first: a change racing with this refresh
+        // bumps it again, so the next call refreshes once more.
+        let generation = options::defaults_generation();
         let fresh = TxOptions::current_defaults();
-        self.defaults.set((generation, fresh));
-        fresh
+        self.defaults.set(fresh);
+        self.default_mode.set(Mode::of(&fresh));
+        self.defaults_generation.set(generation);
     }
 
     /// This thread's context. Fetched by a small inlined accessor (rather
@@ -73,13 +103,17 @@ impl ThreadContext {
         unsafe { &*ctx }
     }
 
+    /// This thread's statistics counters, or `None` while statistics are off.
     #[inline]
-    fn counters(&self) -> &Counters {
-        self.counters.get_or_init(|| Counters {
+    fn counters(&self) -> Option<&Counters> {
+        if !stats::enabled() {
+            return None;
+        }
+        Some(self.counters.get_or_init(|| Counters {
             stats: stats::register_thread(),
             sites: SiteTable::register(),
-            last_site: Cell::new((std::ptr::null(), SiteRow::OVERFLOW)),
-        })
+            last_site: Cell::new((std::ptr::null(), std::ptr::null())),
+        }))
     }
 
     /// A fresh seed for a contention manager: a Weyl sequence started from
@@ -97,15 +131,23 @@ impl ThreadContext {
 }
 
 impl Counters {
+    /// The recorder for a call at `site`.
     #[inline]
-    fn site_row(&self, site: &'static Location<'static>) -> SiteRow {
+    fn recorder(&self, site: &'static Location<'static>) -> Recorder<'_> {
         let (last, row) = self.last_site.get();
-        if std::ptr::eq(last, site) {
-            return row;
+        let row = if std::ptr::eq(last, site) {
+            row
+        } else {
+            let row: *const SiteCounters = self.sites.row(site);
+            self.last_site.set((site, row));
+            row
+        };
+        Recorder {
+            stats: &self.stats,
+            // SAFETY: `row` points into `self.sites`, which this `Counters`
+            // keeps alive (rows never move: the table is a fixed array).
+            site: unsafe { &*row },
         }
-        let row = self.sites.row(site);
-        self.last_site.set((site, row));
-        row
     }
 }
 
@@ -247,154 +289,267 @@ impl TxOptions {
     }
 }
 
+/// The few option bits the attempt path itself needs (the rest are read only
+/// after an abort), small enough to copy on every call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mode {
+    opacity: Opacity,
+    irrevocable: bool,
+    /// The contention policy orders writers by priority before they lock.
+    priority: bool,
+}
+
+impl Mode {
+    fn of(options: &TxOptions) -> Mode {
+        Mode {
+            opacity: options.opacity,
+            irrevocable: options.irrevocable,
+            priority: options.contention.uses_priority(),
+        }
+    }
+}
+
+/// What a transaction keeps across attempts once one of them aborted (the
+/// first attempt needs none of it).
+struct Retrying {
+    options: TxOptions,
+    cm: Contention,
+    /// Run the next attempt irrevocably.
+    irrevocable: bool,
+    /// Counted as serialized already.
+    serialized: bool,
+}
+
 /// The retry loop shared by every entry point.
 ///
 /// `options` are the transaction's options, or `None` for the runtime-wide
 /// defaults (cached per thread and refreshed when they change).
+///
+/// The attempt path is kept lean (an attempt that commits touches no
+/// contention or retry state); everything that happens after an abort is in
+/// [`after_abort`], out of line.
 pub(crate) fn run_with<'env, R, E>(
     options: Option<&TxOptions>,
     site: &'static Location<'static>,
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
     let ctx = ThreadContext::current();
-    assert!(
-        !ctx.active.replace(true),
+    if ctx.active.replace(true) {
+        nested_transaction();
+    }
+    let active = ActiveGuard(ctx);
+    let mode = match options {
+        Some(o) => Mode::of(o),
+        None => ctx.default_mode(),
+    };
+    let record = ctx.counters().map(|c| c.recorder(site));
+    let mut retrying: Option<Retrying> = None;
+    loop {
+        match attempt(ctx, &mut f, mode, record, &mut retrying) {
+            Ok(done) => return active.finish(done),
+            Err(cause) => after_abort(ctx, cause, options, mode, record, &mut retrying),
+        }
+    }
+}
+
+/// How a transaction ended without another attempt: its result (committed,
+/// or the program's own error) and the handlers to run now.
+struct Done<R, E> {
+    result: Result<R, E>,
+    handlers: Option<Vec<Box<dyn FnOnce()>>>,
+}
+
+impl ActiveGuard<'_> {
+    /// Leaves the transaction and runs its handlers.
+    #[inline]
+    fn finish<R, E>(self, done: Done<R, E>) -> Result<R, E> {
+        self.release();
+        run_handlers(done.handlers);
+        done.result
+    }
+}
+
+/// Runs one attempt: the closure, then the commit or the abort. `Err` is the
+/// cause of an abort; the caller runs [`after_abort`] and tries again.
+#[inline(always)]
+fn attempt<'env, R, E>(
+    ctx: &ThreadContext,
+    f: &mut impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
+    mode: Mode,
+    record: Option<Recorder<'_>>,
+    retrying: &mut Option<Retrying>,
+) -> Result<Done<R, E>, AbortCause> {
+    // SAFETY: the caller holds the thread's `ActiveGuard`, so this is the only
+    // live reference to the thread's state; handlers run only after the
+    // attempt is over.
+    let st = unsafe { &mut *ctx.state.get() };
+    match retrying {
+        None => st.begin(mode.opacity, mode.irrevocable, mode.irrevocable, false),
+        Some(r) => st.begin(
+            mode.opacity,
+            r.irrevocable,
+            mode.irrevocable,
+            r.cm.holds_hourglass,
+        ),
+    }
+    let tx = Transaction::from_state(st);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
+    match outcome {
+        Ok(Ok(value)) => {
+            // A priority policy's writers defer to a higher published
+            // priority before locking (read-only transactions never wait).
+            if mode.priority && st.mutated {
+                Contention::defer_to_priority(retrying.as_ref().map(|r| &r.cm));
+            }
+            let done = st.commit()?;
+            if let Some(rec) = record {
+                rec.stats
+                    .record_commit(done.reads, done.writes, st.item_count());
+                rec.site.commit();
+                if retrying.is_some() || st.irrevocable.is_some() {
+                    let consecutive = retrying.as_ref().map_or(0, |r| r.cm.consecutive);
+                    rec.stats
+                        .record_hard_commit(consecutive, st.irrevocable.is_some());
+                }
+            }
+            let handlers = st.finish(true);
+            if let Some(r) = retrying {
+                r.cm.finish();
+            }
+            Ok(Done {
+                result: Ok(value),
+                handlers,
+            })
+        }
+        // Without opacity the error may come from an inconsistent view: only
+        // a validated attempt may return it.
+        Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
+            Err(AbortCause::Validation)
+        }
+        Ok(Err(TxError::User(e))) => Ok(Done {
+            result: Err(e),
+            handlers: end_without_commit(st, retrying),
+        }),
+        Ok(Err(TxError::Abort(a))) => Err(a.cause()),
+        Err(payload) => {
+            if st.irrevocable.is_some() || st.validate_reads() {
+                // A valid transaction panicked: abort it (the `ActiveGuard`
+                // leaves the transaction as the panic unwinds) and propagate.
+                let handlers = end_without_commit(st, retrying);
+                ctx.active.set(false);
+                run_handlers(handlers);
+                panic::resume_unwind(payload);
+            }
+            Err(AbortCause::Panic)
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn nested_transaction() -> ! {
+    panic!(
         "txmem: transactions do not nest; pass the `&mut Transaction` to the inner code instead \
          of calling `atomically` again"
-    );
-    let active = ActiveGuard(ctx);
-    let defaults;
-    let opts = match options {
-        Some(o) => o,
-        None => {
-            defaults = ctx.current_defaults();
-            &defaults
-        }
-    };
-    let counters = stats::enabled().then(|| ctx.counters());
-    let row = counters.map_or(SiteRow::OVERFLOW, |c| c.site_row(site));
-    let mut cm = Contention::default();
-    let mut irrevocable = opts.irrevocable;
-    let mut serialized = false;
+    )
+}
 
-    loop {
-        // SAFETY: `active` guarantees this is the only live reference to
-        // the thread's state; it is not used across the closure call by
-        // anything else, and handlers run only after it is released.
-        let st = unsafe { &mut *ctx.state.get() };
-        let now = cm.before_begin(clock::now());
-        st.begin(now, opts.opacity, irrevocable, opts.irrevocable);
-        let tx = Transaction::from_state(st);
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
+/// Ends a transaction that returns without committing (a user error, or a
+/// panic that propagates): its attempt is aborted; returns its abort handlers.
+#[cold]
+fn end_without_commit(
+    st: &mut TxState,
+    retrying: &mut Option<Retrying>,
+) -> Option<Vec<Box<dyn FnOnce()>>> {
+    let handlers = st.finish(false);
+    if let Some(r) = retrying {
+        r.cm.finish();
+    }
+    handlers
+}
 
-        let cause = match outcome {
-            Ok(Ok(value)) => match st.commit(|| cm.before_lock(&opts.contention)) {
-                Ok(done) => {
-                    if let Some(c) = counters {
-                        c.stats.record_commit(
-                            done.reads,
-                            done.writes,
-                            st.item_count(),
-                            cm.consecutive,
-                            st.irrevocable.is_some(),
-                        );
-                        c.sites.commit(row);
-                    }
-                    let handlers = st.finish(true);
-                    cm.finish();
-                    active.release();
-                    run_handlers(handlers);
-                    return Ok(value);
-                }
-                Err(cause) => cause,
-            },
-            // Without opacity the error may come from an inconsistent
-            // view: only a validated attempt may return it.
-            Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
-                AbortCause::Validation
-            }
-            Ok(Err(TxError::User(e))) => {
-                let handlers = st.finish(false);
-                cm.finish();
-                active.release();
-                run_handlers(handlers);
-                return Err(e);
-            }
-            Ok(Err(TxError::Abort(a))) => a.cause(),
-            Err(payload) => {
-                if st.irrevocable.is_some() || st.validate_reads() {
-                    // A valid transaction panicked: abort it and propagate.
-                    let handlers = st.finish(false);
-                    cm.finish();
-                    active.release();
-                    run_handlers(handlers);
-                    panic::resume_unwind(payload);
-                }
-                AbortCause::Panic
-            }
-        };
-
-        // The attempt aborted.
-        let items = st.item_count();
-        if cause == AbortCause::Retry {
-            assert!(
-                !(st.user_irrevocable && st.irrevocable.is_some()),
-                "txmem: retry() in an irrevocable transaction would block every writer forever"
-            );
-            // A transaction the runtime serialized may wait like any
-            // other: it gives up irrevocability before sleeping and
-            // starts counting aborts afresh.
-            if st.irrevocable.is_some() {
-                st.release_irrevocability();
-                irrevocable = false;
-                cm.consecutive = 0;
-            }
-            if let Some(c) = counters {
-                c.stats.blocking_waits.add(1);
-            }
-            // Never sleep holding precedence (the hourglass would stop
-            // every other transaction from beginning, including the one
-            // this waiter needs).
-            cm.finish();
-            let objects = st
-                .items
-                .iter()
-                .filter(|it| it.is_read())
-                .map(|it| it.object_addr())
-                .collect();
-            let st_ref: &TxState = st;
-            wait::block_until_changed(objects, || st_ref.validate_reads());
+/// Everything after an aborted attempt: blocking `retry`, abort handlers,
+/// statistics, waiting out an irrevocable transaction, contention
+/// management and serialization after too many aborts.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn after_abort(
+    ctx: &ThreadContext,
+    cause: AbortCause,
+    options: Option<&TxOptions>,
+    mode: Mode,
+    record: Option<Recorder<'_>>,
+    retrying: &mut Option<Retrying>,
+) {
+    // SAFETY: as in `attempt`: the caller holds the thread's `ActiveGuard`
+    // and no other reference to the state is live.
+    let st = unsafe { &mut *ctx.state.get() };
+    let r = retrying.get_or_insert_with(|| Retrying {
+        options: options.copied().unwrap_or_else(|| ctx.default_options()),
+        cm: Contention::default(),
+        irrevocable: mode.irrevocable,
+        serialized: false,
+    });
+    let items = st.item_count();
+    if cause == AbortCause::Retry {
+        assert!(
+            !(st.user_irrevocable && st.irrevocable.is_some()),
+            "txmem: retry() in an irrevocable transaction would block every writer forever"
+        );
+        // A transaction the runtime serialized may wait like any other: it
+        // gives up irrevocability before sleeping and starts counting
+        // aborts afresh.
+        if st.irrevocable.is_some() {
+            st.release_irrevocability();
+            r.irrevocable = false;
+            r.cm.consecutive = 0;
         }
-        if st.wants_irrevocable {
-            irrevocable = true;
+        if let Some(rec) = record {
+            rec.stats.blocking_waits.add(1);
         }
-        let handlers = st.finish(false);
-        if handlers.is_some() {
-            // Abort handlers may run transactions of their own.
-            ctx.active.set(false);
-            run_handlers(handlers);
-            ctx.active.set(true);
-        }
-        if let Some(c) = counters {
-            c.stats.aborts[cause.index()].add(1);
-            c.sites.abort(row, cause);
-        }
-        if cause == AbortCause::Irrevocable {
-            clock::wait_open(IRREVOCABLE);
-        }
-        if cm.consecutive == 0 {
-            cm.reset(ctx.next_seed());
-        }
-        cm.after_abort(&opts.contention, cause, items);
-        if let Some(n) = opts.serialize_after {
-            if !irrevocable && cm.consecutive >= n {
-                irrevocable = true;
-                if let Some(c) = counters.filter(|_| !serialized) {
-                    c.stats.serialized.add(1);
-                    c.sites.serialized(row);
-                }
-                serialized = true;
+        // Never sleep holding precedence (the hourglass would stop every
+        // other transaction from beginning, including the one this waiter
+        // needs).
+        r.cm.finish();
+        let objects = st
+            .items
+            .iter()
+            .filter(|it| it.is_read())
+            .map(|it| it.object_addr())
+            .collect();
+        let st_ref: &TxState = st;
+        wait::block_until_changed(objects, || st_ref.validate_reads());
+    }
+    if st.wants_irrevocable {
+        r.irrevocable = true;
+    }
+    let handlers = st.finish(false);
+    if handlers.is_some() {
+        // Abort handlers may run transactions of their own.
+        ctx.active.set(false);
+        run_handlers(handlers);
+        ctx.active.set(true);
+    }
+    if let Some(rec) = record {
+        rec.stats.aborts[cause.index()].add(1);
+        rec.site.abort(cause);
+    }
+    if cause == AbortCause::Irrevocable {
+        clock::wait_open(IRREVOCABLE);
+    }
+    if r.cm.consecutive == 0 {
+        r.cm.reset(ctx.next_seed());
+    }
+    r.cm.after_abort(&r.options.contention, cause, items);
+    if let Some(n) = r.options.serialize_after {
+        if !r.irrevocable && r.cm.consecutive >= n {
+            r.irrevocable = true;
+            if let Some(rec) = record.filter(|_| !r.serialized) {
+                rec.stats.serialized.add(1);
+                rec.site.serialized();
             }
+            r.serialized = true;
         }
     }
 }

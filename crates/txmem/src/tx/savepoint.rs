@@ -20,6 +20,7 @@ pub(super) struct Savepoint {
 }
 
 pub(super) fn push(st: &mut TxState) {
+    st.rare = true;
     st.savepoints.push(Savepoint {
         len: st.items.len(),
         commit_handlers: st.on_commit.len(),

@@ -28,7 +28,7 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
     /// Transactional read by reference: the pending write if this
     /// transaction wrote the slot, else the committed value (recorded in
     /// the read set).
-    #[inline]
+    #[inline(always)]
     pub fn read_with<R>(
         &self,
         tx: &mut Transaction<'_>,
@@ -59,13 +59,13 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
     }
 
     /// Transactional read returning a clone.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, tx: &mut Transaction<'_>, id: ItemId) -> TxResult<T> {
         self.read_with(tx, id, T::clone)
     }
 
     /// Buffers a write.
-    #[inline]
+    #[inline(always)]
     pub fn set(&self, tx: &mut Transaction<'_>, id: ItemId, value: T) {
         tx.item_mut(id).set_write(value);
     }

@@ -40,14 +40,14 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     }
 
     /// Reads the value (a clone of it) inside a transaction.
-    #[inline]
+    #[inline(always)]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
         let id = tx.item(self, 0);
         self.slot.get(tx, id)
     }
 
     /// Calls `f` with a reference to the value, without cloning it.
-    #[inline]
+    #[inline(always)]
     pub fn read_with<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -58,7 +58,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     }
 
     /// Writes `value` (visible to this transaction at once, to others at commit).
-    #[inline]
+    #[inline(always)]
     pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<()> {
         let id = tx.item(self, 0);
         self.slot.set(tx, id, value);
@@ -66,7 +66,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     }
 
     /// Replaces the value with `f(old)`.
-    #[inline]
+    #[inline(always)]
     pub fn modify<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
