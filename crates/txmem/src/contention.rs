@@ -145,7 +145,7 @@ impl ContentionPolicy {
         }
     }
 
-    pub(crate) fn uses_priority(&self) -> bool {
+    pub(crate) const fn uses_priority(&self) -> bool {
         matches!(self, ContentionPolicy::Karma | ContentionPolicy::Timestamp)
     }
 }

@@ -56,7 +56,7 @@ impl ThreadStats {
     /// Counts one commit of a transaction with `reads` read and `writes`
     /// written items (`items` in all).
     #[inline]
-    pub fn record_commit(&self, reads: usize, writes: usize, items: usize) {
+    pub fn record_commit(&self, reads: u32, writes: u32, items: usize) {
         if writes == 0 {
             self.read_only_commits.add(1);
         } else {

@@ -62,6 +62,10 @@ pub(crate) struct TxState {
     guard: OnceCell<Guard>,
     on_commit: Vec<Handler>,
     on_abort: Vec<Handler>,
+    /// The handlers `finish` kept for the attempt's outcome, to run once the
+    /// transaction is left (flagged by `handlers_ready`).
+    ready: Vec<Handler>,
+    pub(crate) handlers_ready: bool,
     savepoints: Vec<Savepoint>,
 }
 
@@ -81,6 +85,8 @@ impl TxState {
             guard: OnceCell::new(),
             on_commit: Vec::new(),
             on_abort: Vec::new(),
+            ready: Vec::new(),
+            handlers_ready: false,
             savepoints: Vec::new(),
         }
     }
@@ -227,9 +233,10 @@ impl TxState {
     }
 
     /// Ends an attempt: drops items (running cleanups), releases the guard
-    /// and irrevocability, and returns the handlers for the outcome, if any.
+    /// and irrevocability, and keeps the handlers for the outcome, if any
+    /// (then `handlers_ready` is set; take them with `take_ready_handlers`).
     #[inline]
-    pub(crate) fn finish(&mut self, committed: bool) -> Option<Vec<Handler>> {
+    pub(crate) fn finish(&mut self, committed: bool) {
         if self.mutated {
             self.drop_items(committed);
         } else {
@@ -247,9 +254,7 @@ impl TxState {
             self.unpin();
         }
         if self.rare {
-            self.finish_extras(committed)
-        } else {
-            None
+            self.finish_extras(committed);
         }
     }
 
@@ -259,7 +264,7 @@ impl TxState {
     }
 
     #[cold]
-    fn finish_extras(&mut self, committed: bool) -> Option<Vec<Handler>> {
+    fn finish_extras(&mut self, committed: bool) {
         self.rare = false;
         if self.indexed {
             self.index.clear();
@@ -268,9 +273,24 @@ impl TxState {
         self.savepoints.clear();
         self.release_irrevocability();
         if self.on_commit.is_empty() && self.on_abort.is_empty() {
-            return None;
+            return;
         }
-        Some(self.take_handlers(committed))
+        let (keep, discard) = if committed {
+            (&mut self.on_commit, &mut self.on_abort)
+        } else {
+            (&mut self.on_abort, &mut self.on_commit)
+        };
+        discard.clear();
+        if !keep.is_empty() {
+            std::mem::swap(&mut self.ready, keep);
+            self.handlers_ready = true;
+        }
+    }
+
+    /// The handlers `finish` kept.
+    pub(crate) fn take_ready_handlers(&mut self) -> Vec<Handler> {
+        self.handlers_ready = false;
+        std::mem::take(&mut self.ready)
     }
 
     /// Runs the cleanups and drops the pending values (the items themselves
@@ -286,17 +306,6 @@ impl TxState {
             it.value.clear();
         }
         self.mutated = false;
-    }
-
-    #[cold]
-    fn take_handlers(&mut self, committed: bool) -> Vec<Handler> {
-        let (keep, discard) = if committed {
-            (&mut self.on_commit, &mut self.on_abort)
-        } else {
-            (&mut self.on_abort, &mut self.on_commit)
-        };
-        discard.clear();
-        std::mem::take(keep)
     }
 
     pub(crate) fn item_count(&self) -> usize {

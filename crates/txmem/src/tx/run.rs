@@ -19,6 +19,7 @@ use crate::wait;
 /// initialization check; what needs allocation is created on first use.
 struct ThreadContext {
     state: UnsafeCell<TxState>,
+    call: UnsafeCell<CallState>,
     active: Cell<bool>,
     /// Registered with the statistics on the first counted transaction.
     counters: OnceCell<Counters>,
@@ -40,25 +41,38 @@ struct Counters {
 }
 
 /// Where one `atomically` call records its outcomes: the thread's counters
-/// and its call site's row.
+/// and its call site's row. Both point into the thread context's
+/// `Counters`, which are never dropped before the thread exits, and are used
+/// only by that thread.
 #[derive(Clone, Copy)]
-struct Recorder<'a> {
-    stats: &'a ThreadStats,
-    site: &'a SiteCounters,
+struct Recorder {
+    stats: *const ThreadStats,
+    site: *const SiteCounters,
+}
+
+impl Recorder {
+    #[inline(always)]
+    fn stats(&self) -> &ThreadStats {
+        // SAFETY: see the type's documentation.
+        unsafe { &*self.stats }
+    }
+
+    #[inline(always)]
+    fn site(&self) -> &SiteCounters {
+        // SAFETY: see the type's documentation.
+        unsafe { &*self.site }
+    }
 }
 
 impl ThreadContext {
     const fn new() -> Self {
         ThreadContext {
             state: UnsafeCell::new(TxState::new()),
+            call: UnsafeCell::new(CallState::new()),
             active: Cell::new(false),
             counters: OnceCell::new(),
             defaults: Cell::new(TxOptions::BUILT_IN),
-            default_mode: Cell::new(Mode {
-                opacity: TxOptions::BUILT_IN.opacity,
-                irrevocable: TxOptions::BUILT_IN.irrevocable,
-                priority: false,
-            }),
+            default_mode: Cell::new(Mode::of(&TxOptions::BUILT_IN)),
             // A generation no real one equals: the first use fetches them.
             defaults_generation: Cell::new(u64::MAX),
             seed: Cell::new(0),
@@ -133,7 +147,7 @@ impl ThreadContext {
 impl Counters {
     /// The recorder for a call at `site`.
     #[inline]
-    fn recorder(&self, site: &'static Location<'static>) -> Recorder<'_> {
+    fn recorder(&self, site: &'static Location<'static>) -> Recorder {
         let (last, row) = self.last_site.get();
         let row = if std::ptr::eq(last, site) {
             row
@@ -143,10 +157,10 @@ impl Counters {
             row
         };
         Recorder {
-            stats: &self.stats,
-            // SAFETY: `row` points into `self.sites`, which this `Counters`
-            // keeps alive (rows never move: the table is a fixed array).
-            site: unsafe { &*row },
+            stats: &**self.stats,
+            // `row` points into `self.sites`, which this `Counters` keeps
+            // alive (rows never move: the table is a fixed array).
+            site: row,
         }
     }
 }
@@ -196,7 +210,12 @@ impl Drop for ActiveGuard<'_> {
         // borrows end at each iteration).
         let st = unsafe { &mut *self.0.state.get() };
         if !st.items.is_empty() || st.irrevocable.is_some() {
-            drop(st.finish(false));
+            st.finish(false);
+        }
+        if st.handlers_ready {
+            // The program is unwinding past this transaction: its abort
+            // handlers are dropped, not run.
+            drop(st.take_ready_handlers());
         }
         self.0.active.set(false);
     }
@@ -289,23 +308,64 @@ impl TxOptions {
     }
 }
 
-/// The few option bits the attempt path itself needs (the rest are read only
-/// after an abort), small enough to copy on every call.
+/// The option bits an attempt needs, as cached per thread for the
+/// runtime-wide defaults.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Mode {
+struct Mode {
     opacity: Opacity,
     irrevocable: bool,
-    /// The contention policy orders writers by priority before they lock.
     priority: bool,
 }
 
 impl Mode {
-    fn of(options: &TxOptions) -> Mode {
+    const fn of(options: &TxOptions) -> Mode {
         Mode {
             opacity: options.opacity,
             irrevocable: options.irrevocable,
             priority: options.contention.uses_priority(),
         }
+    }
+}
+
+/// The state of the running `atomically` call that its attempts need: the
+/// mode its options ask for, where it records statistics, and (after an
+/// abort) its retry state. Kept in the thread context rather than in locals,
+/// so that the attempt loop carries nothing but the context across the
+/// program's closure.
+pub(crate) struct CallState {
+    opacity: Opacity,
+    /// The options ask for an irrevocable transaction.
+    irrevocable: bool,
+    /// The contention policy orders writers by priority before they lock.
+    priority: bool,
+    /// This thread's counters and the call site's row; null while
+    /// statistics are off. They point into the thread context's `Counters`,
+    /// which live as long as the thread.
+    stats: *const ThreadStats,
+    site: *const SiteCounters,
+    /// Created at the first abort.
+    retrying: Option<Box<Retrying>>,
+}
+
+impl CallState {
+    const fn new() -> Self {
+        CallState {
+            opacity: Opacity::Tl2,
+            irrevocable: false,
+            priority: false,
+            stats: std::ptr::null(),
+            site: std::ptr::null(),
+            retrying: None,
+        }
+    }
+
+    /// Where to record, if statistics are on.
+    #[inline(always)]
+    fn recorder(&self) -> Option<Recorder> {
+        (!self.stats.is_null()).then_some(Recorder {
+            stats: self.stats,
+            site: self.site,
+        })
     }
 }
 
@@ -325,124 +385,210 @@ struct Retrying {
 /// `options` are the transaction's options, or `None` for the runtime-wide
 /// defaults (cached per thread and refreshed when they change).
 ///
-/// The attempt path is kept lean (an attempt that commits touches no
-/// contention or retry state); everything that happens after an abort is in
-/// [`after_abort`], out of line.
+/// The program's closure is wrapped to report its outcome as a small
+/// [`Attempted`] and park its value; the loop itself ([`run_erased`]) is not
+/// generic, so it is compiled and optimized once.
 pub(crate) fn run_with<'env, R, E>(
     options: Option<&TxOptions>,
     site: &'static Location<'static>,
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
-    let ctx = ThreadContext::current();
-    if ctx.active.replace(true) {
-        nested_transaction();
-    }
-    let active = ActiveGuard(ctx);
-    let mode = match options {
-        Some(o) => Mode::of(o),
-        None => ctx.default_mode(),
-    };
-    let record = ctx.counters().map(|c| c.recorder(site));
-    let mut retrying: Option<Retrying> = None;
-    loop {
-        match attempt(ctx, &mut f, mode, record, &mut retrying) {
-            Ok(done) => return active.finish(done),
-            Err(cause) => after_abort(ctx, cause, options, mode, record, &mut retrying),
-        }
+    let mut result: Option<Result<R, E>> = None;
+    run_erased(
+        options,
+        site,
+        &mut |tx: &mut Transaction<'env>| match f(tx) {
+            Ok(value) => {
+                result = Some(Ok(value));
+                Attempted::Value
+            }
+            Err(TxError::User(e)) => {
+                result = Some(Err(e));
+                Attempted::UserError
+            }
+            Err(TxError::Abort(a)) => Attempted::Aborted(a.cause()),
+        },
+    );
+    match result {
+        Some(r) => r,
+        None => unreachable!("a transaction ended without a result"),
     }
 }
 
-/// How a transaction ended without another attempt: its result (committed,
-/// or the program's own error) and the handlers to run now.
-struct Done<R, E> {
-    result: Result<R, E>,
-    handlers: Option<Vec<Box<dyn FnOnce()>>>,
+/// What an attempt's closure returned (its value, if any, is parked by the
+/// wrapper in `run_with`).
+#[derive(Clone, Copy)]
+enum Attempted {
+    Value,
+    UserError,
+    Aborted(AbortCause),
+}
+
+/// The retry loop, for a closure whose outcome is reported as [`Attempted`].
+#[inline(never)]
+fn run_erased<'env>(
+    options: Option<&TxOptions>,
+    site: &'static Location<'static>,
+    body: &mut dyn FnMut(&mut Transaction<'env>) -> Attempted,
+) {
+    let ctx = ThreadContext::current();
+    let active = ctx.enter(options, site);
+    loop {
+        // SAFETY: `active` guarantees these are the only live references to
+        // the thread's state and call state; handlers run only after it is
+        // released (abort handlers inside `after_abort`, which saves the
+        // call state around them).
+        let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
+        match &call.retrying {
+            None => st.begin(call.opacity, call.irrevocable, call.irrevocable, false),
+            Some(r) => st.begin(
+                call.opacity,
+                r.irrevocable,
+                call.irrevocable,
+                r.cm.holds_hourglass,
+            ),
+        }
+        let tx = Transaction::from_state(st);
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| body(tx)));
+        let cause = match outcome {
+            Ok(Attempted::Value) => match commit_attempt(st, call) {
+                Ok(()) => break,
+                Err(cause) => cause,
+            },
+            Ok(Attempted::UserError) => match end_with_error(st, call) {
+                Ok(()) => break,
+                Err(cause) => cause,
+            },
+            Ok(Attempted::Aborted(cause)) => cause,
+            Err(payload) => panicked(ctx, st, call, payload),
+        };
+        after_abort(ctx, cause, options);
+    }
+    active.leave();
+}
+
+impl ThreadContext {
+    /// Enters a transaction: marks the thread busy and sets up the call state.
+    #[inline(always)]
+    fn enter(
+        &self,
+        options: Option<&TxOptions>,
+        site: &'static Location<'static>,
+    ) -> ActiveGuard<'_> {
+        if self.active.replace(true) {
+            nested_transaction();
+        }
+        let active = ActiveGuard(self);
+        // SAFETY: the thread is now active; nothing else references the call
+        // state.
+        let call = unsafe { &mut *self.call.get() };
+        match options {
+            Some(o) => {
+                call.opacity = o.opacity;
+                call.irrevocable = o.irrevocable;
+                call.priority = o.contention.uses_priority();
+            }
+            None => {
+                let mode = self.default_mode();
+                call.opacity = mode.opacity;
+                call.irrevocable = mode.irrevocable;
+                call.priority = mode.priority;
+            }
+        }
+        match self.counters() {
+            Some(c) => {
+                let rec = c.recorder(site);
+                call.stats = rec.stats;
+                call.site = rec.site;
+            }
+            None => call.stats = std::ptr::null(),
+        }
+        active
+    }
 }
 
 impl ActiveGuard<'_> {
-    /// Leaves the transaction and runs its handlers.
-    #[inline]
-    fn finish<R, E>(self, done: Done<R, E>) -> Result<R, E> {
-        self.release();
-        run_handlers(done.handlers);
-        done.result
+    /// Leaves the transaction (its last attempt is over) and runs the
+    /// handlers its outcome kept.
+    #[inline(always)]
+    fn leave(self) {
+        // SAFETY: the attempt is over and holds no reference into the state.
+        let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
+        if call.retrying.is_some() {
+            call.retrying = None;
+        }
+        if st.handlers_ready {
+            let handlers = st.take_ready_handlers();
+            self.release();
+            run_handlers(handlers);
+        } else {
+            self.release();
+        }
     }
 }
 
-/// Runs one attempt: the closure, then the commit or the abort. `Err` is the
-/// cause of an abort; the caller runs [`after_abort`] and tries again.
+/// Commits an attempt whose closure returned a value and records it.
 #[inline(always)]
-fn attempt<'env, R, E>(
+fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCause> {
+    // A priority policy's writers defer to a higher published priority
+    // before locking (read-only transactions never wait).
+    if call.priority && st.mutated {
+        Contention::defer_to_priority(call.retrying.as_deref().map(|r| &r.cm));
+    }
+    let done = st.commit()?;
+    if let Some(rec) = call.recorder() {
+        rec.stats()
+            .record_commit(done.reads, done.writes, st.item_count());
+        rec.site().commit();
+        if call.retrying.is_some() || st.irrevocable.is_some() {
+            let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
+            rec.stats()
+                .record_hard_commit(consecutive, st.irrevocable.is_some());
+        }
+    }
+    st.finish(true);
+    if let Some(r) = &mut call.retrying {
+        r.cm.finish();
+    }
+    Ok(())
+}
+
+/// The closure returned the program's own error: the transaction ends
+/// without committing (its abort handlers run), unless the attempt may have
+/// seen an inconsistent state, in which case it aborts and retries.
+#[cold]
+#[inline(never)]
+fn end_with_error(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCause> {
+    // Without opacity the error may come from an inconsistent view: only a
+    // validated attempt may return it.
+    if st.opacity == Opacity::None && !st.validate_reads() {
+        return Err(AbortCause::Validation);
+    }
+    end_without_commit(st, call);
+    Ok(())
+}
+
+/// The closure panicked. A doomed attempt (its reads no longer valid) is an
+/// abort; a valid one is aborted and the panic propagates.
+#[cold]
+#[inline(never)]
+fn panicked(
     ctx: &ThreadContext,
-    f: &mut impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
-    mode: Mode,
-    record: Option<Recorder<'_>>,
-    retrying: &mut Option<Retrying>,
-) -> Result<Done<R, E>, AbortCause> {
-    // SAFETY: the caller holds the thread's `ActiveGuard`, so this is the only
-    // live reference to the thread's state; handlers run only after the
-    // attempt is over.
-    let st = unsafe { &mut *ctx.state.get() };
-    match retrying {
-        None => st.begin(mode.opacity, mode.irrevocable, mode.irrevocable, false),
-        Some(r) => st.begin(
-            mode.opacity,
-            r.irrevocable,
-            mode.irrevocable,
-            r.cm.holds_hourglass,
-        ),
+    st: &mut TxState,
+    call: &mut CallState,
+    payload: Box<dyn std::any::Any + Send>,
+) -> AbortCause {
+    if st.irrevocable.is_none() && !st.validate_reads() {
+        return AbortCause::Panic;
     }
-    let tx = Transaction::from_state(st);
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(tx)));
-    match outcome {
-        Ok(Ok(value)) => {
-            // A priority policy's writers defer to a higher published
-            // priority before locking (read-only transactions never wait).
-            if mode.priority && st.mutated {
-                Contention::defer_to_priority(retrying.as_ref().map(|r| &r.cm));
-            }
-            let done = st.commit()?;
-            if let Some(rec) = record {
-                rec.stats
-                    .record_commit(done.reads, done.writes, st.item_count());
-                rec.site.commit();
-                if retrying.is_some() || st.irrevocable.is_some() {
-                    let consecutive = retrying.as_ref().map_or(0, |r| r.cm.consecutive);
-                    rec.stats
-                        .record_hard_commit(consecutive, st.irrevocable.is_some());
-                }
-            }
-            let handlers = st.finish(true);
-            if let Some(r) = retrying {
-                r.cm.finish();
-            }
-            Ok(Done {
-                result: Ok(value),
-                handlers,
-            })
-        }
-        // Without opacity the error may come from an inconsistent view: only
-        // a validated attempt may return it.
-        Ok(Err(TxError::User(_))) if st.opacity == Opacity::None && !st.validate_reads() => {
-            Err(AbortCause::Validation)
-        }
-        Ok(Err(TxError::User(e))) => Ok(Done {
-            result: Err(e),
-            handlers: end_without_commit(st, retrying),
-        }),
-        Ok(Err(TxError::Abort(a))) => Err(a.cause()),
-        Err(payload) => {
-            if st.irrevocable.is_some() || st.validate_reads() {
-                // A valid transaction panicked: abort it (the `ActiveGuard`
-                // leaves the transaction as the panic unwinds) and propagate.
-                let handlers = end_without_commit(st, retrying);
-                ctx.active.set(false);
-                run_handlers(handlers);
-                panic::resume_unwind(payload);
-            }
-            Err(AbortCause::Panic)
-        }
-    }
+    end_without_commit(st, call);
+    call.retrying = None;
+    // Leave the transaction before the abort handlers run (the run loop's
+    // `ActiveGuard` clears the flag again as the panic unwinds).
+    let handlers = st.handlers_ready.then(|| st.take_ready_handlers());
+    ctx.active.set(false);
+    run_handlers(handlers.unwrap_or_default());
+    panic::resume_unwind(payload);
 }
 
 #[cold]
@@ -455,17 +601,13 @@ fn nested_transaction() -> ! {
 }
 
 /// Ends a transaction that returns without committing (a user error, or a
-/// panic that propagates): its attempt is aborted; returns its abort handlers.
-#[cold]
-fn end_without_commit(
-    st: &mut TxState,
-    retrying: &mut Option<Retrying>,
-) -> Option<Vec<Box<dyn FnOnce()>>> {
-    let handlers = st.finish(false);
-    if let Some(r) = retrying {
+/// panic that propagates): its attempt is aborted and its abort handlers
+/// are kept to run.
+fn end_without_commit(st: &mut TxState, call: &mut CallState) {
+    st.finish(false);
+    if let Some(r) = &mut call.retrying {
         r.cm.finish();
     }
-    handlers
 }
 
 /// Everything after an aborted attempt: blocking `retry`, abort handlers,
@@ -473,23 +615,19 @@ fn end_without_commit(
 /// management and serialization after too many aborts.
 #[cold]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn after_abort(
-    ctx: &ThreadContext,
-    cause: AbortCause,
-    options: Option<&TxOptions>,
-    mode: Mode,
-    record: Option<Recorder<'_>>,
-    retrying: &mut Option<Retrying>,
-) {
-    // SAFETY: as in `attempt`: the caller holds the thread's `ActiveGuard`
-    // and no other reference to the state is live.
-    let st = unsafe { &mut *ctx.state.get() };
-    let r = retrying.get_or_insert_with(|| Retrying {
-        options: options.copied().unwrap_or_else(|| ctx.default_options()),
-        cm: Contention::default(),
-        irrevocable: mode.irrevocable,
-        serialized: false,
+fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOptions>) {
+    // SAFETY: as in `run_erased`: the caller holds the thread's
+    // `ActiveGuard` and no other reference to the state is live.
+    let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
+    let record = call.recorder();
+    let requested = call.irrevocable;
+    let r = call.retrying.get_or_insert_with(|| {
+        Box::new(Retrying {
+            options: options.copied().unwrap_or_else(|| ctx.default_options()),
+            cm: Contention::default(),
+            irrevocable: requested,
+            serialized: false,
+        })
     });
     let items = st.item_count();
     if cause == AbortCause::Retry {
@@ -506,7 +644,7 @@ fn after_abort(
             r.cm.consecutive = 0;
         }
         if let Some(rec) = record {
-            rec.stats.blocking_waits.add(1);
+            rec.stats().blocking_waits.add(1);
         }
         // Never sleep holding precedence (the hourglass would stop every
         // other transaction from beginning, including the one this waiter
@@ -524,16 +662,25 @@ fn after_abort(
     if st.wants_irrevocable {
         r.irrevocable = true;
     }
-    let handlers = st.finish(false);
-    if handlers.is_some() {
-        // Abort handlers may run transactions of their own.
+    st.finish(false);
+    if st.handlers_ready {
+        // Abort handlers may run transactions of their own, which use this
+        // thread's call state: keep ours aside meanwhile.
+        let handlers = st.take_ready_handlers();
+        let saved = std::mem::replace(call, CallState::new());
         ctx.active.set(false);
         run_handlers(handlers);
         ctx.active.set(true);
+        // SAFETY: the handlers are done; nothing else references the state.
+        let call = unsafe { &mut *ctx.call.get() };
+        *call = saved;
     }
+    // SAFETY: as above (re-borrowed after the handlers ran).
+    let call = unsafe { &mut *ctx.call.get() };
+    let r = call.retrying.as_deref_mut().expect("created above");
     if let Some(rec) = record {
-        rec.stats.aborts[cause.index()].add(1);
-        rec.site.abort(cause);
+        rec.stats().aborts[cause.index()].add(1);
+        rec.site().abort(cause);
     }
     if cause == AbortCause::Irrevocable {
         clock::wait_open(IRREVOCABLE);
@@ -546,17 +693,14 @@ fn after_abort(
         if !r.irrevocable && r.cm.consecutive >= n {
             r.irrevocable = true;
             if let Some(rec) = record.filter(|_| !r.serialized) {
-                rec.stats.serialized.add(1);
-                rec.site.serialized();
+                rec.stats().serialized.add(1);
+                rec.site().serialized();
             }
             r.serialized = true;
         }
     }
 }
 
-#[inline]
-fn run_handlers(handlers: Option<Vec<Box<dyn FnOnce()>>>) {
-    if let Some(handlers) = handlers {
-        handlers.into_iter().for_each(|h| h());
-    }
+fn run_handlers(handlers: Vec<Box<dyn FnOnce()>>) {
+    handlers.into_iter().for_each(|h| h());
 }
