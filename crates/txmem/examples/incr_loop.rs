@@ -9,9 +9,17 @@ fn main() {
         .get(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(20_000_000);
-    let mut opts = txmem::TxOptions::new();
-    if args.iter().any(|a| a == "none") {
-        opts = opts.opacity(txmem::Opacity::None);
+    // `atomically` (the runtime-wide defaults) unless an option is asked for.
+    let none = args.iter().any(|a| a == "none");
+    let opts = txmem::TxOptions::new().opacity(txmem::Opacity::None);
+    macro_rules! run {
+        ($f:expr) => {
+            if none {
+                opts.run($f)
+            } else {
+                txmem::atomically($f)
+            }
+        };
     }
     if args.iter().any(|a| a == "nostats") {
         txmem::stats::set_enabled(false);
@@ -26,11 +34,11 @@ fn main() {
         if single {
             b.update(|v| v + 1);
         } else if empty {
-            opts.run(|_| Ok(()));
+            run!(|_| Ok(()));
         } else if read_only {
-            sum += opts.run(|tx| b.get(tx));
+            sum += run!(|tx| b.get(tx));
         } else {
-            opts.run(|tx| b.modify(tx, |v| v + 1));
+            run!(|tx| b.modify(tx, |v| v + 1));
         }
     }
     std::hint::black_box(sum);
