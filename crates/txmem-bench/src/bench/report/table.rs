@@ -168,10 +168,10 @@ fn elision_lines(out: &mut String, report: &Report) {
         let label = format!("{} {}", r.system, r.workload);
         let _ = writeln!(
             out,
-            "  {label:<w$}  t={:<2} {:>6}  conflict {:.3}  capacity {:.3}  lock-busy {:.3}  other {:.3}",
+            "  {label:<w$}  t={:<2} {:>7}  conflict {:.3}  capacity {:.3}  lock-busy {:.3}  other {:.3}",
             r.threads,
             e.hw_commit_fraction
-                .map(|f| format!("{:.1}%", f * 100.0))
+                .map(|f| format!("{:.2}%", f * 100.0))
                 .unwrap_or_else(|| "-".into()),
             per(a.conflict),
             per(a.capacity),
