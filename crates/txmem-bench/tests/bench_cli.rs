@@ -198,13 +198,15 @@ fn expect_systems(v: &Value, want: &[&str]) {
     }
 }
 
-const WORD_SYSTEMS: [&str; 9] = [
+const WORD_SYSTEMS: [&str; 11] = [
     "txmem",
     "txmem-words",
     "txmem-revalidate",
     "txmem-no-opacity",
     "mutex",
     "rwlock",
+    "elided-mutex",
+    "elided-rwlock",
     "fine-locks",
     "fast-stm",
     "stm",
@@ -266,6 +268,94 @@ fn intset_runs_every_structure() {
     }
 }
 
+/// Runs the coarse lock systems, plain and elided, on one small workload of
+/// each suite at 2 threads, and checks the elided rows: they ran, passed
+/// their result check, say in their note whether RTM was usable, and carry
+/// elision counts that add up (`htm_off` forces the fallback path with
+/// `TXMEM_ELIDE_HTM=off`, which a machine without RTM takes anyway).
+fn check_elided_rows(htm_off: bool) {
+    let tag = if htm_off { "elided-off" } else { "elided" };
+    for (suite, filter) in [
+        ("bank", "bank"),
+        ("intset", "hash/size=256/range=512/update=20%"),
+        ("micro", "tx=5"),
+    ] {
+        let json = tmp(&format!("{tag}-{suite}.json"));
+        let mut cmd = txmem();
+        cmd.env_remove("TXMEM_ELIDE_HTM");
+        if htm_off {
+            cmd.env("TXMEM_ELIDE_HTM", "off");
+        }
+        let out = cmd
+            .args(["bench", suite, "--filter", filter, "--threads", "2"])
+            .args(["--duration", "30ms", "--warmup", "5ms", "--repeat", "2"])
+            .args(["--no-progress", "--systems"])
+            .arg("elided-mutex,elided-rwlock,mutex,rwlock")
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("elided rows"), "{stdout}");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(
+            systems(&v),
+            ["elided-mutex", "elided-rwlock", "mutex", "rwlock"],
+            "{v}"
+        );
+        let rtm_usable = v["machine"]["rtm"] == "usable";
+        assert!(!(htm_off && rtm_usable), "TXMEM_ELIDE_HTM=off ignored");
+        for r in v["results"].as_array().unwrap() {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(r["repeats"], 2, "{r}");
+            let elided = r["system"].as_str().unwrap().starts_with("elided-");
+            let Some(e) = r.get("elision") else {
+                assert!(!elided, "elided row without elision counts: {r}");
+                continue;
+            };
+            assert!(elided, "elision counts on a plain lock row: {r}");
+            let note = r["note"].as_str().unwrap();
+            let num = |k: &str| e[k].as_u64().unwrap();
+            let aborts: u64 = e["aborts"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|a| a.as_u64().unwrap())
+                .sum();
+            assert_eq!(num("sections"), r["commits"].as_u64().unwrap(), "{r}");
+            assert!(num("sections") > 0, "{r}");
+            assert_eq!(
+                num("hw_commits") + num("fallback_sections"),
+                num("sections"),
+                "{r}"
+            );
+            assert_eq!(num("hw_commits") + aborts, num("hw_attempts"), "{r}");
+            assert_eq!(r["aborts"].as_u64(), Some(aborts), "{r}");
+            if rtm_usable {
+                assert_eq!(e["htm"], "rtm", "{r}");
+                assert!(note.contains("RTM usable"), "{note}");
+            } else {
+                // The fallback path: no hardware transaction at all.
+                assert_eq!(e["htm"], "none", "{r}");
+                assert!(note.contains("RTM not usable"), "{note}");
+                assert_eq!(num("hw_attempts"), 0, "{r}");
+                assert_eq!(num("fallback_sections"), num("sections"), "{r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn elided_locks_run_and_verify() {
+    check_elided_rows(false);
+}
+
+#[test]
+fn elided_locks_run_and_verify_on_their_fallback_path() {
+    check_elided_rows(true);
+}
+
 #[test]
 fn quick_suite_is_the_default() {
     let v = run_suite("quick", &["--threads", "1"]);
@@ -292,6 +382,8 @@ fn list_names_suites_workloads_and_systems() {
         "bank/accounts=1024/audit=20%",
         "fast-stm",
         "fine-locks",
+        "elided-mutex",
+        "elided-rwlock",
     ] {
         assert!(s.contains(want), "--list lacks {want}:\n{s}");
     }
@@ -332,7 +424,7 @@ fn bad_arguments_fail_with_a_message_and_the_usage() {
 fn a_broken_check_is_reported_as_a_failure() {
     let json = tmp("broken.json");
     let csv = tmp("broken.csv");
-    let mut systems = vec!["txmem", "mutex", "fast-stm"];
+    let mut systems = vec!["txmem", "mutex", "fast-stm", "elided-rwlock"];
     if have_libitm() {
         systems.push("libitm");
     }
@@ -341,7 +433,10 @@ fn a_broken_check_is_reported_as_a_failure() {
         ("intset", "hash/size=256/range=512/update=20%", "set holds"),
     ] {
         let out = txmem()
-            .env("TXMEM_BENCH_BREAK_CHECK", "txmem,fast-stm,libitm")
+            .env(
+                "TXMEM_BENCH_BREAK_CHECK",
+                "txmem,fast-stm,libitm,elided-rwlock",
+            )
             .args(["bench", suite, "--filter", filter, "--threads", "1"])
             .args(["--duration", "20ms", "--repeat", "2", "--no-progress"])
             .arg("--systems")

@@ -86,7 +86,7 @@ impl Machine {
 }
 
 /// `txmem-elide`'s verdict on RTM, in a word or two.
-fn rtm_verdict() -> String {
+pub(crate) fn rtm_verdict() -> String {
     use txmem_elide::htm::{Rtm, RtmVerdict};
     let d = Rtm::detection();
     match d.verdict {

@@ -326,8 +326,24 @@ fn settings_json(
             Err(why) => json!({"skipped": why}),
         },
         "peers": {"fast-stm": "0.7.1", "stm": "0.4.0", "parking_lot": "0.12"},
+        "elision": elision_settings(),
         "break_check": s.sabotage,
         "git_commit": git,
+    })
+}
+
+/// How the elided-lock rows run: the backend, whether it elides here, and
+/// the retry configuration every thread starts with.
+fn elision_settings() -> serde_json::Value {
+    use txmem_elide::htm::{DefaultHtm, Htm};
+    let htm = DefaultHtm::INIT;
+    json!({
+        "crate": "txmem-elide (workspace)",
+        "backend": htm.name(),
+        "elides": htm.available(),
+        "rtm": machine::rtm_verdict(),
+        "retry_config": format!("{:?}", txmem_elide::policy::RetryConfig::DEFAULT),
+        "stats": "per-thread counters summed around each timed repeat; per-lock counts off",
     })
 }
 
@@ -381,8 +397,10 @@ fn print_list(cfg: &SuiteConfig) {
     }
     println!(
         "\nSystems: txmem (TL2 opacity), txmem-revalidate, txmem-no-opacity (txmem's opacity modes); \
-         mutex, rwlock (coarse locks); fine-locks (per element/bucket); fast-stm, stm (crates); \
-         libitm (GCC -fgnu-tm)"
+         mutex, rwlock (coarse locks); elided-mutex, elided-rwlock (the same coarse schemes with \
+         txmem-elide lock elision: RTM where usable, else the fallback lock; here: {}); \
+         fine-locks (per element/bucket); fast-stm, stm (crates); libitm (GCC -fgnu-tm)",
+        machine::rtm_verdict()
     );
 }
 

@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::bench::peers::locks::ElisionCounts;
 use crate::bench::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
 
 /// Set by the Ctrl-C handler: stop the current run, report what finished.
@@ -57,6 +58,8 @@ pub struct Measured {
     pub ops: u64,
     /// Aborted attempts over the timed repeats, where the system reports them.
     pub aborts: Option<u64>,
+    /// Elided locks: what their sections did over the timed repeats.
+    pub elision: Option<ElisionCounts>,
     pub status: Status,
 }
 
@@ -190,6 +193,7 @@ impl<'a> Row<'a> {
                 samples: Vec::new(),
                 ops: 0,
                 aborts: Some(0),
+                elision: None,
                 status: Status::Ok,
             },
         }
@@ -219,7 +223,10 @@ impl<'a> Row<'a> {
                 let Some(inst) = self.inst.as_deref() else {
                     return;
                 };
+                let counting = inst.abort_counting();
                 let before = txmem::stats::snapshot();
+                let elision_before =
+                    (counting == AbortCounting::Elision).then(ElisionCounts::snapshot);
                 let (t, elapsed) = match run_threads(inst, self.threads, s.duration, seed) {
                     Ok(x) => x,
                     Err(e) => {
@@ -228,6 +235,7 @@ impl<'a> Row<'a> {
                     }
                 };
                 let stats = txmem::stats::snapshot() - before;
+                let elision = elision_before.as_ref().map(ElisionCounts::since);
                 self.total.merge(&t);
                 if interrupted() {
                     // The repeat was cut short: its figure would be wrong.
@@ -245,12 +253,16 @@ impl<'a> Row<'a> {
                 }
                 self.m.samples.push(t.ops as f64 / elapsed.as_secs_f64());
                 self.m.ops += t.ops;
-                let aborts = match inst.abort_counting() {
+                let aborts = match counting {
                     AbortCounting::TxmemStats => stats.total_aborts(),
                     AbortCounting::Attempts => t.attempts.saturating_sub(t.ops),
                     AbortCounting::Never => 0,
+                    AbortCounting::Elision => elision.map_or(0, |e| e.aborts.total()),
                 };
                 self.m.aborts = self.m.aborts.map(|a| a + aborts);
+                if let Some(e) = &elision {
+                    self.m.elision.get_or_insert_default().merge(e);
+                }
             }
             Subject::External(run) => {
                 let p = ExternalParams {

@@ -45,6 +45,10 @@ pub enum AbortCounting {
     Attempts,
     /// Locks: operations never abort.
     Never,
+    /// Elided locks: hardware aborts, from `txmem_elide::stats` around the
+    /// run (a section that aborts is retried, in the end on the fallback
+    /// lock, so operations still never fail).
+    Elision,
 }
 
 /// A prepared (workload, system) pair with its shared state.

@@ -94,7 +94,7 @@ pub fn add_rows<W, F>(
             );
             continue;
         }
-        plan.case(suite, name, kind.system(), kind.note(), move || {
+        plan.case(suite, name, kind.system(), &kind.note(), move || {
             let workload = mk();
             let backend = Locked::new(&workload.layout(), kind).expect("checked when planned");
             Box::new(Pair { workload, backend })

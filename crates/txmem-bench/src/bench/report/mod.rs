@@ -10,6 +10,7 @@ pub mod table;
 use serde::Serialize;
 
 use crate::bench::machine::Machine;
+use crate::bench::peers::locks::ElisionCounts;
 use crate::bench::runner::{Measured, Status};
 use crate::bench::spec::Skip;
 
@@ -58,6 +59,64 @@ pub struct ResultRow {
     pub aborts: Option<u64>,
     /// What the system is (implementation, options).
     pub note: String,
+    /// Elided-lock rows only (absent elsewhere): how their sections ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elision: Option<ElisionRow>,
+}
+
+/// How an elided lock's sections ran over a row's timed repeats.
+#[derive(Clone, Debug, Serialize)]
+pub struct ElisionRow {
+    /// `rtm` where sections ran as hardware transactions, `none` where RTM
+    /// is not usable and every section took the fallback lock.
+    pub htm: &'static str,
+    /// Critical sections: one per committed operation (`commits`).
+    pub sections: u64,
+    /// Sections that committed as hardware transactions.
+    pub hw_commits: u64,
+    /// `hw_commits / sections`.
+    pub hw_commit_fraction: Option<f64>,
+    /// Sections that ran under the fallback lock (`sections - hw_commits`).
+    pub fallback_sections: u64,
+    /// Hardware transactions started (each commits or aborts).
+    pub hw_attempts: u64,
+    /// Hardware aborts by cause: `conflict` (data), `capacity`, `lock_busy`
+    /// (the fallback lock was held, the section waits for it), `explicit`,
+    /// `debug`, `other` (interrupts, faults, ...).
+    pub aborts: AbortsByCause,
+}
+
+/// Hardware aborts by cause (`txmem_elide::stats::AbortCounts`).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct AbortsByCause {
+    pub conflict: u64,
+    pub capacity: u64,
+    pub lock_busy: u64,
+    pub explicit: u64,
+    pub debug: u64,
+    pub other: u64,
+}
+
+impl ElisionRow {
+    fn new(e: &ElisionCounts, sections: u64) -> ElisionRow {
+        let a = e.aborts;
+        ElisionRow {
+            htm: if e.hardware { "rtm" } else { "none" },
+            sections,
+            hw_commits: e.hw_commits,
+            hw_commit_fraction: (sections > 0).then(|| e.hw_commits as f64 / sections as f64),
+            fallback_sections: sections.saturating_sub(e.hw_commits),
+            hw_attempts: e.attempts,
+            aborts: AbortsByCause {
+                conflict: a.conflict,
+                capacity: a.capacity,
+                lock_busy: a.lock_busy,
+                explicit: a.explicit,
+                debug: a.debug,
+                other: a.other,
+            },
+        }
+    }
 }
 
 /// The reference system every ratio is relative to.
@@ -91,6 +150,7 @@ impl ResultRow {
             commits: m.ops,
             aborts: m.aborts,
             note: m.note.clone(),
+            elision: m.elision.as_ref().map(|e| ElisionRow::new(e, m.ops)),
         }
     }
 }

@@ -108,6 +108,7 @@ pub fn render(report: &Report) -> String {
             if n == 1 { "" } else { "s" }
         );
     }
+    elision_lines(&mut out, report);
     if report.interrupted {
         out.push_str("interrupted: the table holds the rows that finished\n");
     }
@@ -123,4 +124,60 @@ pub fn render(report: &Report) -> String {
         );
     }
     out
+}
+
+/// Under the table, for the elided-lock rows: the share of sections that
+/// committed in hardware and the hardware aborts per section by cause; or,
+/// where RTM is not usable, one line saying the rows ran on their fallbacks.
+fn elision_lines(out: &mut String, report: &Report) {
+    let rows: Vec<_> = report
+        .results
+        .iter()
+        .filter(|r| r.status == "ok")
+        .filter_map(|r| Some((r, r.elision.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    if rows.iter().all(|(_, e)| e.htm == "none") {
+        let _ = writeln!(
+            out,
+            "elided rows: RTM not usable here ({}): every section ran on the fallback lock",
+            report.machine.rtm
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "elided rows: sections committed in hardware; hardware aborts per section by cause"
+    );
+    let width = rows
+        .iter()
+        .map(|(r, _)| r.system.len() + r.workload.len())
+        .max()
+        .unwrap_or(0);
+    for (r, e) in rows {
+        let per = |n: u64| {
+            if e.sections == 0 {
+                0.0
+            } else {
+                n as f64 / e.sections as f64
+            }
+        };
+        let a = &e.aborts;
+        let label = format!("{} {}", r.system, r.workload);
+        let _ = writeln!(
+            out,
+            "  {label:<w$}  t={:<2} {:>7}  conflict {:.3}  capacity {:.3}  lock-busy {:.3}  other {:.3}",
+            r.threads,
+            e.hw_commit_fraction
+                .map(|f| format!("{:.2}%", f * 100.0))
+                .unwrap_or_else(|| "-".into()),
+            per(a.conflict),
+            per(a.capacity),
+            per(a.lock_busy),
+            per(a.explicit + a.debug + a.other),
+            w = width + 1,
+        );
+    }
 }
