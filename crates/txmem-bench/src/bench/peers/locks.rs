@@ -47,6 +47,15 @@ impl LockKind {
         LockKind::Fine,
     ];
 
+    /// The quick suite's selection: one elided scheme (the reader-writer
+    /// one) beside the plain locks, to stay near a minute.
+    pub const QUICK: [LockKind; 4] = [
+        LockKind::Mutex,
+        LockKind::RwLock,
+        LockKind::ElidedRwLock,
+        LockKind::Fine,
+    ];
+
     pub fn system(self) -> &'static str {
         match self {
             LockKind::Mutex => "mutex",

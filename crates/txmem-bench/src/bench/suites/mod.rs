@@ -49,7 +49,11 @@ impl SuiteConfig {
         Systems {
             txmem,
             policy: &self.policy,
-            locks: &LockKind::ALL,
+            locks: if self.quick {
+                &LockKind::QUICK
+            } else {
+                &LockKind::ALL
+            },
             stm_crates: true,
         }
     }
