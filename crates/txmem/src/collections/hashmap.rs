@@ -425,8 +425,12 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        // Hash first: the hash needs no pin, and the pin's locked
+        // instruction then overlaps with the hash's long dependency chain
+        // instead of holding up its loads.
+        let h = self.hash(key);
         let _ = tx.guard();
-        let p = self.probe(self.hash(key), key, true)?;
+        let p = self.probe(h, key, true)?;
         self.view(tx, &p, f)
     }
 
@@ -464,8 +468,8 @@ where
         mut value: V,
         overwrite: bool,
     ) -> TxResult<bool> {
+        let h = self.hash(&key); // before the pin, as in `get_with`
         let _ = tx.guard();
-        let h = self.hash(&key);
         let mut spins = 0;
         loop {
             let p = self.probe(h, &key, false)?;
@@ -515,11 +519,18 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
+        let h = self.hash(key); // before the pin, as in `get_with`
         let _ = tx.guard();
-        let p = self.probe(self.hash(key), key, true)?;
-        let old = self.view(tx, &p, V::clone)?;
+        let p = self.probe(h, key, true)?;
+        if p.node.is_null() {
+            self.record_absent(tx, &p)?;
+            return Ok(None);
+        }
+        // As `view`, keeping the node's item for the removal.
+        let id = tx.item(self, p.node as u64);
+        let old = self.view_item(tx, id, p.node, V::clone, |tx| self.record_bucket(tx, &p))?;
         if old.is_some() {
-            self.mark_removed(tx, p.node);
+            self.mark_removed_item(tx, id);
         }
         Ok(old)
     }
@@ -616,8 +627,8 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,
     {
-        let _g = crossbeam_epoch::pin();
         let h = self.hash(key);
+        let _g = crossbeam_epoch::pin();
         let mut spins = 0;
         loop {
             let p = match self.probe(h, key, false) {
