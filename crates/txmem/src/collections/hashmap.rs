@@ -965,4 +965,60 @@ mod tests {
         assert_eq!(seen, (Some(11), None), "a torn read of one commit");
         assert!(attempts.get() >= 2);
     }
+
+    /// The nodes of `key`'s chain that hold `key`, with their state words.
+    fn chain_of(m: &THashMap<u64, u64>, key: u64) -> Vec<u64> {
+        let _g = crossbeam_epoch::pin();
+        let h = m.hash(&key);
+        let mut t = m.current();
+        while t.bucket(h).version.load() & MOVED != 0 {
+            t = t.next_table();
+        }
+        let mut out = Vec::new();
+        let mut cur = t.bucket(h).head.load(Ordering::Acquire) as *const Node<u64, u64>;
+        while !cur.is_null() {
+            // SAFETY: pinned (`_g`), and nothing unlinks concurrently here.
+            let n = unsafe { &*cur };
+            if n.key == key {
+                out.push(n.state.load());
+            }
+            cur = n.next.load(Ordering::Acquire);
+        }
+        out
+    }
+
+    /// An insert whose commit fails after its items are locked (validation
+    /// of another read fails) leaves no placeholder behind: cleanup unlinks
+    /// it, and the retry links and publishes a fresh one. (Guards the
+    /// dropping of the cleanup flag, which only an installed placeholder
+    /// may lose.)
+    #[test]
+    fn a_placeholder_whose_commit_fails_validation_is_unlinked() {
+        let m: THashMap<u64, u64> = THashMap::new();
+        let x = crate::TBox::new(0u64);
+        let attempts = Cell::new(0);
+        atomically(|tx| {
+            attempts.set(attempts.get() + 1);
+            assert!(
+                attempts.get() < 10,
+                "the key stays blocked by a stale placeholder"
+            );
+            let v = x.get(tx)?;
+            assert!(m.insert(tx, 7, v)?);
+            if attempts.get() == 1 {
+                // Another thread commits a write to what this attempt read:
+                // its validation fails after the placeholder is locked.
+                std::thread::scope(|s| {
+                    s.spawn(|| atomically(|tx| x.set(tx, 1)));
+                });
+            }
+            Ok(())
+        });
+        assert_eq!(attempts.get(), 2);
+        let states = chain_of(&m, 7);
+        assert_eq!(states.len(), 1, "one node for the key");
+        assert_eq!(states[0] & (INSERTING | DELETED | LOCK_BIT), 0, "published");
+        assert_eq!(m.load(&7), Some(1));
+        assert_eq!(atomically(|tx| m.len(tx)), 1);
+    }
 }

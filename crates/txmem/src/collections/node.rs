@@ -154,6 +154,12 @@ pub(super) trait NodeCollection: TObject + Sized {
         }
         Self::store_value(n, item, commit);
         Self::state(n).unlock_to(next & !INSERTING);
+        // A placeholder just published needs no cleanup any more (cleanup
+        // only unlinks placeholders whose insert did not commit, or that
+        // their own transaction removed again, and those are never
+        // installed: they are not writes). Dropping the flag saves the
+        // cleanup call when the transaction ends.
+        item.clear_flags(NEEDS_CLEANUP);
     }
 
     /// [`TObject::unlock`].
