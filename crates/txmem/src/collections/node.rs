@@ -439,6 +439,7 @@ pub(super) trait MapNodes: NodeCollection {
 /// Reads the committed value in `value` under the node state `state`,
 /// recording the read in item `id`. `None` if the node is a placeholder or
 /// deleted.
+#[inline(always)]
 fn observe_value<'env, V: Clone, R>(
     tx: &mut Transaction<'env>,
     id: ItemId,
