@@ -13,7 +13,8 @@
 //!
 //! # Growing
 //!
-//! When the number of keys exceeds the number of buckets, the inserter that
+//! When the number of keys exceeds half the number of buckets (a load factor
+//! of at most 1/2, between 1/4 and 1/2 after a resize), the inserter that
 //! notices allocates a table twice as large and migrates the
 //! old buckets one by one: it locks an old bucket, splits its chain between
 //! the two new buckets that replace it (nodes are relinked, never copied, so
@@ -27,6 +28,12 @@
 //! words unchanged, **a resize by itself invalidates no read**: transactions
 //! touching unrelated keys never abort because of it. Only the structural
 //! lock of the bucket being migrated is held, for the few pointer moves.
+//!
+//! The load factor is a time/memory trade: every node a lookup passes is a
+//! likely cache miss and a hard-to-predict branch, and below 1/2 a lookup
+//! passes about half as many as below 1 (the `intset` mix on 4096 keys, 2
+//! threads: about 10% less time per operation) for 16 more bytes of bucket
+//! array per key.
 //!
 //! The number of keys is estimated from the size counter (the committed
 //! count, read without a snapshot) plus the inserting transaction's own
@@ -69,6 +76,10 @@ use super::{inconsistent, struct_wait, struct_wait_forever};
 const MOVED: u64 = 0b010;
 
 const INITIAL_LOG2: u32 = 4;
+
+/// The table grows once it holds more than `buckets >> LOAD_SHIFT` keys
+/// (see the module docs).
+const LOAD_SHIFT: u32 = 1;
 
 /// An insert into a chain of at least this many nodes always checks the
 /// load factor (see the module docs).
@@ -257,6 +268,7 @@ where
     pub fn with_capacity_and_hasher(capacity: usize, hasher: S) -> Self {
         let log2 = capacity
             .max(1)
+            .saturating_mul(1 << LOAD_SHIFT)
             .next_power_of_two()
             .trailing_zeros()
             .max(INITIAL_LOG2);
@@ -720,15 +732,15 @@ where
         }
     }
 
-    /// Whether the table `t` holds more keys than buckets (and no resize of
-    /// it has started), by the estimate of the module docs: the committed
-    /// count plus this transaction's pending change.
+    /// Whether the table `t` holds more keys than its load factor allows
+    /// (and no resize of it has started), by the estimate of the module
+    /// docs: the committed count plus this transaction's pending change.
     #[inline(never)]
     fn over_loaded<'env>(&'env self, tx: &Transaction<'env>, t: &Table<K, V>) -> bool {
         let pending = tx
             .find_item(self, SIZE_KEY)
             .map_or(0, |id| SizeCounter::pending(tx.item_ref(id)));
-        self.size.estimate() + pending > t.buckets.len() as i64
+        self.size.estimate() + pending > (t.buckets.len() >> LOAD_SHIFT) as i64
             && t.next.load(Ordering::Relaxed).is_null()
     }
 
@@ -1072,7 +1084,8 @@ mod tests {
         for k in 0..1000 {
             assert!(atomically(|tx| m.insert(tx, k, k)));
         }
-        // Chains reach four nodes at a load factor of four at most.
+        // (This hasher leaves most buckets of a small table empty; chains
+        // reach four nodes long before the load factor would.)
         assert!(m.bucket_count() >= 256, "{} buckets", m.bucket_count());
         assert_eq!(m.load(&999), Some(999));
     }
