@@ -737,11 +737,18 @@ where
     /// docs: the committed count plus this transaction's pending change.
     #[inline(never)]
     fn over_loaded<'env>(&'env self, tx: &Transaction<'env>, t: &Table<K, V>) -> bool {
+        let room = (t.buckets.len() >> LOAD_SHIFT) as i64;
+        let committed = self.size.estimate();
+        // The pending change is at most the number of items (each key the
+        // transaction added has its own node item): look it up only when
+        // that bound does not already settle the question.
+        if committed + tx.len() as i64 <= room {
+            return false;
+        }
         let pending = tx
             .find_item(self, SIZE_KEY)
             .map_or(0, |id| SizeCounter::pending(tx.item_ref(id)));
-        self.size.estimate() + pending > (t.buckets.len() >> LOAD_SHIFT) as i64
-            && t.next.load(Ordering::Relaxed).is_null()
+        committed + pending > room && t.next.load(Ordering::Relaxed).is_null()
     }
 
     /// Doubles the table `t` (if no other resize runs). Migrates every
