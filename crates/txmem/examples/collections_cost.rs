@@ -7,7 +7,11 @@
 //!
 //! * `get`: `contains_key` of key `i % 8192` (half present, half absent);
 //! * `insert`: insert of the odd key `2 * i + 1` (absent; `N <= 4096`);
-//! * `remove`: remove of the even key `2 * i` (present; `N <= 4096`).
+//! * `remove`: remove of the even key `2 * i` (present; `N <= 4096`);
+//! * `mix`: the `intset` benchmark's mix at 20% updates: a key drawn at
+//!   random from `0..8192`, inserted with probability 10%, removed with
+//!   probability 10%, looked up otherwise (so about half of the inserts and
+//!   removes change the map, and the map stays near 4096 keys).
 //!
 //! Instructions per transaction = `(count(N + K) - count(K)) / N`, which
 //! cancels the fill and the process start-up:
@@ -22,7 +26,7 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove> N
+//! usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove|mix> N
 //!
 //! `hash` uses the default `RandomState` (SipHash-1-3, the same hasher
 //! `dashmap` uses); `hash-fast` uses a multiplicative hasher for integer
@@ -98,7 +102,7 @@ impl Map for TBTreeMap<u64, u64> {
     }
 }
 
-const USAGE: &str = "usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove> N";
+const USAGE: &str = "usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove|mix> N";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -138,6 +142,20 @@ fn main() {
                 hits += map.remove(std::hint::black_box(2 * i)) as u64;
             }
             assert_eq!(hits, n);
+        }
+        "mix" => {
+            let mut x = 0x1234_5678_9ABC_DEF1u64;
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = std::hint::black_box((x >> 8) % 8192);
+                hits += match x % 100 {
+                    0..10 => map.insert(k),
+                    10..20 => map.remove(k),
+                    _ => map.contains(k),
+                } as u64;
+            }
         }
         _ => panic!("{USAGE}"),
     }

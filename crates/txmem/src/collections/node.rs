@@ -154,6 +154,12 @@ pub(super) trait NodeCollection: TObject + Sized {
         }
         Self::store_value(n, item, commit);
         Self::state(n).unlock_to(next & !INSERTING);
+        // A placeholder just published needs no cleanup any more (cleanup
+        // only unlinks placeholders whose insert did not commit, or that
+        // their own transaction removed again, and those are never
+        // installed: they are not writes). Dropping the flag saves the
+        // cleanup call when the transaction ends.
+        item.clear_flags(NEEDS_CLEANUP);
     }
 
     /// [`TObject::unlock`].
@@ -224,6 +230,13 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// commit). The size shrinks by one.
     fn mark_removed<'env>(&'env self, tx: &mut Transaction<'env>, node: *const Self::Node) {
         let id = tx.item(self, node as u64);
+        self.mark_removed_item(tx, id);
+    }
+
+    /// [`mark_removed`](Self::mark_removed) for a caller that already holds
+    /// the node's item `id` (it just read the node through it).
+    #[inline]
+    fn mark_removed_item<'env>(&'env self, tx: &mut Transaction<'env>, id: ItemId) {
         let item = tx.item_mut(id);
         item.set_flags(F_REMOVE);
         let own_insert = item.has(F_INSERT);
@@ -314,9 +327,23 @@ pub(super) trait MapNodes: NodeCollection {
         f: impl FnOnce(&Self::Value) -> R,
         absent: impl FnOnce(&mut Transaction<'env>) -> TxResult<()>,
     ) -> TxResult<Option<R>> {
+        let id = tx.item(self, np as u64);
+        self.view_item(tx, id, np, f, absent)
+    }
+
+    /// [`view_value`](Self::view_value) through the node's item `id`
+    /// (already created by the caller, who may use it again).
+    #[inline]
+    fn view_item<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        id: ItemId,
+        np: *const Self::Node,
+        f: impl FnOnce(&Self::Value) -> R,
+        absent: impl FnOnce(&mut Transaction<'env>) -> TxResult<()>,
+    ) -> TxResult<Option<R>> {
         // SAFETY: callers pass nodes reached while pinned.
         let n = unsafe { &*np };
-        let id = tx.item(self, np as u64);
         let (flags, has_value) = {
             let it = tx.item_ref(id);
             (it.flags(), it.value.is_set())
@@ -412,6 +439,7 @@ pub(super) trait MapNodes: NodeCollection {
 /// Reads the committed value in `value` under the node state `state`,
 /// recording the read in item `id`. `None` if the node is a placeholder or
 /// deleted.
+#[inline(always)]
 fn observe_value<'env, V: Clone, R>(
     tx: &mut Transaction<'env>,
     id: ItemId,

@@ -151,6 +151,17 @@ impl SizeCounter {
         }
     }
 
+    /// The sum of the stripes' counts, each read on its own (no snapshot):
+    /// a recent count for heuristics such as a resize trigger, not a value
+    /// any transaction may observe.
+    #[inline]
+    pub fn estimate(&self) -> i64 {
+        self.stripes
+            .all()
+            .map(|s| s.count.load(Ordering::Relaxed))
+            .sum()
+    }
+
     /// A version for seqlock-style snapshots of the whole collection: the
     /// sum of the stripe versions, if no commit holds a stripe. Equal
     /// results around a traversal mean that no insert or remove committed

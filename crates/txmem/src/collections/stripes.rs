@@ -1,15 +1,15 @@
 //! Per-thread stripes: spreading a word that every committing writer updates
 //! over several cache lines.
 //!
-//! A collection-wide counter that each insert and remove changes (the size,
-//! the hash map's resize trigger) would make those writes bounce one cache
+//! A collection-wide counter that each insert and remove changes (the size)
+//! would make those writes bounce one cache
 //! line between the cores of otherwise independent transactions. Instead
 //! such a counter keeps one cache-padded stripe per slot; a thread always
 //! updates the stripe of its own slot, and the rare reader of the whole
 //! value reads every stripe.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crossbeam_utils::CachePadded;
@@ -90,29 +90,6 @@ impl<T> Stripes<T> {
     }
 }
 
-/// A counter that threads add to without sharing a cache line: each adds
-/// to its own stripe, and reading the total sums the stripes (not atomically
-/// with concurrent adds, which a resize trigger does not need).
-pub(crate) struct StripedCount(Stripes<AtomicIsize>);
-
-impl StripedCount {
-    pub fn new() -> Self {
-        StripedCount(Stripes::new(|| AtomicIsize::new(0)))
-    }
-
-    /// Adds `delta` to this thread's stripe and returns the stripe's new
-    /// value.
-    #[inline]
-    pub fn add(&self, delta: isize) -> isize {
-        self.0.mine().fetch_add(delta, Ordering::Relaxed) + delta
-    }
-
-    /// The total over all stripes.
-    pub fn sum(&self) -> isize {
-        self.0.all().map(|s| s.load(Ordering::Relaxed)).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,21 +107,5 @@ mod tests {
             assert_eq!(s.mine() as *const AtomicU64 as usize, again);
         });
         other.join().unwrap();
-    }
-
-    #[test]
-    fn striped_counts_add_up_across_threads() {
-        let c = StripedCount::new();
-        std::thread::scope(|scope| {
-            for t in 0..4 {
-                let c = &c;
-                scope.spawn(move || {
-                    for _ in 0..1000 {
-                        c.add(if t % 2 == 0 { 3 } else { -1 });
-                    }
-                });
-            }
-        });
-        assert_eq!(c.sum(), 2 * 3000 - 2 * 1000);
     }
 }
