@@ -386,15 +386,16 @@ struct Retrying {
 /// defaults (cached per thread and refreshed when they change).
 ///
 /// The program's closure is wrapped to report its outcome as a small
-/// [`Attempted`] and park its value; the loop itself ([`run_erased`]) is not
-/// generic, so it is compiled and optimized once.
+/// [`Attempted`] and park its value, so the loop ([`run_attempts`]) does not
+/// carry the result type around; everything after an abort is out of line
+/// ([`after_abort`]).
 pub(crate) fn run_with<'env, R, E>(
     options: Option<&TxOptions>,
     site: &'static Location<'static>,
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
     let mut result: Option<Result<R, E>> = None;
-    run_erased(
+    run_attempts(
         options,
         site,
         &mut |tx: &mut Transaction<'env>| match f(tx) {
@@ -425,11 +426,13 @@ enum Attempted {
 }
 
 /// The retry loop, for a closure whose outcome is reported as [`Attempted`].
-#[inline(never)]
-fn run_erased<'env>(
+/// Inlined into each `atomically` call, so the program's closure is inlined
+/// into it in turn.
+#[inline(always)]
+fn run_attempts<'env>(
     options: Option<&TxOptions>,
     site: &'static Location<'static>,
-    body: &mut dyn FnMut(&mut Transaction<'env>) -> Attempted,
+    body: &mut impl FnMut(&mut Transaction<'env>) -> Attempted,
 ) {
     let ctx = ThreadContext::current();
     let active = ctx.enter(options, site);
@@ -616,7 +619,7 @@ fn end_without_commit(st: &mut TxState, call: &mut CallState) {
 #[cold]
 #[inline(never)]
 fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOptions>) {
-    // SAFETY: as in `run_erased`: the caller holds the thread's
+    // SAFETY: as in `run_attempts`: the caller holds the thread's
     // `ActiveGuard` and no other reference to the state is live.
     let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
     let record = call.recorder();
