@@ -567,13 +567,23 @@ pub(super) trait GapChain: NodeCollection {
         Ok(())
     }
 
-    /// Links `node` (already pointing at `pos.next`) after `pos.pred` on
-    /// level 0 and bumps that gap; returns the new gap word, for
+    /// Links `node` after `pos.pred` on level 0 and bumps that gap; returns
+    /// the new gap word, for
     /// [`adopt_placeholder`](NodeCollection::adopt_placeholder) once the
-    /// structure lock is released. The caller holds the structure lock and
-    /// has checked that the gap still holds `pos.gap`.
+    /// structure lock is released. The caller holds the structure lock, has
+    /// checked that the gap still holds `pos.gap`, and made `node` point at
+    /// `pos.pred`'s successor *as it is now*.
+    ///
+    /// An unchanged gap means no committed insert or removal in the
+    /// interval, not an unchanged successor: unlinking an abandoned
+    /// placeholder (which no transaction ever saw) leaves its predecessor's
+    /// gap as it was, so `pos.next` may be a node that is gone.
     #[inline]
     fn link_after(&self, pos: &Pos<Self::Node>, node: *mut Self::Node) -> u64 {
+        debug_assert!(ptr::eq(
+            self.link0(node).load(Ordering::Relaxed),
+            self.link0(pos.pred).load(Ordering::Relaxed)
+        ));
         let g = self.gap(pos.pred);
         let new_gap = TVersion::next_after(pos.gap, 0);
         let locked = g.try_lock_at(pos.gap);

@@ -517,8 +517,13 @@ where
                 struct_wait(&mut spins)?;
                 continue;
             }
+            // The successor as it is now, not `pos.next`: an unchanged gap
+            // means no committed change in the interval, but an abandoned
+            // placeholder (`pos.next`, maybe) can have been unlinked since
+            // without changing it (see `GapChain::link_after`).
+            let next = self.link0(pos.pred).load(Ordering::Relaxed);
             let height = random_height();
-            let node = SNode::alloc(key, value, height, pos.next as *mut _);
+            let node = SNode::alloc(key, value, height, next);
             // SAFETY: not shared yet.
             let nref = unsafe { &*node };
             nref.state.set_flags_locked(INSERTING);
@@ -526,7 +531,7 @@ where
             if height > 1 {
                 // Under the structure lock nothing moves: search the upper
                 // levels for this key (level 0 is `pos.pred`: its gap is
-                // unchanged, so its successor is too). Levels not in use
+                // unchanged, so no node was linked after it). Levels not in use
                 // yet have the head as predecessor (`preds` is null-filled).
                 if height > self.levels.load(Ordering::Relaxed) {
                     self.levels.store(height, Ordering::Relaxed);
@@ -890,5 +895,81 @@ where
         f.debug_struct("TSkipMap")
             .field("len", &self.load_len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{atomically, try_atomically, TxError};
+
+    impl<K: Ord, V> TSkipMap<K, V> {
+        /// Walks level 0 under the structure lock: the keys are in order and
+        /// no unlinked node is reachable. Returns the number of nodes.
+        fn check_chain(&self) -> Result<usize, String> {
+            let _s = self.structure.lock();
+            let _g = crossbeam_epoch::pin();
+            let mut n = 0;
+            let mut prev: NodePtr<K, V> = ptr::null();
+            let mut cur = self.head[0].load(Ordering::Acquire) as NodePtr<K, V>;
+            while !cur.is_null() {
+                // SAFETY: linked nodes are live (we hold the structure lock
+                // and are pinned).
+                let node = unsafe { &*cur };
+                if node.gap.load() & UNLINKED != 0 {
+                    return Err(format!("an unlinked node is reachable at position {n}"));
+                }
+                // SAFETY: as above.
+                if !prev.is_null() && unsafe { &*prev }.key > node.key {
+                    return Err(format!("keys out of order at position {n}"));
+                }
+                n += 1;
+                prev = cur;
+                cur = node.next0.load(Ordering::Acquire);
+            }
+            Ok(n)
+        }
+    }
+
+    /// An insert that found its position next to another transaction's
+    /// placeholder, and takes the structure lock after that placeholder was
+    /// abandoned and unlinked, must link to the current successor: the
+    /// predecessor's gap is unchanged by the unlink (no transaction ever
+    /// saw the placeholder), so the gap alone does not tell that the
+    /// successor changed.
+    #[test]
+    fn an_insert_never_links_to_an_abandoned_placeholder() {
+        let m: TSkipMap<u64, u64> = TSkipMap::new();
+        atomically(|tx| {
+            m.insert(tx, 10, 10)?;
+            m.insert(tx, 30, 30)
+        });
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                // Links a placeholder for 20 and abandons it, over and over.
+                while !stop.load(Ordering::Relaxed) {
+                    let r: Result<(), ()> = try_atomically(|tx| {
+                        m.insert(tx, 20, 20)?;
+                        Err(TxError::User(()))
+                    });
+                    assert!(r.is_err());
+                }
+            });
+            let result = (|| {
+                for _ in 0..20_000 {
+                    atomically(|tx| m.insert(tx, 15, 15));
+                    atomically(|tx| m.remove(tx, &15));
+                    m.check_chain()?;
+                }
+                Ok::<(), String>(())
+            })();
+            stop.store(true, Ordering::Relaxed);
+            if let Err(e) = result {
+                panic!("{e}");
+            }
+        });
+        assert_eq!(m.keys_committed(), vec![10, 30]);
+        assert_eq!(m.check_chain(), Ok(2));
     }
 }
