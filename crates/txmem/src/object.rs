@@ -20,7 +20,10 @@ use crate::version::{TVersion, LOCK_SPINS};
 ///    [`NEEDS_CLEANUP`](crate::item::NEEDS_CLEANUP).
 ///
 /// If the transaction aborts after some locks were taken, [`unlock`](Self::unlock)
-/// is called for each locked item instead of `install`.
+/// is called for each locked item instead of `install`. An irrevocable
+/// transaction skips step 2: no other transaction commits while it runs, so
+/// its reads cannot have gone stale (`check` still runs when a transaction
+/// becomes irrevocable, for what it read before).
 ///
 /// Rules an implementation must follow so that the runtime's guarantees hold:
 /// * `check` must fail for a subobject that a concurrent transaction has

@@ -105,7 +105,7 @@ use crate::version::TVersion;
 
 use super::node::{node_tobject, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
-use super::{below_start, inconsistent, struct_wait, struct_wait_forever, within_end};
+use super::{below_start, still_current, struct_wait, struct_wait_forever, within_end};
 
 /// The most keys a leaf holds and the most children an inner node has
 /// (node contents are fixed-size arrays of this many slots).
@@ -549,16 +549,8 @@ where
     ) -> TxResult<()> {
         let id = tx.item(self, leaf as u64 | 1);
         tx.record_read(id, word)?;
-        // The word was read before the record, and reads in between (an
-        // entry's state) may have moved the snapshot forward past a change
-        // of the leaf: a stale word at or below the new snapshot would pass
-        // the opacity check unnoticed. Unchanged now means it was current
-        // when the snapshot was taken.
         // SAFETY: handles live as long as the map.
-        if unsafe { deref(leaf) }.version.load() != word {
-            return Err(inconsistent());
-        }
-        Ok(())
+        still_current(tx, word, unsafe { deref(leaf) }.version.load())
     }
 
     /// Places the placeholder `e` into `leaf`, which covers its key and

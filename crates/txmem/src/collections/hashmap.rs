@@ -70,7 +70,7 @@ use super::node::{
     node_tobject, retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING, SIZE_KEY,
 };
 use super::size::SizeCounter;
-use super::{inconsistent, struct_wait, struct_wait_forever};
+use super::{still_current, struct_wait, struct_wait_forever};
 
 /// Bucket flag: the bucket was migrated to the next table.
 const MOVED: u64 = 0b010;
@@ -409,16 +409,9 @@ where
         self.record_absent(tx, p)?;
         // SAFETY: `p.table` came from `probe` under the transaction's pin.
         let table = unsafe { &*p.table };
-        // The word was read by the probe, and reads in between (the state
-        // of a node in the chain) may have extended the snapshot past a
-        // change of the bucket: a stale word at or below the new snapshot
-        // would pass the opacity check unnoticed. Unchanged now (in the same
-        // table: a resize since then also shows as a change) means it was
-        // current when the snapshot was taken.
-        if table.bucket(p.idx).version.load() != p.word {
-            return Err(inconsistent());
-        }
-        Ok(())
+        // (In the same table: a resize since the probe also shows as a
+        // change of the bucket's word.)
+        still_current(tx, p.word, table.bucket(p.idx).version.load())
     }
 
     /// The transaction's view of the key found by `p`: `Some(f(value))` if

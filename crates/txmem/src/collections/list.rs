@@ -29,7 +29,7 @@ use super::node::{
     node_tobject, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING,
 };
 use super::size::SizeCounter;
-use super::{busy, struct_wait};
+use super::{placeholder_in_the_way, struct_wait};
 
 pub(super) struct LNode<T> {
     state: TVersion,
@@ -130,7 +130,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     fn insert<'env>(&'env self, tx: &mut Transaction<'env>, x: T) -> TxResult<bool> {
         let _ = tx.guard();
         let mut spins = 0;
-        loop {
+        'look: loop {
             let pos = self.locate_value(&x)?;
             if !self.dups {
                 // Revive our own removal, or report presence.
@@ -155,7 +155,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
                             return Ok(true);
                         }
                     } else if n.state.load() & INSERTING != 0 {
-                        return Err(busy());
+                        placeholder_in_the_way(tx, &mut spins)?;
+                        continue 'look;
                     }
                     cur = n.next.load(Ordering::Acquire);
                 }

@@ -60,6 +60,7 @@ pub use words::{TWords, WordAddr};
 use std::ops::Bound;
 
 use crate::error::{Abort, AbortCause};
+use crate::tx::Transaction;
 
 /// How many times an operation re-reads a structural word (a bucket or gap
 /// version locked by a concurrent structural change) before it yields the
@@ -73,11 +74,15 @@ const STRUCT_YIELDS: u32 = 64;
 /// returns `Err` (a lock-busy abort) once the wait has gone on for too long.
 #[inline]
 pub(crate) fn struct_wait(spins: &mut u32) -> Result<(), Abort> {
-    *spins += 1;
+    *spins = spins.saturating_add(1);
     if *spins < STRUCT_SPINS {
         std::hint::spin_loop();
         Ok(())
     } else if *spins < STRUCT_SPINS + STRUCT_YIELDS {
+        std::thread::yield_now();
+        Ok(())
+    } else if crate::tx::irrevocable_here() {
+        // An irrevocable attempt must not abort; the holder is splicing.
         std::thread::yield_now();
         Ok(())
     } else {
@@ -90,7 +95,7 @@ pub(crate) fn struct_wait(spins: &mut u32) -> Result<(), Abort> {
 /// while waiting for a transaction, so the wait is short.
 #[inline]
 pub(crate) fn struct_wait_forever(spins: &mut u32) {
-    *spins += 1;
+    *spins = spins.saturating_add(1);
     if *spins < STRUCT_SPINS {
         std::hint::spin_loop();
     } else {
@@ -98,11 +103,19 @@ pub(crate) fn struct_wait_forever(spins: &mut u32) {
     }
 }
 
-/// The abort an operation returns when it meets another transaction's
-/// uncommitted insert of the same key (the placeholder wins).
+/// What an operation does when it meets another transaction's uncommitted
+/// insert of the same key: the placeholder wins, so an ordinary attempt
+/// aborts. An irrevocable one waits instead and then looks again (`Ok`):
+/// the inserter cannot commit before it, so it soon aborts and unlinks its
+/// placeholder (or, if it was already committing, publishes it).
 #[inline]
-pub(crate) fn busy() -> Abort {
-    Abort::new(AbortCause::LockBusy)
+pub(crate) fn placeholder_in_the_way(tx: &Transaction<'_>, spins: &mut u32) -> Result<(), Abort> {
+    if tx.is_irrevocable() {
+        struct_wait_forever(spins);
+        Ok(())
+    } else {
+        Err(Abort::new(AbortCause::LockBusy))
+    }
 }
 
 /// The predicate "strictly before the start of a range" for its start bound
@@ -141,4 +154,20 @@ pub(crate) fn collect_scan<K: Clone, V: Clone>(
 #[inline]
 pub(crate) fn inconsistent() -> Abort {
     Abort::new(AbortCause::Opacity)
+}
+
+/// Checks that a structure word recorded as read at `recorded` is still
+/// current (`now`): other reads between the word's load and its record may
+/// have moved the snapshot past a change of the word, and a stale word at or
+/// below the new snapshot would pass the opacity check unnoticed. An
+/// irrevocable attempt needs no such check (its reads stay valid; see
+/// `TxState::acquire_irrevocability`), and structure words do change under
+/// it as other transactions place placeholders.
+#[inline]
+pub(crate) fn still_current(tx: &Transaction<'_>, recorded: u64, now: u64) -> Result<(), Abort> {
+    if recorded == now || tx.is_irrevocable() {
+        Ok(())
+    } else {
+        Err(inconsistent())
+    }
 }

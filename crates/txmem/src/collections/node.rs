@@ -39,7 +39,7 @@ use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::size::SizeCounter;
-use super::{busy, inconsistent, struct_wait};
+use super::{inconsistent, placeholder_in_the_way, still_current, struct_wait};
 
 /// Node state flag: placeholder of an uncommitted insert.
 pub(super) const INSERTING: u64 = 0b010;
@@ -412,7 +412,8 @@ pub(super) trait MapNodes: NodeCollection {
         let w = Self::state(n).load();
         if w & INSERTING != 0 {
             // Another transaction is inserting this key.
-            return Err(busy());
+            placeholder_in_the_way(tx, spins)?;
+            return Ok(Upserted::Retry(value));
         }
         if skip_deleted && w & DELETED != 0 {
             return Ok(Upserted::Deleted(value));
@@ -556,15 +557,7 @@ pub(super) trait GapChain: NodeCollection {
     ) -> TxResult<()> {
         let id = tx.item(self, pred as u64 | 1);
         tx.record_read(id, word)?;
-        // The gap word was read before the record, and reads in between (a
-        // node's state) may have moved the snapshot forward past a change
-        // of the gap: a stale word at or below the new snapshot would pass
-        // the opacity check unnoticed. Unchanged now means it was current
-        // when the snapshot was taken.
-        if self.gap(pred).load() != word {
-            return Err(inconsistent());
-        }
-        Ok(())
+        still_current(tx, word, self.gap(pred).load())
     }
 
     /// Links `node` after `pos.pred` on level 0 and bumps that gap; returns

@@ -380,8 +380,17 @@ where
                 continue;
             }
             if w & UNLINKED != 0 {
-                // Unlinked while we walked: our earlier gap reads are stale.
-                return Err(inconsistent());
+                if !tx.is_irrevocable() {
+                    // Unlinked while we walked: our earlier gap reads are
+                    // stale.
+                    return Err(inconsistent());
+                }
+                // An irrevocable scan records no gaps it relies on (see
+                // `still_current`) and just walks on: an unlinked node keeps
+                // the successor it had when it was unlinked (nothing links
+                // after it since), and the chain leads back into the list
+                // past nothing committed.
+                return Ok(self.next(n, 0).load(Ordering::Acquire) as NodePtr<K, V>);
             }
             let nx = self.next(n, 0).load(Ordering::Acquire) as NodePtr<K, V>;
             if g.load() == w {

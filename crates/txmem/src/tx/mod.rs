@@ -7,6 +7,7 @@ mod run;
 mod savepoint;
 mod single;
 
+pub(crate) use run::irrevocable_here;
 pub use run::{atomically, try_atomically};
 pub(crate) use single::commit_single;
 
@@ -171,6 +172,13 @@ impl TxState {
         pos
     }
 
+    /// True if the attempt's view is still consistent: always for an
+    /// irrevocable attempt (see [`acquire_irrevocability`](Self::acquire_irrevocability)),
+    /// otherwise if every read is still current.
+    pub(crate) fn view_holds(&self) -> bool {
+        self.irrevocable.is_some() || self.validate_reads()
+    }
+
     /// Validates every read item; true if all reads are still current.
     pub(crate) fn validate_reads(&self) -> bool {
         let ctx = self.commit_ctx(0);
@@ -217,10 +225,27 @@ impl TxState {
             // Open the gate before handing the token on, or the next holder
             // could find the gate still closed and then see it opened.
             clock::open(IRREVOCABLE);
+            run::set_irrevocable_here(false);
             drop(token);
         }
     }
 
+    /// Closes the irrevocability gate: from now on no other transaction
+    /// commits until [`release_irrevocability`](Self::release_irrevocability).
+    ///
+    /// So an irrevocable attempt never validates its reads (nor does a
+    /// collection re-check the structure words it records): what it reads
+    /// stays current until it commits. A writer that passed the gate before
+    /// it closed had locked everything it changes first, and an irrevocable
+    /// reader waits for such locks (without a bound), so it sees those
+    /// writes installed. Reads made before the gate closed are checked once,
+    /// by `become_irrevocable`. Structure words (a leaf's or bucket's
+    /// version, a gap) still change while the gate is closed, as running
+    /// transactions place placeholders and committers already past the gate
+    /// unlink what they removed, but neither changes a committed key: the
+    /// placeholders' inserts commit after this transaction, and the removals
+    /// were already visible to it. Validating such words would fail an
+    /// attempt that must not fail.
     fn acquire_irrevocability(&mut self) {
         let token = IRREVOCABLE_TOKEN.lock();
         let closed = clock::try_close(IRREVOCABLE);
@@ -230,6 +255,7 @@ impl TxState {
         );
         self.irrevocable = Some(token);
         self.rare = true;
+        run::set_irrevocable_here(true);
     }
 
     /// Ends an attempt: drops items (running cleanups), releases the guard
@@ -306,6 +332,21 @@ impl TxState {
             it.value.clear();
         }
         self.mutated = false;
+    }
+
+    /// Runs the cleanups of an aborted attempt ahead of its blocking wait:
+    /// a placeholder its inserts left in a collection would otherwise stay
+    /// in the way of every inserter of the same key until the sleeper
+    /// wakes (which may need one of them to commit first).
+    pub(crate) fn clean_up_before_wait(&mut self) {
+        for it in self.items.iter_mut() {
+            if it.has(crate::item::NEEDS_CLEANUP) {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                obj.cleanup(it, false);
+                it.clear_flags(crate::item::NEEDS_CLEANUP);
+            }
+        }
     }
 
     pub(crate) fn item_count(&self) -> usize {
@@ -419,7 +460,7 @@ impl<'env> Transaction<'env> {
     pub fn record_read(&mut self, id: ItemId, word: u64) -> TxResult<()> {
         let item = &mut self.st.items[id.0];
         if item.is_read() {
-            return if item.read_version() == word {
+            return if item.read_version() == word || self.st.irrevocable.is_some() {
                 Ok(())
             } else {
                 Err(Abort::new(AbortCause::Opacity))
@@ -434,7 +475,7 @@ impl<'env> Transaction<'env> {
                 }
             }
             Opacity::Revalidate => {
-                if !self.st.validate_reads() {
+                if !self.st.view_holds() {
                     return Err(Abort::new(AbortCause::Opacity));
                 }
             }
@@ -459,7 +500,7 @@ impl<'env> Transaction<'env> {
         if seen > now {
             now = clock::advance_to(seen).time();
         }
-        if self.st.validate_reads() {
+        if self.st.view_holds() {
             self.st.start = now;
             Ok(())
         } else {

@@ -21,6 +21,9 @@ struct ThreadContext {
     state: UnsafeCell<TxState>,
     call: UnsafeCell<CallState>,
     active: Cell<bool>,
+    /// True while this thread's attempt holds irrevocability (mirrors
+    /// `TxState::irrevocable` for code without the state at hand).
+    irrevocable: Cell<bool>,
     /// Registered with the statistics on the first counted transaction.
     counters: OnceCell<Counters>,
     /// This thread's copy of the runtime-wide defaults, the mode bits taken
@@ -70,6 +73,7 @@ impl ThreadContext {
             state: UnsafeCell::new(TxState::new()),
             call: UnsafeCell::new(CallState::new()),
             active: Cell::new(false),
+            irrevocable: Cell::new(false),
             counters: OnceCell::new(),
             defaults: Cell::new(TxOptions::BUILT_IN),
             default_mode: Cell::new(Mode::of(&TxOptions::BUILT_IN)),
@@ -186,6 +190,19 @@ loom::thread_local! {
 /// not its handlers).
 pub(crate) fn in_transaction() -> bool {
     ThreadContext::current().active.get()
+}
+
+/// True while this thread runs an irrevocable attempt: for code that must
+/// wait instead of aborting but has no `Transaction` at hand (the
+/// collections' waits for structural locks, which check it only once a wait
+/// has gone on for long).
+pub(crate) fn irrevocable_here() -> bool {
+    ThreadContext::current().irrevocable.get()
+}
+
+/// Records whether this thread's attempt holds irrevocability.
+pub(crate) fn set_irrevocable_here(yes: bool) {
+    ThreadContext::current().irrevocable.set(yes);
 }
 
 /// Clears the "a transaction runs on this thread" flag when the run loop
@@ -564,7 +581,7 @@ fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCau
 fn end_with_error(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCause> {
     // Without opacity the error may come from an inconsistent view: only a
     // validated attempt may return it.
-    if st.opacity == Opacity::None && !st.validate_reads() {
+    if st.opacity == Opacity::None && !st.view_holds() {
         return Err(AbortCause::Validation);
     }
     end_without_commit(st, call);
@@ -581,7 +598,7 @@ fn panicked(
     call: &mut CallState,
     payload: Box<dyn std::any::Any + Send>,
 ) -> AbortCause {
-    if st.irrevocable.is_none() && !st.validate_reads() {
+    if !st.view_holds() {
         return AbortCause::Panic;
     }
     end_without_commit(st, call);
@@ -653,6 +670,7 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
         // other transaction from beginning, including the one this waiter
         // needs).
         r.cm.finish();
+        st.clean_up_before_wait();
         let objects = st
             .items
             .iter()
