@@ -6,7 +6,9 @@
 //! Workload: a set pre-filled with `size` random keys from `0..2*size`;
 //! each operation picks a random key in that range and is an insert (with
 //! probability update/2), a remove (update/2) or a lookup (the rest), so the
-//! size stays near `size`. Every txmem operation is one transaction.
+//! size stays near `size`. Every txmem operation is one transaction, except
+//! the lookups of the hash set's `txmem-direct` row, which read outside any
+//! transaction.
 //!
 //! `cargo bench -p txmem --bench intset -- --warm-up-time 1 --measurement-time 2`
 //! (add a filter such as `ordered/n4096/u20/t2` to run one configuration;
@@ -36,6 +38,23 @@ struct TxHash<S = std::collections::hash_map::RandomState>(THashMap<u64, (), S>)
 impl<S: std::hash::BuildHasher + Send + Sync + 'static> IntSet for TxHash<S> {
     fn contains(&self, k: u64) -> bool {
         atomically(|tx| self.0.contains_key(tx, &k))
+    }
+    fn insert(&self, k: u64) -> bool {
+        atomically(|tx| self.0.insert(tx, k, ()))
+    }
+    fn remove(&self, k: u64) -> bool {
+        atomically(|tx| self.0.remove(tx, &k)).is_some()
+    }
+}
+
+/// The hash set with lookups outside any transaction
+/// ([`THashMap::contains_key_committed`], a consistent read of one key) and
+/// updates as transactions: what a program that needs no multi-key
+/// atomicity for its reads pays.
+struct TxHashDirect(THashMap<u64, ()>);
+impl IntSet for TxHashDirect {
+    fn contains(&self, k: u64) -> bool {
+        self.0.contains_key_committed(&k)
     }
     fn insert(&self, k: u64) -> bool {
         atomically(|tx| self.0.insert(tx, k, ()))
@@ -494,6 +513,7 @@ fn systems(kind: &str) -> Vec<(&'static str, Maker)> {
                     MulState::default(),
                 )))
             }),
+            ("txmem-direct", |_| Box::new(TxHashDirect(THashMap::new()))),
             ("txmem-words", |n| Box::new(WordsHash::new(n))),
             ("mutex-hashset", |_| Box::new(Mutex::new(HashSet::new()))),
             ("rwlock-hashset", |_| Box::new(RwLock::new(HashSet::new()))),
