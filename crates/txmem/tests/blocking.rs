@@ -1,11 +1,17 @@
 //! Blocking `retry`: producer/consumer through a bounded buffer never hangs
 //! and loses nothing.
 
-use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
 use txmem::{atomically, TArray, TBox};
+
+mod common;
+
+/// Fails the test if `f` does not finish in `secs` seconds.
+fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+    common::within(secs, "blocked transactions hung (lost wake-up?)", f)
+}
 
 const CAPACITY: usize = 4;
 
@@ -45,17 +51,6 @@ impl Buffer {
             Ok(v)
         })
     }
-}
-
-/// Runs `f` on a thread and fails the test if it does not finish in time
-/// (a lost wake-up would hang forever).
-fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(secs))
-        .expect("blocked transactions hung (lost wake-up?)")
 }
 
 #[test]

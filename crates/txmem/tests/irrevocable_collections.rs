@@ -11,14 +11,15 @@
 //! transaction's placeholder of a key it inserted.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
 use txmem::{
     atomically, try_atomically, TBTreeMap, THashMap, TListSet, TSkipMap, Transaction, TxError,
     TxOptions, TxResult,
 };
+
+mod common;
 
 /// Even keys below `2 * EVENS` stay present; odd keys come and go.
 const EVENS: u64 = 64;
@@ -31,32 +32,26 @@ trait KeySet: Send + Sync + 'static {
     fn evens<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<u64>;
 }
 
-impl KeySet for TBTreeMap<u64, u64> {
-    fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.insert(tx, k, k).map(drop)
-    }
-    fn del<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.remove(tx, &k).map(drop)
-    }
-    fn evens<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<u64> {
-        let all = self.range(tx, ..)?;
-        Ok(all.iter().filter(|(k, _)| k % 2 == 0).count() as u64)
-    }
+/// The ordered maps share their API.
+macro_rules! ordered_key_set {
+    ($map:ident, $range:ident) => {
+        impl KeySet for $map<u64, u64> {
+            fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
+                self.insert(tx, k, k).map(drop)
+            }
+            fn del<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
+                self.remove(tx, &k).map(drop)
+            }
+            fn evens<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<u64> {
+                let all = self.$range(tx, ..)?;
+                Ok(all.iter().filter(|(k, _)| k % 2 == 0).count() as u64)
+            }
+        }
+    };
 }
-
-impl KeySet for TSkipMap<u64, u64> {
-    fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.insert(tx, k, k).map(drop)
-    }
-    fn del<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.remove(tx, &k).map(drop)
-    }
-    fn evens<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<u64> {
-        // Descending, to cover the reverse scan too.
-        let all = self.range_rev(tx, ..)?;
-        Ok(all.iter().filter(|(k, _)| k % 2 == 0).count() as u64)
-    }
-}
+ordered_key_set!(TBTreeMap, range);
+// Descending, to cover the reverse scan too.
+ordered_key_set!(TSkipMap, range_rev);
 
 impl KeySet for THashMap<u64, u64> {
     fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
@@ -92,15 +87,9 @@ impl KeySet for TListSet<u64> {
     }
 }
 
-/// Runs `f` on its own thread and fails the test if it takes longer than
-/// `secs` (a hang would otherwise stall the whole test run).
+/// Fails the test if `f` panics or does not finish in `secs` seconds.
 fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(Duration::from_secs(secs))
-        .expect("the irrevocable transactions panicked or hung")
+    common::within(secs, "the irrevocable transactions panicked or hung", f)
 }
 
 fn next(x: &mut u64) -> u64 {
