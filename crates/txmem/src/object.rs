@@ -134,8 +134,13 @@ impl<'a> Commit<'a> {
                 }
                 // Locked at the version we read: another transaction is
                 // committing and may still leave it unchanged; wait for it.
-                // Anything else means the read is stale.
-                if version.load() != seen | crate::version::LOCK_BIT {
+                // Unlocked at that version again: it left it unchanged just
+                // now; try again. Anything else means the read is stale.
+                let now = version.load();
+                if now == seen {
+                    continue;
+                }
+                if now != seen | crate::version::LOCK_BIT {
                     return LockOutcome::Stale;
                 }
                 if !self.wait_for_unlock(version) {

@@ -8,6 +8,30 @@ pub(crate) use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
 #[cfg(txmem_loom)]
 pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize};
 
+/// The lock that serializes irrevocable transactions (a loom mutex under
+/// loom, so that models may run irrevocable transactions).
+#[cfg(not(txmem_loom))]
+pub(crate) type TokenLock = parking_lot::Mutex<()>;
+#[cfg(txmem_loom)]
+pub(crate) type TokenLock = loom::sync::Mutex<()>;
+
+/// A held [`TokenLock`].
+#[cfg(not(txmem_loom))]
+pub(crate) type Token = parking_lot::MutexGuard<'static, ()>;
+#[cfg(txmem_loom)]
+pub(crate) type Token = loom::sync::MutexGuard<'static, ()>;
+
+/// Takes `lock`, waiting for it.
+#[inline]
+pub(crate) fn take_token(lock: &'static TokenLock) -> Token {
+    #[cfg(not(txmem_loom))]
+    return lock.lock();
+    #[cfg(txmem_loom)]
+    return lock
+        .lock()
+        .expect("the irrevocability token is never poisoned");
+}
+
 /// A busy-wait hint. Under loom, a yield, so the model checker can schedule
 /// the thread being waited for.
 #[inline]

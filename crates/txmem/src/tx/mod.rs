@@ -7,6 +7,7 @@ mod run;
 mod savepoint;
 mod single;
 
+#[cfg(not(txmem_loom))]
 pub(crate) use run::irrevocable_here;
 pub use run::{atomically, try_atomically};
 pub(crate) use single::commit_single;
@@ -16,7 +17,6 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crossbeam_epoch::Guard;
-use parking_lot::MutexGuard;
 
 use crate::clock::{self, IRREVOCABLE};
 use crate::error::{Abort, AbortCause, TxResult};
@@ -35,8 +35,10 @@ pub struct ItemId(usize);
 
 type Handler = Box<dyn FnOnce()>;
 
-/// Serializes irrevocable transactions: at most one runs at a time.
-static IRREVOCABLE_TOKEN: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+crate::sync::protocol_static! {
+    /// Serializes irrevocable transactions: at most one runs at a time.
+    static IRREVOCABLE_TOKEN: crate::sync::TokenLock = crate::sync::TokenLock::new(());
+}
 
 /// The state of one thread's transaction, reused across transactions so that
 /// a steady-state transaction allocates nothing.
@@ -54,7 +56,7 @@ pub(crate) struct TxState {
     /// Snapshot bound for TL2 opacity.
     start: u64,
     pub(crate) opacity: Opacity,
-    irrevocable: Option<MutexGuard<'static, ()>>,
+    irrevocable: Option<crate::sync::Token>,
     /// Set by `become_irrevocable` when the attempt must restart irrevocably.
     wants_irrevocable: bool,
     /// True once the program itself asked for irrevocability in this
@@ -247,7 +249,7 @@ impl TxState {
     /// were already visible to it. Validating such words would fail an
     /// attempt that must not fail.
     fn acquire_irrevocability(&mut self) {
-        let token = IRREVOCABLE_TOKEN.lock();
+        let token = crate::sync::take_token(&IRREVOCABLE_TOKEN);
         let closed = clock::try_close(IRREVOCABLE);
         assert!(
             closed,

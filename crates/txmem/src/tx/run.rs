@@ -196,6 +196,7 @@ pub(crate) fn in_transaction() -> bool {
 /// wait instead of aborting but has no `Transaction` at hand (the
 /// collections' waits for structural locks, which check it only once a wait
 /// has gone on for long).
+#[cfg(not(txmem_loom))]
 pub(crate) fn irrevocable_here() -> bool {
     ThreadContext::current().irrevocable.get()
 }
