@@ -135,6 +135,36 @@ fn an_irrevocable_audit_sees_no_torn_total() {
     });
 }
 
+/// A single-operation add races an irrevocable transaction that reads the
+/// counter twice: the add waits for the gate or lands before the first read,
+/// so both reads agree (an irrevocable attempt does not check repeated reads
+/// itself: nothing may change under it).
+#[test]
+fn a_single_operation_add_waits_for_an_irrevocable_transaction() {
+    model(|| {
+        let c = Arc::new(TCounter::new(0));
+        let adder = {
+            let c = c.clone();
+            thread::spawn(move || c.add_now(1))
+        };
+        let reader = {
+            let c = c.clone();
+            thread::spawn(move || {
+                options(Opacity::Tl2)
+                    .irrevocable(true)
+                    .run(|tx| Ok((c.get(tx)?, c.get(tx)?)))
+            })
+        };
+        assert_eq!(adder.join().unwrap(), 1);
+        let (first, second) = reader.join().unwrap();
+        assert_eq!(
+            first, second,
+            "a single-operation add landed inside an irrevocable transaction"
+        );
+        assert_eq!(c.load(), 1);
+    });
+}
+
 /// Two read-modify-write transactions on one counter: no lost update.
 #[test]
 fn read_modify_write_races_lose_nothing() {
