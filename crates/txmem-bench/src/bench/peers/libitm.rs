@@ -66,8 +66,8 @@ impl Libitm {
             }
             std::fs::rename(&tmp, &exe).map_err(|e| format!("cannot install harness: {e}"))?;
         }
-        let method = std::env::var("ITM_DEFAULT_METHOD")
-            .unwrap_or_else(|_| "default (serialirr with 1 thread, ml_wt otherwise)".into());
+        let method =
+            std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| default_method().into());
         Ok(Libitm {
             exe,
             gcc: version,
@@ -123,5 +123,21 @@ impl Libitm {
                 String::from_utf8_lossy(&out.stderr).trim()
             )),
         }
+    }
+}
+
+/// What libitm picks without `ITM_DEFAULT_METHOD`: serial-irrevocable while
+/// one thread is registered; with more, its HTM method (RTM, falling back to
+/// serial mode) on a CPU with RTM, else `ml_wt`.
+fn default_method() -> &'static str {
+    use txmem_elide::htm::{Rtm, RtmVerdict};
+    match Rtm::detection().verdict {
+        RtmVerdict::Usable | RtmVerdict::DisabledByEnvironment => {
+            "default (serialirr with 1 thread, htm with more: RTM with a serial fallback)"
+        }
+        RtmVerdict::NotX86 | RtmVerdict::NoRtmBit => {
+            "default (serialirr with 1 thread, ml_wt otherwise)"
+        }
+        _ => "default (serialirr with 1 thread; with more, htm if libitm finds RTM, else ml_wt)",
     }
 }
