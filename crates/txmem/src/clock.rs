@@ -103,7 +103,7 @@ pub(crate) fn wait_open(gate: u64) {
     let backoff = crossbeam_utils::Backoff::new();
     while now().has(gate) {
         if backoff.is_completed() {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         } else {
             backoff.snooze();
             crate::sync::spin_hint();

@@ -156,7 +156,7 @@ impl<'a> Commit<'a> {
             if !self.irrevocable {
                 return LockOutcome::Busy;
             }
-            std::thread::yield_now();
+            crate::sync::yield_now();
         }
     }
 

@@ -32,6 +32,16 @@ pub(crate) fn take_token(lock: &'static TokenLock) -> Token {
         .expect("the irrevocability token is never poisoned");
 }
 
+/// Gives up the processor while waiting for another thread. Under loom, a
+/// loom yield, so the model checker schedules the thread being waited for.
+#[inline]
+pub(crate) fn yield_now() {
+    #[cfg(not(txmem_loom))]
+    std::thread::yield_now();
+    #[cfg(txmem_loom)]
+    loom::thread::yield_now();
+}
+
 /// A busy-wait hint. Under loom, a yield, so the model checker can schedule
 /// the thread being waited for.
 #[inline]

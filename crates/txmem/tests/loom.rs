@@ -135,6 +135,54 @@ fn an_irrevocable_audit_sees_no_torn_total() {
     });
 }
 
+/// A transaction reads a counter, becomes irrevocable, then moves what it
+/// read to the other counter, while a transfer races it. The upgrade checks
+/// the reads made before it (and restarts the attempt irrevocably if they
+/// went stale), so the code after it runs exactly once and moves the
+/// current amount, although the irrevocable commit validates nothing.
+#[test]
+fn become_irrevocable_checks_the_reads_before_it() {
+    model(|| {
+        let x = Arc::new(TCounter::new(10));
+        let y = Arc::new(TCounter::new(10));
+        let transfer = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                options(Opacity::Tl2).run(|tx| {
+                    x.add(tx, -1)?;
+                    y.add(tx, 1)
+                })
+            })
+        };
+        let mover = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                let mut after_upgrade = 0;
+                let moved = options(Opacity::Tl2).run(|tx| {
+                    let a = x.get(tx)?;
+                    tx.become_irrevocable()?;
+                    after_upgrade += 1;
+                    x.add(tx, -a)?;
+                    y.add(tx, a)?;
+                    Ok(a)
+                });
+                (moved, after_upgrade)
+            })
+        };
+        transfer.join().unwrap();
+        let (moved, after_upgrade) = mover.join().unwrap();
+        assert_eq!(after_upgrade, 1, "code after become_irrevocable ran twice");
+        // Mover first: it moved 10 and the transfer then took 1 from x.
+        // Transfer first: the mover moved the 9 left.
+        let expected = if moved == 10 { (-1, 21) } else { (0, 20) };
+        assert_eq!(
+            (x.load(), y.load()),
+            expected,
+            "moved {moved}: a stale read survived the upgrade"
+        );
+    });
+}
+
 /// A single-operation add races an irrevocable transaction that reads the
 /// counter twice: the add waits for the gate or lands before the first read,
 /// so both reads agree (an irrevocable attempt does not check repeated reads

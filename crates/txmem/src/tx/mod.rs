@@ -28,6 +28,14 @@ use index::ItemIndex;
 pub use index::{set_item_index_cutoff, HASH_CUTOFF};
 use savepoint::Savepoint;
 
+/// How many times `become_irrevocable` re-checks a read that fails (a
+/// writer past the gate may still hold its lock) before it restarts the
+/// attempt irrevocably. Small under loom, whose models bound their branches.
+#[cfg(not(txmem_loom))]
+const UPGRADE_WAITS: u32 = 1000;
+#[cfg(txmem_loom)]
+const UPGRADE_WAITS: u32 = 2;
+
 /// A handle to an item of the current transaction (its position in the
 /// tracking set), returned by [`Transaction::item`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -620,11 +628,11 @@ impl<'env> Transaction<'env> {
                 let mut tries = 0;
                 while !obj.check(it, &ctx) {
                     tries += 1;
-                    if tries > 1000 {
+                    if tries > UPGRADE_WAITS {
                         self.st.wants_irrevocable = true;
                         return Err(Abort::new(AbortCause::Opacity));
                     }
-                    std::thread::yield_now();
+                    crate::sync::yield_now();
                 }
             }
         }
