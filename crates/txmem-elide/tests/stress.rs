@@ -92,8 +92,8 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
                     }
                 }
                 n += 1;
+                reads.fetch_add(1, Ordering::Relaxed);
             }
-            reads.fetch_add(n, Ordering::Relaxed);
         }));
     }
     let writer = {
@@ -126,6 +126,11 @@ fn rwlock_exclusion<R: lock_api::RawRwLock + Send + Sync + 'static>(
         })
     };
     writer.join().unwrap();
+    // On a loaded machine the writer may finish before a reader ran at all:
+    // let the readers read before they stop (the last value then too).
+    while reads.load(Ordering::Relaxed) < 64 * readers as u64 {
+        thread::yield_now();
+    }
     done.store(true, Ordering::Relaxed);
     for h in handles {
         h.join().unwrap();
