@@ -30,6 +30,18 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// The standard output of a run that must have succeeded (the whole output
+/// in the failure message otherwise).
+fn succeeded(o: &Output) -> String {
+    assert!(o.status.success(), "{}", text(o));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The JSON document a run wrote to `path`.
+fn read_json(path: &std::path::Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// True if this machine has gcc with libitm (the harness compiles).
 fn have_libitm() -> bool {
     let src = tmp("probe.c");
@@ -78,11 +90,10 @@ fn run_suite(tag: &str, args: &[&str]) -> Value {
         .arg(&md)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = succeeded(&out);
     assert!(stdout.contains("vs txmem"), "no table header: {stdout}");
 
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = read_json(&json);
     for key in ["suite", "version", "machine", "settings", "results"] {
         assert!(v.get(key).is_some(), "JSON lacks {key}");
     }
@@ -295,10 +306,9 @@ fn check_elided_rows(htm_off: bool) {
             .arg(&json)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stdout = succeeded(&out);
         assert!(stdout.contains("elided rows"), "{stdout}");
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let v: Value = read_json(&json);
         assert_eq!(
             systems(&v),
             ["elided-mutex", "elided-rwlock", "mutex", "rwlock"],
@@ -371,8 +381,7 @@ fn quick_suite_is_the_default() {
 #[test]
 fn list_names_suites_workloads_and_systems() {
     let out = txmem().args(["bench", "--list"]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let s = String::from_utf8_lossy(&out.stdout);
+    let s = succeeded(&out);
     for want in [
         "micro",
         "intset",
@@ -450,7 +459,7 @@ fn a_broken_check_is_reported_as_a_failure() {
         assert_eq!(out.status.code(), Some(1), "{}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(stdout.contains("FAILED"), "{stdout}");
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let v: Value = read_json(&json);
         for r in v["results"].as_array().unwrap() {
             if r["system"] == "mutex" {
                 assert_eq!(r["status"], "ok", "{r}");
@@ -503,7 +512,7 @@ fn ctrl_c_stops_cleanly_and_prints_what_finished() {
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("interrupted"), "{stdout}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = read_json(&json);
     assert_eq!(v["interrupted"], true);
     let results = v["results"].as_array().unwrap();
     assert!(
@@ -531,10 +540,9 @@ fn libitm_rows_are_skipped_with_a_reason_without_a_compiler() {
         .arg(&json)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = succeeded(&out);
     assert!(stdout.contains("skipped libitm"), "{stdout}");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v: Value = read_json(&json);
     assert_eq!(systems(&v), vec!["txmem".to_string()]);
     let skipped = v["skipped"].as_array().unwrap();
     assert!(

@@ -92,6 +92,23 @@ fn transfer_vs_audit_no_opacity() {
     transfer_vs_audit(Opacity::None);
 }
 
+/// Two counters of 10 and a thread moving 1 from the first to the second in
+/// a TL2 transaction of blind adds.
+fn blind_transfer() -> (Arc<TCounter>, Arc<TCounter>, thread::JoinHandle<()>) {
+    let x = Arc::new(TCounter::new(10));
+    let y = Arc::new(TCounter::new(10));
+    let transfer = {
+        let (x, y) = (x.clone(), y.clone());
+        thread::spawn(move || {
+            options(Opacity::Tl2).run(|tx| {
+                x.add(tx, -1)?;
+                y.add(tx, 1)
+            })
+        })
+    };
+    (x, y, transfer)
+}
+
 /// An irrevocable audit races a transfer (TL2, whose commit bumps the clock
 /// word that also holds the irrevocability gate): the audit runs exactly
 /// once and, although an irrevocable commit validates nothing, sees either
@@ -102,17 +119,7 @@ fn transfer_vs_audit_no_opacity() {
 #[test]
 fn an_irrevocable_audit_sees_no_torn_total() {
     model(|| {
-        let x = Arc::new(TCounter::new(10));
-        let y = Arc::new(TCounter::new(10));
-        let transfer = {
-            let (x, y) = (x.clone(), y.clone());
-            thread::spawn(move || {
-                options(Opacity::Tl2).run(|tx| {
-                    x.add(tx, -1)?;
-                    y.add(tx, 1)
-                })
-            })
-        };
+        let (x, y, transfer) = blind_transfer();
         let audit = {
             let (x, y) = (x.clone(), y.clone());
             thread::spawn(move || {
@@ -143,17 +150,7 @@ fn an_irrevocable_audit_sees_no_torn_total() {
 #[test]
 fn become_irrevocable_checks_the_reads_before_it() {
     model(|| {
-        let x = Arc::new(TCounter::new(10));
-        let y = Arc::new(TCounter::new(10));
-        let transfer = {
-            let (x, y) = (x.clone(), y.clone());
-            thread::spawn(move || {
-                options(Opacity::Tl2).run(|tx| {
-                    x.add(tx, -1)?;
-                    y.add(tx, 1)
-                })
-            })
-        };
+        let (x, y, transfer) = blind_transfer();
         let mover = {
             let (x, y) = (x.clone(), y.clone());
             thread::spawn(move || {
