@@ -22,7 +22,8 @@ pub enum AbortCause {
     /// The program called [`retry`](crate::Transaction::retry): the attempt
     /// blocks until something it read changes.
     Retry,
-    /// A writer found an irrevocable transaction running and waited for it.
+    /// A writer found an irrevocable transaction running and waited for it
+    /// (or a transaction asked to become irrevocable while another was).
     Irrevocable,
     /// A panic inside an attempt whose reads were no longer valid (a doomed
     /// transaction); it is retried rather than propagated.

@@ -32,6 +32,15 @@ pub(crate) fn take_token(lock: &'static TokenLock) -> Token {
         .expect("the irrevocability token is never poisoned");
 }
 
+/// Takes `lock` if it is free.
+#[inline]
+pub(crate) fn try_take_token(lock: &'static TokenLock) -> Option<Token> {
+    #[cfg(not(txmem_loom))]
+    return lock.try_lock();
+    #[cfg(txmem_loom)]
+    return lock.try_lock().ok();
+}
+
 /// Gives up the processor while waiting for another thread. Under loom, a
 /// loom yield, so the model checker schedules the thread being waited for.
 #[inline]

@@ -221,3 +221,50 @@ fn a_sleeping_transaction_leaves_no_placeholder_in_the_way() {
         );
     });
 }
+
+/// A transaction that holds a placeholder and then asks to become
+/// irrevocable while another irrevocable transaction runs must not wait for
+/// the token: that transaction may be waiting for its placeholder. It
+/// restarts irrevocably instead (after unlinking the placeholder).
+#[test]
+fn become_irrevocable_does_not_wait_for_the_token_holding_a_placeholder() {
+    use std::sync::atomic::AtomicU32;
+    within(60, || {
+        let map = Arc::new(THashMap::<u64, u64>::new());
+        let placed = Arc::new(AtomicBool::new(false));
+        let started = Arc::new(AtomicBool::new(false));
+        let upgrader = {
+            let (map, placed, started) = (map.clone(), placed.clone(), started.clone());
+            thread::spawn(move || {
+                let attempts = AtomicU32::new(0);
+                let fresh = atomically(|tx| {
+                    attempts.fetch_add(1, Ordering::Relaxed);
+                    let fresh = map.insert(tx, 7, 1)?;
+                    placed.store(true, Ordering::Release);
+                    while !started.load(Ordering::Acquire) {
+                        thread::yield_now();
+                    }
+                    // Let the irrevocable transaction reach our placeholder.
+                    thread::sleep(std::time::Duration::from_millis(20));
+                    tx.become_irrevocable()?;
+                    Ok(fresh)
+                });
+                (fresh, attempts.load(Ordering::Relaxed))
+            })
+        };
+        while !placed.load(Ordering::Acquire) {
+            thread::yield_now();
+        }
+        let inserted = TxOptions::new().irrevocable(true).run(|tx| {
+            started.store(true, Ordering::Release);
+            map.insert(tx, 7, 2)
+        });
+        let (fresh, attempts) = upgrader.join().expect("the upgrader panicked");
+        assert!(inserted, "the irrevocable insert found the key present");
+        assert!(
+            !fresh && attempts >= 2,
+            "the upgrader restarted after the insert"
+        );
+        assert_eq!(atomically(|tx| map.get(tx, &7)), Some(2));
+    });
+}

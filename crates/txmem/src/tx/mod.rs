@@ -257,7 +257,22 @@ impl TxState {
     /// were already visible to it. Validating such words would fail an
     /// attempt that must not fail.
     fn acquire_irrevocability(&mut self) {
-        let token = crate::sync::take_token(&IRREVOCABLE_TOKEN);
+        self.hold_irrevocability(crate::sync::take_token(&IRREVOCABLE_TOKEN));
+    }
+
+    /// [`acquire_irrevocability`](Self::acquire_irrevocability) if no other
+    /// transaction is irrevocable; false (nothing done) otherwise.
+    fn try_acquire_irrevocability(&mut self) -> bool {
+        match crate::sync::try_take_token(&IRREVOCABLE_TOKEN) {
+            Some(token) => {
+                self.hold_irrevocability(token);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn hold_irrevocability(&mut self, token: crate::sync::Token) {
         let closed = clock::try_close(IRREVOCABLE);
         assert!(
             closed,
@@ -609,15 +624,23 @@ impl<'env> Transaction<'env> {
     /// Makes the transaction irrevocable: from now on it cannot abort, so it
     /// may perform actions that cannot be undone. No other transaction
     /// commits a write while it runs. If reads made before this call are no
-    /// longer valid, the attempt aborts and restarts irrevocably from the
-    /// beginning (so code before this call must not have done anything
-    /// irreversible).
+    /// longer valid, or another transaction is irrevocable at the moment
+    /// (waiting for it here could deadlock with it), the attempt aborts and
+    /// restarts irrevocably from the beginning (so code before this call
+    /// must not have done anything irreversible).
     pub fn become_irrevocable(&mut self) -> TxResult<()> {
         self.st.user_irrevocable = true;
         if self.st.irrevocable.is_some() {
             return Ok(());
         }
-        self.st.acquire_irrevocability();
+        if !self.st.try_acquire_irrevocability() {
+            // Another transaction is irrevocable, and it may be waiting for
+            // a placeholder of ours: never wait for it holding anything.
+            // Restart irrevocably (the restart waits for the token after the
+            // cleanup has unlinked our placeholders).
+            self.st.wants_irrevocable = true;
+            return Err(Abort::new(AbortCause::Irrevocable));
+        }
         // Writers that passed the gate before it closed hold their locks
         // until they install; wait for them, then check our reads.
         for it in &self.st.items {
