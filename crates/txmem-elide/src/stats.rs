@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 /// Aborts broken down by cause.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct AbortCounts {
     /// Explicit aborts other than lock-busy (user code, or a backend refusing).
     pub explicit: u64,
@@ -42,6 +43,19 @@ impl AbortCounts {
     /// All aborts.
     pub fn total(&self) -> u64 {
         self.explicit + self.lock_busy + self.conflict + self.capacity + self.debug + self.other
+    }
+
+    /// The counts since `earlier` was taken, cause by cause (saturating: the
+    /// counters only grow).
+    pub fn since(&self, earlier: &AbortCounts) -> AbortCounts {
+        AbortCounts {
+            explicit: self.explicit.saturating_sub(earlier.explicit),
+            lock_busy: self.lock_busy.saturating_sub(earlier.lock_busy),
+            conflict: self.conflict.saturating_sub(earlier.conflict),
+            capacity: self.capacity.saturating_sub(earlier.capacity),
+            debug: self.debug.saturating_sub(earlier.debug),
+            other: self.other.saturating_sub(earlier.other),
+        }
     }
 }
 

@@ -78,11 +78,9 @@ pub(crate) fn struct_wait(spins: &mut u32) -> Result<(), Abort> {
     if *spins < STRUCT_SPINS {
         std::hint::spin_loop();
         Ok(())
-    } else if *spins < STRUCT_SPINS + STRUCT_YIELDS {
-        std::thread::yield_now();
-        Ok(())
-    } else if crate::tx::irrevocable_here() {
-        // An irrevocable attempt must not abort; the holder is splicing.
+    } else if *spins < STRUCT_SPINS + STRUCT_YIELDS || crate::tx::irrevocable_here() {
+        // (An irrevocable attempt must not abort: it waits on; the holder is
+        // only splicing.)
         std::thread::yield_now();
         Ok(())
     } else {

@@ -2,8 +2,8 @@
 //! over several cache lines.
 //!
 //! A collection-wide counter that each insert and remove changes (the size)
-//! would make those writes bounce one cache
-//! line between the cores of otherwise independent transactions. Instead
+//! would make those writes bounce one cache line between the cores of
+//! otherwise independent transactions. Instead
 //! such a counter keeps one cache-padded stripe per slot; a thread always
 //! updates the stripe of its own slot, and the rare reader of the whole
 //! value reads every stripe.

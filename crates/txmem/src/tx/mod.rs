@@ -74,9 +74,8 @@ pub(crate) struct TxState {
     on_commit: Vec<Handler>,
     on_abort: Vec<Handler>,
     /// The handlers `finish` kept for the attempt's outcome, to run once the
-    /// transaction is left (flagged by `handlers_ready`).
+    /// transaction is left.
     ready: Vec<Handler>,
-    pub(crate) handlers_ready: bool,
     savepoints: Vec<Savepoint>,
 }
 
@@ -97,7 +96,6 @@ impl TxState {
             on_commit: Vec::new(),
             on_abort: Vec::new(),
             ready: Vec::new(),
-            handlers_ready: false,
             savepoints: Vec::new(),
         }
     }
@@ -285,7 +283,7 @@ impl TxState {
 
     /// Ends an attempt: drops items (running cleanups), releases the guard
     /// and irrevocability, and keeps the handlers for the outcome, if any
-    /// (then `handlers_ready` is set; take them with `take_ready_handlers`).
+    /// (take them with `take_ready_handlers`).
     #[inline]
     pub(crate) fn finish(&mut self, committed: bool) {
         if self.mutated {
@@ -332,16 +330,17 @@ impl TxState {
             (&mut self.on_abort, &mut self.on_commit)
         };
         discard.clear();
-        if !keep.is_empty() {
-            std::mem::swap(&mut self.ready, keep);
-            self.handlers_ready = true;
-        }
+        std::mem::swap(&mut self.ready, keep);
     }
 
-    /// The handlers `finish` kept.
-    pub(crate) fn take_ready_handlers(&mut self) -> Vec<Handler> {
-        self.handlers_ready = false;
-        std::mem::take(&mut self.ready)
+    /// The handlers `finish` kept, if any.
+    #[inline]
+    pub(crate) fn take_ready_handlers(&mut self) -> Option<Vec<Handler>> {
+        if self.ready.is_empty() {
+            None
+        } else {
+            Some(std::mem::take(&mut self.ready))
+        }
     }
 
     /// Runs the cleanups and drops the pending values (the items themselves

@@ -230,11 +230,9 @@ impl Drop for ActiveGuard<'_> {
         if !st.items.is_empty() || st.irrevocable.is_some() {
             st.finish(false);
         }
-        if st.handlers_ready {
-            // The program is unwinding past this transaction: its abort
-            // handlers are dropped, not run.
-            drop(st.take_ready_handlers());
-        }
+        // The program is unwinding past this transaction: its abort
+        // handlers are dropped, not run.
+        drop(st.take_ready_handlers());
         self.0.active.set(false);
     }
 }
@@ -356,11 +354,8 @@ pub(crate) struct CallState {
     irrevocable: bool,
     /// The contention policy orders writers by priority before they lock.
     priority: bool,
-    /// This thread's counters and the call site's row; null while
-    /// statistics are off. They point into the thread context's `Counters`,
-    /// which live as long as the thread.
-    stats: *const ThreadStats,
-    site: *const SiteCounters,
+    /// Where to record; null pointers while statistics are off.
+    record: Recorder,
     /// Created at the first abort.
     retrying: Option<Box<Retrying>>,
 }
@@ -371,8 +366,10 @@ impl CallState {
             opacity: Opacity::Tl2,
             irrevocable: false,
             priority: false,
-            stats: std::ptr::null(),
-            site: std::ptr::null(),
+            record: Recorder {
+                stats: std::ptr::null(),
+                site: std::ptr::null(),
+            },
             retrying: None,
         }
     }
@@ -380,10 +377,7 @@ impl CallState {
     /// Where to record, if statistics are on.
     #[inline(always)]
     fn recorder(&self) -> Option<Recorder> {
-        (!self.stats.is_null()).then_some(Recorder {
-            stats: self.stats,
-            site: self.site,
-        })
+        (!self.record.stats.is_null()).then_some(self.record)
     }
 }
 
@@ -517,12 +511,8 @@ impl ThreadContext {
             }
         }
         match self.counters() {
-            Some(c) => {
-                let rec = c.recorder(site);
-                call.stats = rec.stats;
-                call.site = rec.site;
-            }
-            None => call.stats = std::ptr::null(),
+            Some(c) => call.record = c.recorder(site),
+            None => call.record.stats = std::ptr::null(),
         }
         active
     }
@@ -535,15 +525,11 @@ impl ActiveGuard<'_> {
     fn leave(self) {
         // SAFETY: the attempt is over and holds no reference into the state.
         let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
-        if call.retrying.is_some() {
-            call.retrying = None;
-        }
-        if st.handlers_ready {
-            let handlers = st.take_ready_handlers();
-            self.release();
+        call.retrying = None;
+        let handlers = st.take_ready_handlers();
+        self.release();
+        if let Some(handlers) = handlers {
             run_handlers(handlers);
-        } else {
-            self.release();
         }
     }
 }
@@ -606,9 +592,11 @@ fn panicked(
     call.retrying = None;
     // Leave the transaction before the abort handlers run (the run loop's
     // `ActiveGuard` clears the flag again as the panic unwinds).
-    let handlers = st.handlers_ready.then(|| st.take_ready_handlers());
+    let handlers = st.take_ready_handlers();
     ctx.active.set(false);
-    run_handlers(handlers.unwrap_or_default());
+    if let Some(handlers) = handlers {
+        run_handlers(handlers);
+    }
     panic::resume_unwind(payload);
 }
 
@@ -685,10 +673,9 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
         r.irrevocable = true;
     }
     st.finish(false);
-    if st.handlers_ready {
+    if let Some(handlers) = st.take_ready_handlers() {
         // Abort handlers may run transactions of their own, which use this
         // thread's call state: keep ours aside meanwhile.
-        let handlers = st.take_ready_handlers();
         let saved = std::mem::replace(call, CallState::new());
         ctx.active.set(false);
         run_handlers(handlers);

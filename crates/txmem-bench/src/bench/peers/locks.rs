@@ -274,21 +274,12 @@ impl ElisionCounts {
     /// What happened since `before` was taken.
     pub fn since(before: &ElisionStats) -> ElisionCounts {
         let now = txmem_elide::stats::global();
-        let (a, b) = (now.aborts, before.aborts);
         // The counters only grow; saturate rather than wrap if that ever broke.
-        let d = |x: u64, y: u64| x.saturating_sub(y);
         ElisionCounts {
             hardware: DefaultHtm::INIT.available(),
-            attempts: d(now.attempts, before.attempts),
-            hw_commits: d(now.elided_commits, before.elided_commits),
-            aborts: AbortCounts {
-                explicit: d(a.explicit, b.explicit),
-                lock_busy: d(a.lock_busy, b.lock_busy),
-                conflict: d(a.conflict, b.conflict),
-                capacity: d(a.capacity, b.capacity),
-                debug: d(a.debug, b.debug),
-                other: d(a.other, b.other),
-            },
+            attempts: now.attempts.saturating_sub(before.attempts),
+            hw_commits: now.elided_commits.saturating_sub(before.elided_commits),
+            aborts: now.aborts.since(&before.aborts),
         }
     }
 

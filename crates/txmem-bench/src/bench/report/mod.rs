@@ -13,6 +13,7 @@ use crate::bench::machine::Machine;
 use crate::bench::peers::locks::ElisionCounts;
 use crate::bench::runner::{Measured, Status};
 use crate::bench::spec::Skip;
+use txmem_elide::stats::AbortCounts;
 
 /// Everything needed to rerun and compare a measurement.
 #[derive(Clone, Debug, Serialize)]
@@ -83,23 +84,11 @@ pub struct ElisionRow {
     /// Hardware aborts by cause: `conflict` (data), `capacity`, `lock_busy`
     /// (the fallback lock was held, the section waits for it), `explicit`,
     /// `debug`, `other` (interrupts, faults, ...).
-    pub aborts: AbortsByCause,
-}
-
-/// Hardware aborts by cause (`txmem_elide::stats::AbortCounts`).
-#[derive(Clone, Copy, Debug, Serialize)]
-pub struct AbortsByCause {
-    pub conflict: u64,
-    pub capacity: u64,
-    pub lock_busy: u64,
-    pub explicit: u64,
-    pub debug: u64,
-    pub other: u64,
+    pub aborts: AbortCounts,
 }
 
 impl ElisionRow {
     fn new(e: &ElisionCounts, sections: u64) -> ElisionRow {
-        let a = e.aborts;
         ElisionRow {
             htm: if e.hardware { "rtm" } else { "none" },
             sections,
@@ -107,14 +96,7 @@ impl ElisionRow {
             hw_commit_fraction: (sections > 0).then(|| e.hw_commits as f64 / sections as f64),
             fallback_sections: sections.saturating_sub(e.hw_commits),
             hw_attempts: e.attempts,
-            aborts: AbortsByCause {
-                conflict: a.conflict,
-                capacity: a.capacity,
-                lock_busy: a.lock_busy,
-                explicit: a.explicit,
-                debug: a.debug,
-                other: a.other,
-            },
+            aborts: e.aborts,
         }
     }
 }
