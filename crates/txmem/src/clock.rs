@@ -1,30 +1,36 @@
-//! The global commit clock and the two gates that share its word.
+//! The global commit clock, the irrevocability gate that shares its word,
+//! and the hourglass gate beside it.
 //!
-//! The clock is a TL2-style counter: opaque transactions read it at begin
-//! (their snapshot bound) and committing writers advance it. Its low bits are
-//! reserved for two rarely-set gates, so that checking them costs ordinary
-//! transactions nothing beyond the clock access they make anyway:
+//! The clock is a TL2-style counter: committing writers advance it, and
+//! opaque transactions take their snapshot bound from it (each thread keeps
+//! the last value it saw, see `TxState::begin`). Its low bit is the
+//! [`IRREVOCABLE`] gate: an irrevocable transaction runs, and no other writer
+//! may commit until it finishes. Committers check it with the clock access
+//! they make anyway.
 //!
-//! * [`IRREVOCABLE`]: an irrevocable transaction runs; no other writer may
-//!   commit until it finishes.
-//! * [`HOURGLASS`]: a starving transaction holds the hourglass; no new
-//!   transaction may begin until it commits.
+//! The hourglass (a starving transaction holds it; no new transaction may
+//! begin until it commits) has a word of its own: every transaction checks
+//! it at begin, and a word that is almost never written stays cached by
+//! every core, while the clock's line moves to each committing writer.
 
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::Ordering;
 
-use crate::sync::{protocol_static, AtomicU64};
+use crate::sync::{protocol_static, AtomicBool, AtomicU64};
 use crate::version::VERSION_STEP;
 
 /// Gate bit: an irrevocable transaction is running.
 pub(crate) const IRREVOCABLE: u64 = 0b001;
-/// Gate bit: the hourglass is held by a starving transaction.
-pub(crate) const HOURGLASS: u64 = 0b010;
 /// All gate bits (the clock advances in steps of `VERSION_STEP`, above them).
-const GATES: u64 = IRREVOCABLE | HOURGLASS;
+const GATES: u64 = IRREVOCABLE;
 
 protocol_static! {
     static CLOCK: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(VERSION_STEP));
+}
+
+protocol_static! {
+    /// True while a starving transaction holds the hourglass.
+    static HOURGLASS: CachePadded<AtomicBool> = CachePadded::new(AtomicBool::new(false));
 }
 
 /// A snapshot of the clock word: time and gate bits.
@@ -91,17 +97,37 @@ pub(crate) fn open(gate: u64) {
     CLOCK.fetch_and(!gate, Ordering::SeqCst);
 }
 
-/// Waits until `gate` is open and returns the clock word then.
-#[cold]
-pub(crate) fn wait_open_then_now(gate: u64) -> ClockWord {
-    wait_open(gate);
-    now()
+/// Waits until `gate` (a clock gate bit) is open.
+pub(crate) fn wait_open(gate: u64) {
+    wait_until(|| !now().has(gate));
 }
 
-/// Waits (spinning, then yielding) until `gate` is open.
-pub(crate) fn wait_open(gate: u64) {
+/// True while a transaction holds the hourglass.
+#[inline]
+pub(crate) fn hourglass_held() -> bool {
+    HOURGLASS.load(Ordering::Acquire)
+}
+
+/// Takes the hourglass; false if another transaction holds it.
+pub(crate) fn try_take_hourglass() -> bool {
+    !HOURGLASS.swap(true, Ordering::AcqRel)
+}
+
+/// Releases the hourglass taken by this thread.
+pub(crate) fn release_hourglass() {
+    HOURGLASS.store(false, Ordering::Release);
+}
+
+/// Waits until no transaction holds the hourglass.
+#[cold]
+pub(crate) fn wait_hourglass_released() {
+    wait_until(|| !hourglass_held());
+}
+
+/// Waits (spinning, then yielding) until `done` holds.
+fn wait_until(done: impl Fn() -> bool) {
     let backoff = crossbeam_utils::Backoff::new();
-    while now().has(gate) {
+    while !done() {
         if backoff.is_completed() {
             crate::sync::yield_now();
         } else {

@@ -26,7 +26,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::clock::{self, HOURGLASS};
+use crate::clock;
 use crate::error::AbortCause;
 
 /// A backoff schedule, in spin-loop iterations (each a `pause`-like hint;
@@ -253,7 +253,7 @@ impl Contention {
             ContentionPolicy::Hourglass { threshold }
                 if self.consecutive >= *threshold && !self.holds_hourglass =>
             {
-                self.holds_hourglass = clock::try_close(HOURGLASS);
+                self.holds_hourglass = clock::try_take_hourglass();
             }
             _ => {}
         }
@@ -288,7 +288,7 @@ impl Contention {
     #[cold]
     fn release_precedence(&mut self) {
         if self.holds_hourglass {
-            clock::open(HOURGLASS);
+            clock::release_hourglass();
             self.holds_hourglass = false;
         }
         if self.published {

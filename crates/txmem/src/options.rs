@@ -10,10 +10,13 @@ use crate::contention::ContentionPolicy;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Opacity {
     /// Opacity through a TL2-style global clock with STO's *extended check*:
-    /// a transaction reads the clock at begin; a read of a subobject whose
-    /// version is newer than that bound revalidates the read set and moves the
-    /// bound forward instead of aborting. Writers advance the clock at commit.
-    /// Read-only transactions need no commit-time validation. The default.
+    /// a transaction's snapshot bound is a clock value read before its
+    /// first read (each thread keeps the last one it saw, and reads the
+    /// clock again once that proves stale); a read of a subobject whose
+    /// version is newer than the bound revalidates the read set and moves
+    /// the bound forward instead of aborting. Writers advance the clock at
+    /// commit. Read-only transactions need no commit-time validation. The
+    /// default.
     #[default]
     Tl2,
     /// Opacity without a clock: every read revalidates the whole read set

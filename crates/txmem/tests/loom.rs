@@ -109,6 +109,39 @@ fn blind_transfer() -> (Arc<TCounter>, Arc<TCounter>, thread::JoinHandle<()>) {
     (x, y, transfer)
 }
 
+/// An audit that begins with the snapshot bound its thread kept from an
+/// earlier commit (TL2 transactions do not read the clock at begin) races
+/// a transfer: however stale the bound, the audit never observes a torn
+/// total, and a read of a version newer than the bound extends the
+/// snapshot only if the earlier reads still hold.
+#[test]
+fn an_audit_with_a_cached_snapshot_bound_sees_no_torn_total() {
+    model(|| {
+        let (x, y, transfer) = blind_transfer();
+        let audit = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                // Commits a write first, so the thread's bound is that
+                // commit's version, older than the transfer's.
+                let z = TCounter::new(0);
+                options(Opacity::Tl2).run(|tx| z.add(tx, 1));
+                let mut torn = false;
+                let total = options(Opacity::Tl2).run(|tx| {
+                    let s = x.get(tx)? + y.get(tx)?;
+                    torn |= s != 20;
+                    Ok(s)
+                });
+                (total, torn)
+            })
+        };
+        transfer.join().unwrap();
+        let (total, torn) = audit.join().unwrap();
+        assert_eq!(total, 20, "a committed audit saw a wrong total");
+        assert!(!torn, "an attempt with a cached bound saw a torn total");
+        assert_eq!((x.load(), y.load()), (9, 11), "the transfer applied once");
+    });
+}
+
 /// An irrevocable audit races a transfer (TL2, whose commit bumps the clock
 /// word that also holds the irrevocability gate): the audit runs exactly
 /// once and, although an irrevocable commit validates nothing, sees either

@@ -70,6 +70,8 @@ impl TxState {
         let word = if self.opacity == Opacity::Tl2 {
             let word = clock::tick();
             ctx.version = word.time();
+            // The thread's next snapshot bound (see `TxState::begin`).
+            self.start = ctx.version;
             word
         } else {
             let word = clock::now_seqcst();

@@ -61,8 +61,12 @@ pub(crate) struct TxState {
     /// item index, a savepoint, a handler, irrevocability. One flag, so that
     /// an ordinary attempt ends with one test.
     rare: bool,
-    /// Snapshot bound for TL2 opacity.
+    /// Snapshot bound for TL2 opacity, kept from one attempt to the next
+    /// (see [`begin`](Self::begin)).
     start: u64,
+    /// The kept bound proved stale (an attempt had to extend its snapshot,
+    /// or aborted): the next attempt takes its bound from the clock.
+    pub(crate) stale_start: bool,
     pub(crate) opacity: Opacity,
     irrevocable: Option<crate::sync::Token>,
     /// Set by `become_irrevocable` when the attempt must restart irrevocably.
@@ -88,6 +92,7 @@ impl TxState {
             mutated: false,
             rare: false,
             start: 0,
+            stale_start: true,
             opacity: Opacity::Tl2,
             irrevocable: None,
             wants_irrevocable: false,
@@ -199,11 +204,23 @@ impl TxState {
         })
     }
 
-    /// Prepares an attempt: clock snapshot, gates, irrevocability.
+    /// Prepares an attempt: hourglass, irrevocability, snapshot bound.
     /// `irrevocable`: run this attempt irrevocably; `requested`: because the
     /// program asked (not because the runtime serialized a starving one);
     /// `holds_hourglass`: this transaction holds the hourglass, so it does not
     /// wait for it.
+    ///
+    /// The TL2 snapshot bound is usually not read from the clock here: the
+    /// attempt keeps the last clock value this thread saw (its last commit
+    /// version or snapshot extension). Any clock value read before the
+    /// attempt's first read is a sound bound; an older one only makes a read
+    /// of a newer version extend the snapshot (which reads the clock then).
+    /// Most transactions of a large working set read nothing that changed
+    /// since, and skip a read of the clock's cache line, which moves to every
+    /// committing writer's core. Once a kept bound proves stale (the last
+    /// attempt extended its snapshot or aborted), the next attempt reads the
+    /// clock, so that transactions over fast-changing data do not extend
+    /// (and revalidate) in every attempt.
     #[inline]
     pub(crate) fn begin(
         &mut self,
@@ -212,14 +229,16 @@ impl TxState {
         requested: bool,
         holds_hourglass: bool,
     ) {
-        let mut now = clock::now();
-        if now.has(clock::HOURGLASS) && !holds_hourglass {
-            now = clock::wait_open_then_now(clock::HOURGLASS);
+        if clock::hourglass_held() && !holds_hourglass {
+            clock::wait_hourglass_released();
+        }
+        if self.stale_start {
+            self.stale_start = false;
+            self.start = clock::now().time();
         }
         self.opacity = opacity;
         self.wants_irrevocable = false;
         self.user_irrevocable = requested;
-        self.start = now.time();
         if irrevocable && self.irrevocable.is_none() {
             self.acquire_irrevocability();
             // The snapshot must not predate the commits that finished
@@ -520,6 +539,7 @@ impl<'env> Transaction<'env> {
     /// transaction's validation, which comes after, sees them.
     #[cold]
     fn extend_snapshot(&mut self, seen: u64) -> TxResult<()> {
+        self.st.stale_start = true;
         let mut now = clock::now().time();
         if seen > now {
             now = clock::advance_to(seen).time();

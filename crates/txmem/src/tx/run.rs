@@ -672,6 +672,8 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
     if st.wants_irrevocable {
         r.irrevocable = true;
     }
+    // Its conflicts were with recent commits: retry from a fresh snapshot.
+    st.stale_start = true;
     st.finish(false);
     if let Some(handlers) = st.take_ready_handlers() {
         // Abort handlers may run transactions of their own, which use this
