@@ -552,3 +552,61 @@ fn libitm_rows_are_skipped_with_a_reason_without_a_compiler() {
         "{skipped:?}"
     );
 }
+
+#[test]
+fn the_set_peers_run_and_a_broken_check_fails_them() {
+    let peers = "dashmap,rwlock-std,crossbeam-skiplist";
+    for broken in [false, true] {
+        let json = tmp(&format!("set-peers-{broken}.json"));
+        let mut cmd = txmem();
+        if broken {
+            cmd.env("TXMEM_BENCH_BREAK_CHECK", peers);
+        }
+        let out = cmd
+            .args([
+                "bench",
+                "intset",
+                "--filter",
+                "size=256/range=512/update=20%",
+            ])
+            .args(["--threads", "2", "--duration", "20ms", "--repeat", "2"])
+            .args(["--no-progress", "--systems", peers, "--json"])
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(broken as i32), "{}", text(&out));
+        let v: Value = read_json(&json);
+        let rows: Vec<(String, String)> = v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                assert_eq!(r["status"], if broken { "failed" } else { "ok" }, "{r}");
+                if broken {
+                    let error = r["error"].as_str().unwrap();
+                    assert!(error.contains("outside the key range"), "{r}");
+                }
+                let workload = r["workload"].as_str().unwrap();
+                let kind = workload.split('/').nth(1).unwrap().to_string();
+                (kind, r["system"].as_str().unwrap().to_string())
+            })
+            .collect();
+        // rwlock-std for every structure, dashmap for the hash set,
+        // crossbeam-skiplist for the ordered set.
+        for kind in ["list", "hash", "ordered"] {
+            assert!(
+                rows.contains(&(kind.into(), "rwlock-std".into())),
+                "{rows:?}"
+            );
+        }
+        assert!(
+            rows.contains(&("hash".into(), "dashmap".into())),
+            "{rows:?}"
+        );
+        assert!(
+            rows.contains(&("ordered".into(), "crossbeam-skiplist".into())),
+            "{rows:?}"
+        );
+        assert_eq!(rows.len(), 5, "{rows:?}");
+    }
+}

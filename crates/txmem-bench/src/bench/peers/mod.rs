@@ -2,4 +2,5 @@
 
 pub mod libitm;
 pub mod locks;
+pub mod sets;
 pub mod stm_crates;

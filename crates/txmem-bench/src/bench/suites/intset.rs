@@ -19,13 +19,18 @@
 //! abstract item per operation ([`intset_typed`](super::intset_typed)).
 //! `txmem-tarray` and `txmem-words` run the word arena above through a
 //! `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
-//! comparison, where every `next` link walked is a tracked read.
+//! comparison, where every `next` link walked is a tracked read. The set
+//! peers ([`peers::sets`](crate::bench::peers::sets)) are `dashmap`,
+//! `crossbeam-skiplist` and the std collection behind an `RwLock`
+//! (`rwlock-std`); the `mutex`/`rwlock`/`fine-locks` rows run the arena's
+//! algorithm under locks.
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Poke, Word, NIL};
+use crate::bench::peers::sets;
 use crate::bench::spec::{Plan, Tally};
 use crate::bench::suites::intset_typed as typed;
 use crate::bench::suites::SuiteConfig;
@@ -123,6 +128,22 @@ impl IntSet {
     /// Checks committed keys (any order) against the expected count; in
     /// order if `sorted`.
     pub fn check_keys(&self, keys: &[usize], sorted: bool, total: &Tally) -> Result<(), String> {
+        self.check_shape(keys, sorted)?;
+        let expected = self.size as i64 + total.delta;
+        if keys.len() as i64 != expected {
+            return Err(format!(
+                "set holds {} keys, expected {expected} (initial {} + net inserts {})",
+                keys.len(),
+                self.size,
+                total.delta
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks that committed keys are in the key range and distinct (and in
+    /// order if `sorted`), without counting them.
+    pub fn check_shape(&self, keys: &[usize], sorted: bool) -> Result<(), String> {
         if let Some(k) = keys.iter().find(|&&k| k >= self.range) {
             return Err(format!("key {k} outside the key range"));
         }
@@ -136,15 +157,6 @@ impl IntSet {
             if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
                 return Err(format!("key {} present twice", w[0]));
             }
-        }
-        let expected = self.size as i64 + total.delta;
-        if keys.len() as i64 != expected {
-            return Err(format!(
-                "set holds {} keys, expected {expected} (initial {} + net inserts {})",
-                keys.len(),
-                self.size,
-                total.delta
-            ));
         }
         Ok(())
     }
@@ -466,6 +478,7 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
     for set in workloads(cfg.quick, cfg.seed) {
         let name = set.name();
         collection_rows(cfg, plan, &set);
+        sets::add(plan, set);
         add_rows(
             plan,
             "intset",
