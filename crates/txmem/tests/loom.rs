@@ -92,9 +92,13 @@ fn transfer_vs_audit_no_opacity() {
     transfer_vs_audit(Opacity::None);
 }
 
-/// Two counters of 10 and a thread moving 1 from the first to the second in
-/// a TL2 transaction of blind adds.
-fn blind_transfer() -> (Arc<TCounter>, Arc<TCounter>, thread::JoinHandle<()>) {
+/// Two counters of 10, a thread moving 1 from the first to the second in a
+/// TL2 transaction of blind adds, and a thread running `racer` on the two
+/// counters meanwhile. Returns what `racer` returned and the counters' final
+/// values.
+fn race_blind_transfer<R: Send + 'static>(
+    racer: impl FnOnce(&TCounter, &TCounter) -> R + Send + 'static,
+) -> (R, (i64, i64)) {
     let x = Arc::new(TCounter::new(10));
     let y = Arc::new(TCounter::new(10));
     let transfer = {
@@ -106,7 +110,13 @@ fn blind_transfer() -> (Arc<TCounter>, Arc<TCounter>, thread::JoinHandle<()>) {
             })
         })
     };
-    (x, y, transfer)
+    let racer = {
+        let (x, y) = (x.clone(), y.clone());
+        thread::spawn(move || racer(&x, &y))
+    };
+    transfer.join().unwrap();
+    let result = racer.join().unwrap();
+    (result, (x.load(), y.load()))
 }
 
 /// An audit that begins with the snapshot bound its thread kept from an
@@ -117,28 +127,22 @@ fn blind_transfer() -> (Arc<TCounter>, Arc<TCounter>, thread::JoinHandle<()>) {
 #[test]
 fn an_audit_with_a_cached_snapshot_bound_sees_no_torn_total() {
     model(|| {
-        let (x, y, transfer) = blind_transfer();
-        let audit = {
-            let (x, y) = (x.clone(), y.clone());
-            thread::spawn(move || {
-                // Commits a write first, so the thread's bound is that
-                // commit's version, older than the transfer's.
-                let z = TCounter::new(0);
-                options(Opacity::Tl2).run(|tx| z.add(tx, 1));
-                let mut torn = false;
-                let total = options(Opacity::Tl2).run(|tx| {
-                    let s = x.get(tx)? + y.get(tx)?;
-                    torn |= s != 20;
-                    Ok(s)
-                });
-                (total, torn)
-            })
-        };
-        transfer.join().unwrap();
-        let (total, torn) = audit.join().unwrap();
+        let ((total, torn), end) = race_blind_transfer(|x, y| {
+            // Commits a write first, so the thread's bound is that commit's
+            // version, older than the transfer's.
+            let z = TCounter::new(0);
+            options(Opacity::Tl2).run(|tx| z.add(tx, 1));
+            let mut torn = false;
+            let total = options(Opacity::Tl2).run(|tx| {
+                let s = x.get(tx)? + y.get(tx)?;
+                torn |= s != 20;
+                Ok(s)
+            });
+            (total, torn)
+        });
         assert_eq!(total, 20, "a committed audit saw a wrong total");
         assert!(!torn, "an attempt with a cached bound saw a torn total");
-        assert_eq!((x.load(), y.load()), (9, 11), "the transfer applied once");
+        assert_eq!(end, (9, 11), "the transfer applied once");
     });
 }
 
@@ -152,26 +156,20 @@ fn an_audit_with_a_cached_snapshot_bound_sees_no_torn_total() {
 #[test]
 fn an_irrevocable_audit_sees_no_torn_total() {
     model(|| {
-        let (x, y, transfer) = blind_transfer();
-        let audit = {
-            let (x, y) = (x.clone(), y.clone());
-            thread::spawn(move || {
-                let mut runs = 0;
-                let total = options(Opacity::Tl2).irrevocable(true).run(|tx| {
-                    runs += 1;
-                    let s = x.get(tx)? + y.get(tx)?;
-                    // A write, so that the commit takes the full path.
-                    x.add(tx, 0)?;
-                    Ok(s)
-                });
-                (total, runs)
-            })
-        };
-        transfer.join().unwrap();
-        let (total, runs) = audit.join().unwrap();
+        let ((total, runs), end) = race_blind_transfer(|x, y| {
+            let mut runs = 0;
+            let total = options(Opacity::Tl2).irrevocable(true).run(|tx| {
+                runs += 1;
+                let s = x.get(tx)? + y.get(tx)?;
+                // A write, so that the commit takes the full path.
+                x.add(tx, 0)?;
+                Ok(s)
+            });
+            (total, runs)
+        });
         assert_eq!(runs, 1, "an irrevocable transaction ran twice");
         assert_eq!(total, 20, "an irrevocable transaction saw a torn total");
-        assert_eq!((x.load(), y.load()), (9, 11), "the transfer applied once");
+        assert_eq!(end, (9, 11), "the transfer applied once");
     });
 }
 
@@ -183,31 +181,24 @@ fn an_irrevocable_audit_sees_no_torn_total() {
 #[test]
 fn become_irrevocable_checks_the_reads_before_it() {
     model(|| {
-        let (x, y, transfer) = blind_transfer();
-        let mover = {
-            let (x, y) = (x.clone(), y.clone());
-            thread::spawn(move || {
-                let mut after_upgrade = 0;
-                let moved = options(Opacity::Tl2).run(|tx| {
-                    let a = x.get(tx)?;
-                    tx.become_irrevocable()?;
-                    after_upgrade += 1;
-                    x.add(tx, -a)?;
-                    y.add(tx, a)?;
-                    Ok(a)
-                });
-                (moved, after_upgrade)
-            })
-        };
-        transfer.join().unwrap();
-        let (moved, after_upgrade) = mover.join().unwrap();
+        let ((moved, after_upgrade), end) = race_blind_transfer(|x, y| {
+            let mut after_upgrade = 0;
+            let moved = options(Opacity::Tl2).run(|tx| {
+                let a = x.get(tx)?;
+                tx.become_irrevocable()?;
+                after_upgrade += 1;
+                x.add(tx, -a)?;
+                y.add(tx, a)?;
+                Ok(a)
+            });
+            (moved, after_upgrade)
+        });
         assert_eq!(after_upgrade, 1, "code after become_irrevocable ran twice");
         // Mover first: it moved 10 and the transfer then took 1 from x.
         // Transfer first: the mover moved the 9 left.
         let expected = if moved == 10 { (-1, 21) } else { (0, 20) };
         assert_eq!(
-            (x.load(), y.load()),
-            expected,
+            end, expected,
             "moved {moved}: a stale read survived the upgrade"
         );
     });
