@@ -4,7 +4,6 @@
 use super::TxState;
 use crate::clock::{self, ClockWord, IRREVOCABLE};
 use crate::error::AbortCause;
-use crate::item::{LOCKED, READ, WRITE};
 use crate::object::{Commit, LockOutcome};
 use crate::options::Opacity;
 use crate::version::{TVersion, VERSION_STEP};
@@ -46,17 +45,17 @@ impl TxState {
         let mut writes = 0u32;
         let mut unlocked_reads = false;
         for (i, it) in self.items.iter_mut().enumerate() {
-            let read = it.flags & READ;
-            reads += read;
-            if it.flags & WRITE == 0 {
-                unlocked_reads |= read != 0;
+            let read = it.is_read();
+            reads += u32::from(read);
+            if !it.is_write() {
+                unlocked_reads |= read;
                 continue;
             }
             writes += 1;
             // SAFETY: objects outlive the transaction (`Transaction<'env>`).
             let obj = unsafe { it.object.as_ref() };
             match obj.lock(it, &ctx) {
-                LockOutcome::Acquired => it.flags |= LOCKED,
+                LockOutcome::Acquired => it.set_locked(true),
                 outcome => return Err(self.lock_failed(i, outcome)),
             }
         }
@@ -93,11 +92,11 @@ impl TxState {
 
         // Phase 4: install (the commit point has passed); install also unlocks.
         for it in self.items.iter_mut() {
-            if it.flags & LOCKED != 0 {
+            if it.is_locked() {
                 // SAFETY: as above.
                 let obj = unsafe { it.object.as_ref() };
                 obj.install(it, &ctx);
-                it.flags &= !LOCKED;
+                it.set_locked(false);
             }
         }
         if wake {
@@ -111,7 +110,7 @@ impl TxState {
     #[cold]
     #[inline(never)]
     fn lock_failed(&mut self, failed: usize, outcome: LockOutcome) -> AbortCause {
-        debug_assert!(self.items[failed].flags & LOCKED == 0);
+        debug_assert!(!self.items[failed].is_locked());
         self.unlock_all();
         match outcome {
             LockOutcome::Busy => AbortCause::LockBusy,
@@ -139,7 +138,7 @@ impl TxState {
     fn validate_unlocked_reads(&self, ctx: &Commit<'_>) -> bool {
         ctx.irrevocable
             || self.items.iter().all(|it| {
-                it.flags & (READ | LOCKED) != READ || {
+                !it.is_read() || it.is_locked() || {
                     // SAFETY: objects outlive the transaction.
                     let obj = unsafe { it.object.as_ref() };
                     obj.check(it, ctx)

@@ -37,7 +37,7 @@ pub(super) fn log_before_change(st: &mut TxState, pos: usize) {
         if pos < sp.len && !sp.log.iter().any(|s| s.pos == pos) {
             sp.log.push(Saved {
                 pos,
-                flags: item.flags,
+                flags: item.flags(),
                 read_version: item.read_version,
                 value: item.value.duplicate(),
             });
@@ -53,16 +53,16 @@ pub(super) fn roll_back(st: &mut TxState) {
             let obj = unsafe { item.object.as_ref() };
             obj.cleanup(item, false);
         }
-        item.flags &= READ;
+        item.restore_flags(item.flags() & READ);
         item.value.clear();
     }
     for saved in sp.log.into_iter().rev() {
         let item = &mut st.items[saved.pos];
-        let read_now = item.flags & READ;
+        let read_now = item.flags() & READ;
         if saved.flags & READ != 0 || read_now == 0 {
             item.read_version = saved.read_version;
         }
-        item.flags = saved.flags | read_now;
+        item.restore_flags(saved.flags | read_now);
         item.value = saved.value;
     }
     st.on_commit.truncate(sp.commit_handlers);
