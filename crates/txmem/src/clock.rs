@@ -59,7 +59,15 @@ pub(crate) fn now() -> ClockWord {
 /// gate-setter's SeqCst read-modify-write.
 #[inline]
 pub(crate) fn now_seqcst() -> ClockWord {
-    ClockWord(CLOCK.load(Ordering::SeqCst))
+    #[cfg(not(txmem_loom))]
+    let word = CLOCK.load(Ordering::SeqCst);
+    // Loom does not model the single total order of SeqCst loads (loom
+    // issue #180), so under loom the read is an RMW that changes nothing,
+    // which loom orders against the gate-setter's RMW as SeqCst orders the
+    // load.
+    #[cfg(txmem_loom)]
+    let word = CLOCK.fetch_add(0, Ordering::SeqCst);
+    ClockWord(word)
 }
 
 /// Advances the clock and returns the new word (a TL2 commit version).

@@ -38,9 +38,9 @@
 //! reads. At commit it locks its write set (bounded spinning: no ordering
 //! needed, no deadlock), takes a commit version, validates its read set,
 //! installs, and unlocks. In TL2 mode the commit version comes from a global
-//! clock, and a read of a version newer than the transaction's snapshot
-//! revalidates and extends the snapshot instead of aborting (STO's extended
-//! check).
+//! clock (a commit that writes one item reads it without advancing it), and
+//! a read of a version newer than the transaction's snapshot revalidates and
+//! extends the snapshot instead of aborting (STO's extended check).
 //!
 //! ## Collections
 //!

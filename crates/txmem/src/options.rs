@@ -1,6 +1,6 @@
 //! Per-transaction options and the runtime-wide defaults.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -153,17 +153,7 @@ static GENERATION: AtomicU64 = AtomicU64::new(0);
 pub fn set_default_options(options: TxOptions) {
     let mut defaults = DEFAULTS.write();
     *defaults = options;
-    DEFAULT_TICKS_CLOCK.store(options.opacity == Opacity::Tl2, Ordering::Relaxed);
     GENERATION.fetch_add(1, Ordering::Release);
-}
-
-/// Whether the default opacity mode advances the clock at commit (TL2) or
-/// computes commit versions without writing it (the other modes).
-static DEFAULT_TICKS_CLOCK: AtomicBool = AtomicBool::new(true);
-
-#[inline]
-pub(crate) fn default_opacity_ticks_clock() -> bool {
-    DEFAULT_TICKS_CLOCK.load(Ordering::Relaxed)
 }
 
 #[inline]

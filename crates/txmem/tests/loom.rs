@@ -93,10 +93,11 @@ fn transfer_vs_audit_no_opacity() {
 }
 
 /// Two counters of 10, a thread moving 1 from the first to the second in a
-/// TL2 transaction of blind adds, and a thread running `racer` on the two
-/// counters meanwhile. Returns what `racer` returned and the counters' final
-/// values.
+/// transaction of blind adds in opacity mode `mode`, and a thread running
+/// `racer` on the two counters meanwhile. Returns what `racer` returned and
+/// the counters' final values.
 fn race_blind_transfer<R: Send + 'static>(
+    mode: Opacity,
     racer: impl FnOnce(&TCounter, &TCounter) -> R + Send + 'static,
 ) -> (R, (i64, i64)) {
     let x = Arc::new(TCounter::new(10));
@@ -104,7 +105,7 @@ fn race_blind_transfer<R: Send + 'static>(
     let transfer = {
         let (x, y) = (x.clone(), y.clone());
         thread::spawn(move || {
-            options(Opacity::Tl2).run(|tx| {
+            options(mode).run(|tx| {
                 x.add(tx, -1)?;
                 y.add(tx, 1)
             })
@@ -127,7 +128,7 @@ fn race_blind_transfer<R: Send + 'static>(
 #[test]
 fn an_audit_with_a_cached_snapshot_bound_sees_no_torn_total() {
     model(|| {
-        let ((total, torn), end) = race_blind_transfer(|x, y| {
+        let ((total, torn), end) = race_blind_transfer(Opacity::Tl2, |x, y| {
             // Commits a write first, so the thread's bound is that commit's
             // version, older than the transfer's.
             let z = TCounter::new(0);
@@ -146,17 +147,15 @@ fn an_audit_with_a_cached_snapshot_bound_sees_no_torn_total() {
     });
 }
 
-/// An irrevocable audit races a transfer (TL2, whose commit bumps the clock
-/// word that also holds the irrevocability gate): the audit runs exactly
-/// once and, although an irrevocable commit validates nothing, sees either
-/// both halves of the transfer or neither; the transfer commits once, before
-/// or after it. (The no-clock modes read the gate with a SeqCst load, a
-/// store-buffering pattern loom does not model, so they are left to the
-/// stress tests.)
-#[test]
-fn an_irrevocable_audit_sees_no_torn_total() {
-    model(|| {
-        let ((total, runs), end) = race_blind_transfer(|x, y| {
+/// An irrevocable audit races a transfer in opacity mode `mode`: the audit
+/// runs exactly once and, although an irrevocable commit validates nothing,
+/// sees either both halves of the transfer or neither; the transfer commits
+/// once, before or after it. (A TL2 transfer ticks the clock word that holds
+/// the irrevocability gate; a no-clock one reads it, which loom checks as an
+/// RMW: see `clock::now_seqcst`.)
+fn irrevocable_audit_vs_transfer(mode: Opacity) {
+    model(move || {
+        let ((total, runs), end) = race_blind_transfer(mode, |x, y| {
             let mut runs = 0;
             let total = options(Opacity::Tl2).irrevocable(true).run(|tx| {
                 runs += 1;
@@ -173,6 +172,16 @@ fn an_irrevocable_audit_sees_no_torn_total() {
     });
 }
 
+#[test]
+fn an_irrevocable_audit_sees_no_torn_total() {
+    irrevocable_audit_vs_transfer(Opacity::Tl2);
+}
+
+#[test]
+fn an_irrevocable_audit_sees_no_torn_total_against_a_no_clock_commit() {
+    irrevocable_audit_vs_transfer(Opacity::None);
+}
+
 /// A transaction reads a counter, becomes irrevocable, then moves what it
 /// read to the other counter, while a transfer races it. The upgrade checks
 /// the reads made before it (and restarts the attempt irrevocably if they
@@ -181,7 +190,7 @@ fn an_irrevocable_audit_sees_no_torn_total() {
 #[test]
 fn become_irrevocable_checks_the_reads_before_it() {
     model(|| {
-        let ((moved, after_upgrade), end) = race_blind_transfer(|x, y| {
+        let ((moved, after_upgrade), end) = race_blind_transfer(Opacity::Tl2, |x, y| {
             let mut after_upgrade = 0;
             let moved = options(Opacity::Tl2).run(|tx| {
                 let a = x.get(tx)?;
@@ -333,6 +342,49 @@ fn single_operation_writes_are_seen_in_commit_order() {
         writer.join().unwrap();
         let ((a, b), torn) = reader.join().unwrap();
         assert!(!torn, "an attempt saw y's add without x's");
+        assert!(
+            !(b == 11 && a == 10),
+            "committed a state that never existed"
+        );
+        assert_eq!((x.load(), y.load()), (11, 11));
+    });
+}
+
+/// Two single-write transactions, `x` then `y`, race a reader of `x` then
+/// `y` whose thread first commits a single write of its own, so that its
+/// snapshot bound is the one kept from a commit that did not tick the clock.
+/// No attempt sees the new `y` with the old `x`. (A bound taken from that
+/// commit's own version, which is past the clock, would accept both.)
+#[test]
+fn single_writes_are_seen_in_order_by_a_reader_with_a_kept_bound() {
+    model(|| {
+        let x = Arc::new(TCounter::new(10));
+        let y = Arc::new(TCounter::new(10));
+        let writer = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                options(Opacity::Tl2).run(|tx| x.add(tx, 1));
+                options(Opacity::Tl2).run(|tx| y.add(tx, 1));
+            })
+        };
+        let reader = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                let z = TCounter::new(0);
+                options(Opacity::Tl2).run(|tx| z.add(tx, 1));
+                let mut torn = false;
+                let seen = options(Opacity::Tl2).run(|tx| {
+                    let a = x.get(tx)?;
+                    let b = y.get(tx)?;
+                    torn |= b == 11 && a == 10;
+                    Ok((a, b))
+                });
+                (seen, torn)
+            })
+        };
+        writer.join().unwrap();
+        let ((a, b), torn) = reader.join().unwrap();
+        assert!(!torn, "an attempt saw y's write without x's");
         assert!(
             !(b == 11 && a == 10),
             "committed a state that never existed"

@@ -512,8 +512,12 @@ impl<'env> Transaction<'env> {
         item.observe(word);
         match self.st.opacity {
             Opacity::Tl2 => {
+                // The first item needs no check against the snapshot bound:
+                // nothing read before it can disagree with it. The bound
+                // stays, so a later read newer than the bound revalidates
+                // this one.
                 let version = TVersion::version_of(word);
-                if version > self.st.start {
+                if version > self.st.start && self.st.items.len() > 1 {
                     self.extend_snapshot(version)?;
                 }
             }

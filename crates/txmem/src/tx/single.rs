@@ -5,16 +5,16 @@
 //! an update needs none of the transaction machinery (no tracking set, no
 //! read set to validate, nothing to roll back): it is the commit protocol
 //! for a transaction with one item, run directly. It still takes the item's
-//! version lock, draws a commit version exactly as a full transaction of the
-//! runtime-wide opacity mode would, respects the irrevocability gate and
+//! version lock, draws a commit version exactly as a full transaction that
+//! writes one item would, respects the irrevocability gate and
 //! wakes blocked `retry`ers, so it serializes with every transaction like
 //! any other committed writer. (ScalaSTM's `Ref.single` and Clojure's `swap!`
 //! offer the same convenience.)
 
+use super::commit::single_write_version;
 use crate::clock::{self, IRREVOCABLE};
-use crate::options;
 use crate::sync::spin_hint;
-use crate::version::{TVersion, VERSION_STEP};
+use crate::version::TVersion;
 use crate::wait;
 
 /// Commits a single-operation write to the subobject guarded by `version`,
@@ -42,7 +42,6 @@ pub(crate) fn commit_single<P, R>(
         "txmem: single-operation writes (store/swap/update) run as transactions of their own; \
          inside a transaction use the operations that take the `&mut Transaction`"
     );
-    let ticks_clock = options::default_opacity_ticks_clock();
     let (seen, prepared, commit_version) = loop {
         let seen = version.load();
         if TVersion::is_locked(seen) {
@@ -56,17 +55,11 @@ pub(crate) fn commit_single<P, R>(
         if !version.try_lock_at(seen) {
             continue;
         }
-        // The commit version, drawn after locking like a full commit: this
-        // SeqCst clock access is also where a closed irrevocability gate is
-        // seen.
-        let (word, commit_version) = if ticks_clock {
-            let word = clock::tick();
-            (word, word.time())
-        } else {
-            let word = clock::now_seqcst();
-            let newest = word.time().max(TVersion::version_of(seen));
-            (word, newest + VERSION_STEP)
-        };
+        // The commit version of a single write, drawn after locking like a
+        // full commit's: this SeqCst clock read is also where a closed
+        // irrevocability gate is seen.
+        let word = clock::now_seqcst();
+        let commit_version = single_write_version(word);
         if word.has(IRREVOCABLE) {
             version.unlock_unchanged(seen);
             drop(prepared);
