@@ -6,11 +6,13 @@ use crate::clock::{self, ClockWord, IRREVOCABLE};
 use crate::error::AbortCause;
 use crate::object::{Commit, LockOutcome};
 use crate::options::Opacity;
-use crate::version::{TVersion, VERSION_STEP};
+use crate::version::VERSION_STEP;
 use crate::wait;
 
-/// The commit version of a TL2 commit that writes one item, drawn without
-/// ticking the clock: one past the clock word `clock`, read after locking.
+/// The commit version of a commit that does not tick the clock: one past
+/// the clock word `clock`, read after locking. (Installs publish it, or one
+/// step past the item's previous version if that is larger, so versions
+/// never go backwards.)
 ///
 /// A TL2 reader accepts a version without revalidating only if it is at most
 /// its snapshot bound, which is always a value it read from the clock. Such
@@ -19,14 +21,14 @@ use crate::wait;
 /// everything it writes: the reader sees the commit whole, or sees its locks
 /// and waits. That holds with or without a tick. The tick only moves the
 /// clock past the new version, so that later readers' bounds cover it
-/// without extending their snapshots. For one written item the tick is not
-/// worth its cost: it is a contended atomic add, where a reader that meets
-/// the new version extends once (the clock is then moved up to it; see
-/// `Transaction::record_read`), and a commit of one item cannot be seen in
-/// part. (TL2's paper calls this scheme GV5; txmem uses it for single
-/// writes only.)
+/// without extending their snapshots (each extension revalidates the read
+/// set; one that meets a version past the clock moves the clock up to it).
+/// TL2 ticks for commits of several items. For one written item the tick is
+/// not worth its cost, a contended atomic add: few readers meet the new
+/// version before the clock moves on. (TL2's paper calls this scheme GV5.)
+/// The no-clock modes never tick: their readers do not use the clock.
 #[inline(always)]
-pub(crate) fn single_write_version(clock: ClockWord) -> u64 {
+pub(crate) fn version_past(clock: ClockWord) -> u64 {
     clock.time() + VERSION_STEP
 }
 
@@ -87,27 +89,20 @@ impl TxState {
         // Phase 2: the commit version. Its SeqCst access to the clock word,
         // after the SeqCst lock RMWs, is also where a closed irrevocability
         // gate is seen (see `clock`).
-        let word = match self.opacity {
-            Opacity::Tl2 if writes > 1 => {
-                let word = clock::tick();
-                ctx.version = word.time();
-                // The thread's next snapshot bound (see `TxState::begin`).
-                self.start = ctx.version;
-                word
-            }
-            Opacity::Tl2 => {
-                // A single write does not tick the clock (see
-                // `single_write_version`).
-                let word = clock::now_seqcst();
-                ctx.version = single_write_version(word);
-                self.start = word.time();
-                word
-            }
-            _ => {
-                let word = clock::now_seqcst();
-                ctx.version = self.no_clock_version(word);
-                word
-            }
+        // TL2 ticks the clock for more than one write; a single write, and
+        // every commit of the no-clock modes, only reads it (see
+        // `version_past`). Either way the thread keeps a clock value it
+        // read as its next snapshot bound (see `TxState::begin`).
+        let word = if self.opacity == Opacity::Tl2 && writes > 1 {
+            let word = clock::tick();
+            ctx.version = word.time();
+            self.start = ctx.version;
+            word
+        } else {
+            let word = clock::now_seqcst();
+            ctx.version = version_past(word);
+            self.start = word.time();
+            word
         };
         if word.has(IRREVOCABLE) && !irrevocable {
             self.unlock_all();
@@ -148,19 +143,6 @@ impl TxState {
             LockOutcome::Busy => AbortCause::LockBusy,
             _ => AbortCause::Validation,
         }
-    }
-
-    /// The commit version of the no-clock modes (Silo-style): larger than
-    /// every version this transaction saw and than the clock, without
-    /// writing any shared word.
-    #[inline(never)]
-    fn no_clock_version(&self, clock: ClockWord) -> u64 {
-        let seen = self
-            .items
-            .iter()
-            .map(|it| TVersion::version_of(it.read_version()))
-            .fold(clock.time(), u64::max);
-        seen + VERSION_STEP
     }
 
     /// Phase 3 of the commit: checks the reads that no lock of this

@@ -11,7 +11,7 @@
 //! any other committed writer. (ScalaSTM's `Ref.single` and Clojure's `swap!`
 //! offer the same convenience.)
 
-use super::commit::single_write_version;
+use super::commit::version_past;
 use crate::clock::{self, IRREVOCABLE};
 use crate::sync::spin_hint;
 use crate::version::TVersion;
@@ -59,7 +59,7 @@ pub(crate) fn commit_single<P, R>(
         // full commit's: this SeqCst clock read is also where a closed
         // irrevocability gate is seen.
         let word = clock::now_seqcst();
-        let commit_version = single_write_version(word);
+        let commit_version = version_past(word);
         if word.has(IRREVOCABLE) {
             version.unlock_unchanged(seen);
             drop(prepared);
