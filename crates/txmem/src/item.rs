@@ -289,7 +289,10 @@ impl Item {
     /// True if every bit of `flag` is set.
     #[inline]
     pub fn has(&self, flag: u32) -> bool {
-        self.flags() & flag == flag
+        // Each part tested on its own: for a constant `flag` only the part
+        // it names is loaded (see `runtime`).
+        let (runtime, user) = (runtime_bits(flag), flag & !RUNTIME_FLAGS);
+        self.runtime & runtime == runtime && self.user & user == user
     }
 
     /// Sets flag bits (use the `USER_FLAG*` range for object-specific flags;
