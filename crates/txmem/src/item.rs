@@ -230,8 +230,8 @@ impl std::fmt::Debug for ItemValue {
 // written with a few wide zeroing stores, and the words read right after
 // (the value's vtable, "is a write pending?") must sit where those stores
 // can forward them to the loads: at the start of an aligned 16-byte store.
-// Loads that straddle such a store, as in the order Rust picked, waited for
-// it to retire and cost an increment transaction a fifth of its time.
+// Loads that began inside such a store, as in the order Rust picked, waited
+// for it to retire and cost an increment transaction a fifth of its time.
 #[repr(C)]
 pub struct Item {
     pub(crate) object: NonNull<dyn TObject>,

@@ -25,8 +25,8 @@ pub enum Opacity {
     /// No opacity: reads are validated only at commit, so a transaction that
     /// will abort may observe an inconsistent state while it runs (committed
     /// transactions are still serializable). Commits write no shared clock:
-    /// the commit version is computed from the versions the transaction saw.
-    /// For database-style code that never trusts values before commit.
+    /// they only read it, for a commit version one past its value. For
+    /// database-style code that never trusts values before commit.
     None,
 }
 
