@@ -81,6 +81,11 @@ pub struct Commit<'a> {
 impl<'a> Commit<'a> {
     /// The commit version to publish in the versions of installed items.
     /// Only meaningful inside [`TObject::install`].
+    ///
+    /// Publish at least this version (as [`TVersion::next_after`] does):
+    /// opaque readers accept a version without revalidating only when it is
+    /// at most their snapshot bound, which is sound because every version a
+    /// commit publishes is above the clock value it read after locking.
     #[inline]
     pub fn version(&self) -> u64 {
         self.version
