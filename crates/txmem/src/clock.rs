@@ -1,9 +1,10 @@
 //! The global commit clock, the irrevocability gate that shares its word,
 //! and the hourglass gate beside it.
 //!
-//! The clock is a TL2-style counter: committing writers advance it, and
-//! opaque transactions take their snapshot bound from it (each thread keeps
-//! the last value it saw, see `TxState::begin`). Its low bit is the
+//! The clock is a TL2-style counter: committing writers of more than one
+//! item advance it (the others only read it; see `tx::commit::version_past`),
+//! and opaque transactions take their snapshot bound from it (each thread
+//! keeps the last value it saw, see `TxState::begin`). Its low bit is the
 //! [`IRREVOCABLE`] gate: an irrevocable transaction runs, and no other writer
 //! may commit until it finishes. Committers check it with the clock access
 //! they make anyway.
@@ -20,9 +21,7 @@ use crate::sync::{protocol_static, AtomicBool, AtomicU64};
 use crate::version::VERSION_STEP;
 
 /// Gate bit: an irrevocable transaction is running.
-pub(crate) const IRREVOCABLE: u64 = 0b001;
-/// All gate bits (the clock advances in steps of `VERSION_STEP`, above them).
-const GATES: u64 = IRREVOCABLE;
+const IRREVOCABLE: u64 = 0b001;
 
 protocol_static! {
     static CLOCK: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(VERSION_STEP));
@@ -33,18 +32,19 @@ protocol_static! {
     static HOURGLASS: CachePadded<AtomicBool> = CachePadded::new(AtomicBool::new(false));
 }
 
-/// A snapshot of the clock word: time and gate bits.
+/// A snapshot of the clock word: time and the irrevocability gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ClockWord(pub u64);
 
 impl ClockWord {
     #[inline]
     pub fn time(self) -> u64 {
-        self.0 & !GATES
+        self.0 & !IRREVOCABLE
     }
+    /// The irrevocability gate is closed: an irrevocable transaction runs.
     #[inline]
-    pub fn has(self, gate: u64) -> bool {
-        self.0 & gate != 0
+    pub fn irrevocable(self) -> bool {
+        self.0 & IRREVOCABLE != 0
     }
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn now() -> ClockWord {
 }
 
 /// Reads the clock with sequentially consistent ordering: a committer that
-/// has locked its write set reads the gates this way, pairing with the
+/// has locked its write set reads the gate this way, pairing with the
 /// gate-setter's SeqCst read-modify-write.
 #[inline]
 pub(crate) fn now_seqcst() -> ClockWord {
@@ -77,7 +77,7 @@ pub(crate) fn tick() -> ClockWord {
     ClockWord(prev + VERSION_STEP)
 }
 
-/// Moves the clock's time up to at least `time` (gates untouched) and
+/// Moves the clock's time up to at least `time` (gate untouched) and
 /// returns the word it leaves. For snapshots that must cover a version the
 /// clock has not reached.
 #[cold]
@@ -87,7 +87,7 @@ pub(crate) fn advance_to(time: u64) -> ClockWord {
         if ClockWord(cur).time() >= time {
             return ClockWord(cur);
         }
-        let new = (time & !GATES) | (cur & GATES);
+        let new = (time & !IRREVOCABLE) | (cur & IRREVOCABLE);
         match CLOCK.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::SeqCst) {
             Ok(_) => return ClockWord(new),
             Err(actual) => cur = actual,
@@ -95,19 +95,20 @@ pub(crate) fn advance_to(time: u64) -> ClockWord {
     }
 }
 
-/// Sets a gate bit; returns false if it was already set (held by someone else).
-pub(crate) fn try_close(gate: u64) -> bool {
-    CLOCK.fetch_or(gate, Ordering::SeqCst) & gate == 0
+/// Closes the irrevocability gate; false if it was closed already (by
+/// another irrevocable transaction).
+pub(crate) fn try_close_irrevocable() -> bool {
+    CLOCK.fetch_or(IRREVOCABLE, Ordering::SeqCst) & IRREVOCABLE == 0
 }
 
-/// Clears a gate bit previously set by this thread.
-pub(crate) fn open(gate: u64) {
-    CLOCK.fetch_and(!gate, Ordering::SeqCst);
+/// Opens the irrevocability gate this thread closed.
+pub(crate) fn open_irrevocable() {
+    CLOCK.fetch_and(!IRREVOCABLE, Ordering::SeqCst);
 }
 
-/// Waits until `gate` (a clock gate bit) is open.
-pub(crate) fn wait_open(gate: u64) {
-    wait_until(|| !now().has(gate));
+/// Waits until the irrevocability gate is open.
+pub(crate) fn wait_irrevocable_open() {
+    wait_until(|| !now().irrevocable());
 }
 
 /// True while a transaction holds the hourglass.

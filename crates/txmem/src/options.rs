@@ -14,9 +14,9 @@ pub enum Opacity {
     /// first read (each thread keeps the last one it saw, and reads the
     /// clock again once that proves stale); a read of a subobject whose
     /// version is newer than the bound revalidates the read set and moves
-    /// the bound forward instead of aborting. Writers advance the clock at
-    /// commit. Read-only transactions need no commit-time validation. The
-    /// default.
+    /// the bound forward instead of aborting. Writers of more than one item
+    /// advance the clock at commit; a single write only reads it. Read-only
+    /// transactions need no commit-time validation. The default.
     #[default]
     Tl2,
     /// Opacity without a clock: every read revalidates the whole read set

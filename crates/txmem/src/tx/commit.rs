@@ -2,7 +2,7 @@
 //! validate the read set, install, and wake blocked `retry`ers.
 
 use super::TxState;
-use crate::clock::{self, ClockWord, IRREVOCABLE};
+use crate::clock::{self, ClockWord};
 use crate::error::AbortCause;
 use crate::object::{Commit, LockOutcome};
 use crate::options::Opacity;
@@ -104,7 +104,7 @@ impl TxState {
             self.start = word.time();
             word
         };
-        if word.has(IRREVOCABLE) && !irrevocable {
+        if word.irrevocable() && !irrevocable {
             self.unlock_all();
             return Err(AbortCause::Irrevocable);
         }

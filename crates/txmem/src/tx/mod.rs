@@ -18,7 +18,7 @@ use std::ptr::NonNull;
 
 use crossbeam_epoch::Guard;
 
-use crate::clock::{self, IRREVOCABLE};
+use crate::clock;
 use crate::error::{Abort, AbortCause, TxResult};
 use crate::item::Item;
 use crate::object::{Commit, TObject};
@@ -251,7 +251,7 @@ impl TxState {
         if let Some(token) = self.irrevocable.take() {
             // Open the gate before handing the token on, or the next holder
             // could find the gate still closed and then see it opened.
-            clock::open(IRREVOCABLE);
+            clock::open_irrevocable();
             run::set_irrevocable_here(false);
             drop(token);
         }
@@ -290,7 +290,7 @@ impl TxState {
     }
 
     fn hold_irrevocability(&mut self, token: crate::sync::Token) {
-        let closed = clock::try_close(IRREVOCABLE);
+        let closed = clock::try_close_irrevocable();
         assert!(
             closed,
             "txmem: the irrevocable gate is only closed by the token holder"

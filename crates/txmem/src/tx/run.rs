@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 
 use super::{Transaction, TxState};
-use crate::clock::{self, IRREVOCABLE};
+use crate::clock;
 use crate::contention::Contention;
 use crate::error::{AbortCause, TxError, TxResult};
 use crate::options::{self, Opacity, TxOptions};
@@ -694,7 +694,7 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
         rec.site().abort(cause);
     }
     if cause == AbortCause::Irrevocable {
-        clock::wait_open(IRREVOCABLE);
+        clock::wait_irrevocable_open();
     }
     if r.cm.consecutive == 0 {
         r.cm.reset(ctx.next_seed());

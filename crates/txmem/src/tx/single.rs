@@ -12,7 +12,7 @@
 //! offer the same convenience.)
 
 use super::commit::version_past;
-use crate::clock::{self, IRREVOCABLE};
+use crate::clock;
 use crate::sync::spin_hint;
 use crate::version::TVersion;
 use crate::wait;
@@ -60,10 +60,10 @@ pub(crate) fn commit_single<P, R>(
         // irrevocability gate is seen.
         let word = clock::now_seqcst();
         let commit_version = version_past(word);
-        if word.has(IRREVOCABLE) {
+        if word.irrevocable() {
             version.unlock_unchanged(seen);
             drop(prepared);
-            clock::wait_open(IRREVOCABLE);
+            clock::wait_irrevocable_open();
             continue;
         }
         break (seen, prepared, commit_version);
