@@ -303,6 +303,15 @@ impl Contention {
     }
 }
 
+/// A transaction's contention state dies with its `atomically` call, also
+/// when a panic unwinds out of it: the precedence it held goes with it (a
+/// leaked hourglass would keep every other transaction from beginning).
+impl Drop for Contention {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 fn spin_or_yield(spins: u32) {
     if spins > 10_000 {
         std::thread::yield_now();

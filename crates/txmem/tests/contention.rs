@@ -57,3 +57,49 @@ fn no_transaction_begins_while_another_holds_the_hourglass() {
         "a transaction began while another held the hourglass"
     );
 }
+
+/// A panic that escapes an abort handler unwinds out of `atomically` while
+/// the transaction holds the hourglass (taken after its first abort): the
+/// hourglass must be released, or no transaction could ever begin again.
+#[test]
+fn a_panic_out_of_an_abort_handler_releases_the_hourglass() {
+    thread::spawn(|| {
+        let mut attempts = 0;
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            TxOptions::new()
+                .contention(ContentionPolicy::Hourglass { threshold: 1 })
+                .run(|tx| {
+                    attempts += 1;
+                    if attempts == 2 {
+                        tx.on_abort(|| panic!("abort handler fails"));
+                    }
+                    Err::<(), _>(tx.abort())
+                })
+        }));
+        assert!(r.is_err(), "the handler's panic propagates");
+        assert_eq!(attempts, 2);
+    })
+    .join()
+    .unwrap();
+    common::within(10, "the hourglass stayed held after the panic", || {
+        atomically(|_| Ok(()))
+    });
+}
+
+/// A panic raised by the runtime between attempts (here: `retry` in an
+/// irrevocable transaction) leaves no retry state behind: the thread's next
+/// transaction is a fresh first attempt, not an irrevocable retry.
+#[test]
+fn a_panic_between_attempts_leaves_no_retry_state() {
+    let r = std::panic::catch_unwind(|| {
+        TxOptions::new()
+            .irrevocable(true)
+            .run(|tx| Err::<(), _>(tx.retry()))
+    });
+    assert!(r.is_err(), "retry in an irrevocable transaction panics");
+    let irrevocable = atomically(|tx| Ok(tx.is_irrevocable()));
+    assert!(
+        !irrevocable,
+        "the next transaction inherited the retry state"
+    );
+}

@@ -223,16 +223,18 @@ impl ActiveGuard<'_> {
 impl Drop for ActiveGuard<'_> {
     #[cold]
     fn drop(&mut self) {
-        // SAFETY: the run loop holds no reference into the state when this
-        // guard drops (it is declared before any such borrow and the loop's
-        // borrows end at each iteration).
-        let st = unsafe { &mut *self.0.state.get() };
+        // SAFETY: the run loop holds no reference into the state or the call
+        // state when this guard drops (it is declared before any such borrow
+        // and the loop's borrows end at each iteration; `after_abort`'s end
+        // before it runs handlers).
+        let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
         if !st.items.is_empty() || st.irrevocable.is_some() {
             st.finish(false);
         }
         // The program is unwinding past this transaction: its abort
-        // handlers are dropped, not run.
+        // handlers are dropped, not run, and the next call starts afresh.
         drop(st.take_ready_handlers());
+        end_retrying(call);
         self.0.active.set(false);
     }
 }
@@ -325,11 +327,15 @@ impl TxOptions {
 }
 
 /// The option bits an attempt needs, as cached per thread for the
-/// runtime-wide defaults.
+/// runtime-wide defaults. Four aligned bytes, so that entering a transaction
+/// copies them with one load and one store.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(4))]
 struct Mode {
     opacity: Opacity,
+    /// The options ask for an irrevocable transaction.
     irrevocable: bool,
+    /// The contention policy orders writers by priority before they lock.
     priority: bool,
 }
 
@@ -349,11 +355,7 @@ impl Mode {
 /// so that the attempt loop carries nothing but the context across the
 /// program's closure.
 pub(crate) struct CallState {
-    opacity: Opacity,
-    /// The options ask for an irrevocable transaction.
-    irrevocable: bool,
-    /// The contention policy orders writers by priority before they lock.
-    priority: bool,
+    mode: Mode,
     /// Where to record; null pointers while statistics are off.
     record: Recorder,
     /// Created at the first abort.
@@ -363,9 +365,7 @@ pub(crate) struct CallState {
 impl CallState {
     const fn new() -> Self {
         CallState {
-            opacity: Opacity::Tl2,
-            irrevocable: false,
-            priority: false,
+            mode: Mode::of(&TxOptions::BUILT_IN),
             record: Recorder {
                 stats: std::ptr::null(),
                 site: std::ptr::null(),
@@ -455,11 +455,16 @@ fn run_attempts<'env>(
         // call state around them).
         let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
         match &call.retrying {
-            None => st.begin(call.opacity, call.irrevocable, call.irrevocable, false),
+            None => st.begin(
+                call.mode.opacity,
+                call.mode.irrevocable,
+                call.mode.irrevocable,
+                false,
+            ),
             Some(r) => st.begin(
-                call.opacity,
+                call.mode.opacity,
                 r.irrevocable,
-                call.irrevocable,
+                call.mode.irrevocable,
                 r.cm.holds_hourglass,
             ),
         }
@@ -497,19 +502,10 @@ impl ThreadContext {
         // SAFETY: the thread is now active; nothing else references the call
         // state.
         let call = unsafe { &mut *self.call.get() };
-        match options {
-            Some(o) => {
-                call.opacity = o.opacity;
-                call.irrevocable = o.irrevocable;
-                call.priority = o.contention.uses_priority();
-            }
-            None => {
-                let mode = self.default_mode();
-                call.opacity = mode.opacity;
-                call.irrevocable = mode.irrevocable;
-                call.priority = mode.priority;
-            }
-        }
+        call.mode = match options {
+            Some(o) => Mode::of(o),
+            None => self.default_mode(),
+        };
         match self.counters() {
             Some(c) => call.record = c.recorder(site),
             None => call.record.stats = std::ptr::null(),
@@ -524,8 +520,7 @@ impl ActiveGuard<'_> {
     #[inline(always)]
     fn leave(self) {
         // SAFETY: the attempt is over and holds no reference into the state.
-        let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
-        call.retrying = None;
+        let st = unsafe { &mut *self.0.state.get() };
         let handlers = st.take_ready_handlers();
         self.release();
         if let Some(handlers) = handlers {
@@ -539,7 +534,7 @@ impl ActiveGuard<'_> {
 fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCause> {
     // A priority policy's writers defer to a higher published priority
     // before locking (read-only transactions never wait).
-    if call.priority && st.mutated {
+    if call.mode.priority && st.mutated {
         Contention::defer_to_priority(call.retrying.as_deref().map(|r| &r.cm));
     }
     let done = st.commit()?;
@@ -547,17 +542,27 @@ fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCau
         rec.stats()
             .record_commit(done.reads, done.writes, st.item_count());
         rec.site().commit();
-        if call.retrying.is_some() || st.irrevocable.is_some() {
-            let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
-            rec.stats()
-                .record_hard_commit(consecutive, st.irrevocable.is_some());
-        }
     }
-    st.finish(true);
-    if let Some(r) = &mut call.retrying {
-        r.cm.finish();
+    if call.retrying.is_some() || st.irrevocable.is_some() {
+        finish_hard_commit(st, call);
+    } else {
+        st.finish(true);
     }
     Ok(())
+}
+
+/// Finishes a commit that came after aborts or ran irrevocably: its extra
+/// statistics, and the precedence its contention manager may hold.
+#[cold]
+#[inline(never)]
+fn finish_hard_commit(st: &mut TxState, call: &mut CallState) {
+    if let Some(rec) = call.recorder() {
+        let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
+        rec.stats()
+            .record_hard_commit(consecutive, st.irrevocable.is_some());
+    }
+    st.finish(true);
+    end_retrying(call);
 }
 
 /// The closure returned the program's own error: the transaction ends
@@ -589,7 +594,6 @@ fn panicked(
         return AbortCause::Panic;
     }
     end_without_commit(st, call);
-    call.retrying = None;
     // Leave the transaction before the abort handlers run (the run loop's
     // `ActiveGuard` clears the flag again as the panic unwinds).
     let handlers = st.take_ready_handlers();
@@ -614,9 +618,16 @@ fn nested_transaction() -> ! {
 /// are kept to run.
 fn end_without_commit(st: &mut TxState, call: &mut CallState) {
     st.finish(false);
-    if let Some(r) = &mut call.retrying {
-        r.cm.finish();
-    }
+    end_retrying(call);
+}
+
+/// Drops the retry state of a transaction that ended after aborts (its
+/// contention manager releases whatever precedence it held as it drops).
+/// Every way out of such a transaction passes here, unwinding included, so
+/// the next call on this thread starts with none and a first-attempt commit
+/// has nothing to reset.
+fn end_retrying(call: &mut CallState) {
+    call.retrying = None;
 }
 
 /// Everything after an aborted attempt: blocking `retry`, abort handlers,
@@ -629,7 +640,7 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
     // `ActiveGuard` and no other reference to the state is live.
     let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
     let record = call.recorder();
-    let requested = call.irrevocable;
+    let requested = call.mode.irrevocable;
     let r = call.retrying.get_or_insert_with(|| {
         Box::new(Retrying {
             options: options.copied().unwrap_or_else(|| ctx.default_options()),
