@@ -4,9 +4,8 @@
 //! (`update`: the increment as a single-operation transaction, `TBox::update`;
 //! `empty`: a transaction that touches nothing, the runtime's fixed cost).
 //! `mutex` and `fast-stm` run the same increment on a `parking_lot::Mutex`
-//! and a `fast-stm` `TVar`, so that runs of this program can alternate the
-//! systems (`scripts/alternate-increments.sh`) where criterion runs each one's
-//! row back to back.
+//! and a `fast-stm` `TVar` (for their instruction counts; for time ratios
+//! use `examples/increment_ratios.rs`, which interleaves the systems).
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args

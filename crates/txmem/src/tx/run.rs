@@ -543,23 +543,28 @@ fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCau
             .record_commit(done.reads, done.writes, st.item_count());
         rec.site().commit();
     }
-    if call.retrying.is_some() || st.irrevocable.is_some() {
-        finish_hard_commit(st, call);
+    // Irrevocability is among the attempt's rare extras: one test each for
+    // the two ways a commit may need more than `finish`.
+    if call.retrying.is_some() || st.rare {
+        finish_unusual_commit(st, call);
     } else {
         st.finish(true);
     }
     Ok(())
 }
 
-/// Finishes a commit that came after aborts or ran irrevocably: its extra
-/// statistics, and the precedence its contention manager may hold.
+/// Finishes a commit that came after aborts or used the attempt's rare
+/// extras: the extra statistics of one that retried or ran irrevocably, and
+/// the precedence its contention manager may hold.
 #[cold]
 #[inline(never)]
-fn finish_hard_commit(st: &mut TxState, call: &mut CallState) {
-    if let Some(rec) = call.recorder() {
-        let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
-        rec.stats()
-            .record_hard_commit(consecutive, st.irrevocable.is_some());
+fn finish_unusual_commit(st: &mut TxState, call: &mut CallState) {
+    if call.retrying.is_some() || st.irrevocable.is_some() {
+        if let Some(rec) = call.recorder() {
+            let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
+            rec.stats()
+                .record_hard_commit(consecutive, st.irrevocable.is_some());
+        }
     }
     st.finish(true);
     end_retrying(call);
