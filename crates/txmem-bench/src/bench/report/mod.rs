@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::bench::machine::Machine;
 use crate::bench::peers::locks::ElisionCounts;
-use crate::bench::runner::{Measured, Status};
+use crate::bench::runner::{median, Measured, Status};
 use crate::bench::spec::Skip;
 use txmem_elide::stats::AbortCounts;
 
@@ -46,7 +46,11 @@ pub struct ResultRow {
     pub repeats: usize,
     /// `null` where the system does not report aborts.
     pub aborts_per_commit: Option<f64>,
-    /// `ops_per_sec` over the `txmem` row's at the same workload and threads.
+    /// This row's throughput over the `txmem` row's at the same workload and
+    /// threads: the median of the per-round ratios when both rows completed
+    /// the same repeats (they ran round-robin, so repeat *i* of each ran at
+    /// nearly the same time and saw the machine at the same speed); the
+    /// ratio of the medians otherwise.
     pub ratio_to_txmem: Option<f64>,
     /// `ok`, `failed` or `interrupted`.
     pub status: &'static str,
@@ -140,23 +144,90 @@ impl ResultRow {
 /// Builds result rows and fills in the ratios to txmem.
 pub fn rows(measured: &[Measured]) -> Vec<ResultRow> {
     let mut rows: Vec<ResultRow> = measured.iter().map(ResultRow::from_measured).collect();
-    let reference: Vec<(String, usize, f64)> = rows
+    let reference: Vec<ResultRow> = rows
         .iter()
         .filter(|r| r.system == REFERENCE)
-        .filter_map(|r| Some((r.workload.clone(), r.threads, r.ops_per_sec?)))
+        .cloned()
         .collect();
     for r in &mut rows {
         r.ratio_to_txmem = reference
             .iter()
-            .find(|(w, t, _)| *w == r.workload && *t == r.threads)
-            .and_then(|&(_, _, base)| Some(r.ops_per_sec? / base).filter(|_| base > 0.0));
+            .find(|b| b.workload == r.workload && b.threads == r.threads)
+            .and_then(|b| ratio(r, b));
     }
     rows
+}
+
+/// `row`'s throughput over `base`'s (see [`ResultRow::ratio_to_txmem`]).
+fn ratio(row: &ResultRow, base: &ResultRow) -> Option<f64> {
+    row.ops_per_sec?;
+    let paired = row.samples.len() == base.samples.len() && !row.samples.is_empty();
+    if paired && base.samples.iter().all(|&b| b > 0.0) {
+        let per_round: Vec<f64> = row
+            .samples
+            .iter()
+            .zip(&base.samples)
+            .map(|(a, b)| a / b)
+            .collect();
+        return median(&per_round);
+    }
+    let b = base.ops_per_sec.filter(|&b| b > 0.0)?;
+    Some(row.ops_per_sec? / b)
 }
 
 impl Report {
     /// True if any row failed its check.
     pub fn any_failed(&self) -> bool {
         self.results.iter().any(|r| r.status == "failed")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(system: &str, samples: &[f64]) -> ResultRow {
+        ResultRow {
+            workload: "w".into(),
+            system: system.into(),
+            threads: 2,
+            ops_per_sec: median(samples),
+            ops_per_sec_min: None,
+            ops_per_sec_max: None,
+            repeats: samples.len(),
+            aborts_per_commit: None,
+            ratio_to_txmem: None,
+            status: "ok",
+            error: None,
+            suite: "s".into(),
+            samples: samples.to_vec(),
+            commits: 0,
+            aborts: None,
+            note: String::new(),
+            elision: None,
+        }
+    }
+
+    #[test]
+    fn paired_repeats_give_the_median_of_per_round_ratios() {
+        // The peer is twice as fast in rounds 1 and 3, and met a slow spell
+        // of the machine in round 2. Its median (20) comes from round 1 and
+        // txmem's (40) from round 2 or 3: the medians would say 0.5.
+        let base = row("txmem", &[10.0, 40.0, 40.0]);
+        let peer = row("peer", &[20.0, 5.0, 80.0]);
+        assert_eq!(ratio(&peer, &base), Some(2.0));
+        assert_eq!(ratio(&base, &base), Some(1.0));
+    }
+
+    #[test]
+    fn unpaired_rows_give_the_ratio_of_medians() {
+        let base = row("txmem", &[20.0, 10.0, 10.0]);
+        let peer = row("peer", &[8.0, 4.0]);
+        assert_eq!(ratio(&peer, &base), Some(6.0 / 10.0));
+        let failed = ResultRow {
+            ops_per_sec: None,
+            ..row("peer", &[])
+        };
+        assert_eq!(ratio(&failed, &base), None);
     }
 }
