@@ -131,3 +131,75 @@ fn reserving_more_than_available_aborts_at_commit() {
         "the refused transaction changed nothing"
     );
 }
+
+/// An object that only records the cleanups the runtime runs for it.
+#[derive(Default)]
+struct CleanupLog {
+    calls: std::sync::Mutex<Vec<(u64, bool)>>,
+}
+
+impl CleanupLog {
+    /// Writes subobject `key` and asks for a cleanup when the attempt ends.
+    fn touch<'env>(&'env self, tx: &mut Transaction<'env>, key: u64) {
+        let id = tx.item(self, key);
+        let item = tx.item_mut(id);
+        item.mark_write();
+        item.set_flags(txmem::item::NEEDS_CLEANUP);
+    }
+
+    fn take(&self) -> Vec<(u64, bool)> {
+        std::mem::take(&mut self.calls.lock().unwrap())
+    }
+}
+
+impl TObject for CleanupLog {
+    fn lock(&self, _: &mut Item, _: &Commit<'_>) -> LockOutcome {
+        LockOutcome::Acquired
+    }
+    fn check(&self, _: &Item, _: &Commit<'_>) -> bool {
+        true
+    }
+    fn install(&self, _: &mut Item, _: &Commit<'_>) {}
+    fn unlock(&self, _: &mut Item) {}
+    fn cleanup(&self, item: &mut Item, committed: bool) {
+        self.calls.lock().unwrap().push((item.key(), committed));
+    }
+}
+
+/// `cleanup` runs once per flagged item when each attempt ends, with the
+/// attempt's outcome, for sets of one item (which commit through a path of
+/// their own) and of several.
+#[test]
+fn cleanups_run_once_per_flagged_item_with_the_outcome() {
+    let log = CleanupLog::default();
+    txmem::atomically(|tx| {
+        log.touch(tx, 7);
+        Ok(())
+    });
+    assert_eq!(log.take(), [(7, true)]);
+
+    txmem::atomically(|tx| {
+        log.touch(tx, 1);
+        log.touch(tx, 2);
+        Ok(())
+    });
+    assert_eq!(log.take(), [(1, true), (2, true)]);
+
+    let mut attempts = 0;
+    txmem::atomically(|tx| {
+        attempts += 1;
+        log.touch(tx, 3);
+        if attempts == 1 {
+            return Err(tx.abort());
+        }
+        Ok(())
+    });
+    assert_eq!(log.take(), [(3, false), (3, true)]);
+
+    let r: Result<(), &str> = try_atomically(|tx| {
+        log.touch(tx, 4);
+        Err(TxError::User("no"))
+    });
+    assert_eq!(r, Err("no"));
+    assert_eq!(log.take(), [(4, false)]);
+}

@@ -49,12 +49,25 @@ impl TxState {
             // No item was handed out for mutation: nothing to lock or install.
             return self.commit_read_only(self.items.len() as u32);
         }
-        self.commit_writes()
+        // A set of one item (one box, one counter) is common enough to have
+        // the protocol compiled for it, loops unrolled, inline; larger sets
+        // share one out-of-line copy.
+        if self.items.len() == 1 {
+            self.commit_writes(1)
+        } else {
+            self.commit_writes_out_of_line()
+        }
     }
 
-    /// The full protocol, for transactions that may have written.
+    #[inline(never)]
+    fn commit_writes_out_of_line(&mut self) -> Result<Committed, AbortCause> {
+        self.commit_writes(self.items.len())
+    }
+
+    /// The full protocol, for transactions that may have written; `n` is
+    /// the number of items (a constant where the caller knows it).
     #[inline(always)]
-    fn commit_writes(&mut self) -> Result<Committed, AbortCause> {
+    fn commit_writes(&mut self, n: usize) -> Result<Committed, AbortCause> {
         let irrevocable = self.irrevocable.is_some();
         let mut ctx = Commit {
             version: 0,
@@ -67,7 +80,7 @@ impl TxState {
         let mut reads = 0u32;
         let mut writes = 0u32;
         let mut unlocked_reads = false;
-        for (i, it) in self.items.iter_mut().enumerate() {
+        for (i, it) in self.items[..n].iter_mut().enumerate() {
             let read = it.is_read();
             reads += u32::from(read);
             if !it.is_write() {
@@ -118,7 +131,7 @@ impl TxState {
         }
 
         // Phase 4: install (the commit point has passed); install also unlocks.
-        for it in self.items.iter_mut() {
+        for it in self.items[..n].iter_mut() {
             if it.is_locked() {
                 // SAFETY: as above.
                 let obj = unsafe { it.object.as_ref() };

@@ -306,7 +306,12 @@ impl TxState {
     #[inline]
     pub(crate) fn finish(&mut self, committed: bool) {
         if self.mutated {
-            self.drop_items(committed);
+            // Unrolled for one item, as in `commit`.
+            if self.items.len() == 1 {
+                self.drop_items(1, committed);
+            } else {
+                self.drop_all_items(committed);
+            }
         } else {
             debug_assert!(self
                 .items
@@ -362,11 +367,16 @@ impl TxState {
         }
     }
 
-    /// Runs the cleanups and drops the pending values (the items themselves
-    /// are forgotten by the caller).
-    #[inline]
-    fn drop_items(&mut self, committed: bool) {
-        for it in self.items.iter_mut() {
+    #[inline(never)]
+    fn drop_all_items(&mut self, committed: bool) {
+        self.drop_items(self.items.len(), committed);
+    }
+
+    /// Runs the cleanups and drops the pending values of the first `n`
+    /// items (the items themselves are forgotten by the caller).
+    #[inline(always)]
+    fn drop_items(&mut self, n: usize, committed: bool) {
+        for it in self.items[..n].iter_mut() {
             if it.has(crate::item::NEEDS_CLEANUP) {
                 // SAFETY: objects outlive the transaction.
                 let obj = unsafe { it.object.as_ref() };
