@@ -223,10 +223,10 @@ impl ActiveGuard<'_> {
 impl Drop for ActiveGuard<'_> {
     #[cold]
     fn drop(&mut self) {
-        // SAFETY: the run loop holds no reference into the state or the call
-        // state when this guard drops (it is declared before any such borrow
-        // and the loop's borrows end at each iteration; `after_abort`'s end
-        // before it runs handlers).
+        // SAFETY: no reference into the state or the call state is live when
+        // this guard drops: it is declared before any such borrow, the run
+        // loop's borrows end at each iteration, and `after_abort` holds none
+        // while it runs handlers (whose panics may unwind through here).
         let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
         if !st.items.is_empty() || st.irrevocable.is_some() {
             st.finish(false);

@@ -160,7 +160,7 @@ pub fn rows(measured: &[Measured]) -> Vec<ResultRow> {
 
 /// `row`'s throughput over `base`'s (see [`ResultRow::ratio_to_txmem`]).
 fn ratio(row: &ResultRow, base: &ResultRow) -> Option<f64> {
-    row.ops_per_sec?;
+    row.ops_per_sec?; // a failed row has no figure, so no ratio
     let paired = row.samples.len() == base.samples.len() && !row.samples.is_empty();
     if paired && base.samples.iter().all(|&b| b > 0.0) {
         let per_round: Vec<f64> = row
