@@ -27,7 +27,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N,N,..")]
     pub threads: Option<String>,
 
-    /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 200ms).
+    /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 120ms).
     #[arg(long, value_name = "TIME")]
     pub duration: Option<String>,
 

@@ -217,7 +217,7 @@ fn run(args: BenchArgs) -> Result<u8, Failure> {
     let warmup = parse_opt("--warmup", &args.warmup, args::parse_duration)?;
     let duration =
         parse_opt("--duration", &args.duration, args::parse_duration)?.unwrap_or(if quick {
-            Duration::from_millis(200)
+            Duration::from_millis(120)
         } else {
             Duration::from_secs(1)
         });
