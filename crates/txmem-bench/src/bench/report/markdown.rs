@@ -44,7 +44,8 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "`txmem bench {}`, {} — {}. Ops/s median (min–max) over {} repeats; \
-         ratios are ops/s over the `{REFERENCE}` row's at the same thread count.\n",
+         ratios to the `{REFERENCE}` row at the same thread count are medians of the \
+         per-round ratios of the repeats.\n",
         report.suite,
         report.date,
         report.machine.line(),
