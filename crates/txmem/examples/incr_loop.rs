@@ -3,9 +3,9 @@
 //! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty]`
 //! (`update`: the increment as a single-operation transaction, `TBox::update`;
 //! `empty`: a transaction that touches nothing, the runtime's fixed cost).
-//! `mutex` and `fast-stm` run the same increment on a `parking_lot::Mutex`
-//! and a `fast-stm` `TVar` (for their instruction counts; for time ratios
-//! use `examples/increment_ratios.rs`, which interleaves the systems).
+//! The peers' loops (a mutex, `fast-stm`, `stm`) are in
+//! `examples/increment_ratios.rs`, which also runs one system alone for
+//! callgrind.
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args
@@ -30,9 +30,6 @@ fn main() {
     let read_only = args.iter().any(|a| a == "read");
     let single = args.iter().any(|a| a == "update");
     let empty = args.iter().any(|a| a == "empty");
-    if let Some(peer) = args.iter().find(|a| *a == "mutex" || *a == "fast-stm") {
-        return run_peer(peer, n);
-    }
     let b = txmem::TBox::new(0u64);
     let t = std::time::Instant::now();
     let mut sum = 0;
@@ -53,29 +50,5 @@ fn main() {
         "{:.2} ns/tx, value {}",
         el.as_nanos() as f64 / n as f64,
         b.load()
-    );
-}
-
-/// The increment loop on a peer, timed like the txmem loop above.
-fn run_peer(peer: &str, n: u64) {
-    let t = std::time::Instant::now();
-    let value = if peer == "mutex" {
-        let m = parking_lot::Mutex::new(0u64);
-        for _ in 0..n {
-            let mut guard = m.lock();
-            *guard = std::hint::black_box(*guard + 1);
-        }
-        m.into_inner()
-    } else {
-        let v = fast_stm::TVar::new(0u64);
-        for _ in 0..n {
-            fast_stm::atomically(|tx| v.modify(tx, |x| x + 1));
-        }
-        v.read_atomic()
-    };
-    let el = t.elapsed();
-    println!(
-        "{:.2} ns/tx, value {value}",
-        el.as_nanos() as f64 / n as f64
     );
 }

@@ -13,7 +13,12 @@
 //!
 //! ```text
 //! cargo run --release -p txmem --example increment_ratios [-- SECONDS]   # default 5
+//! target/release/examples/increment_ratios SYSTEM N   # N increments of one system
 //! ```
+//!
+//! The second form runs one system's loop alone and prints its time per
+//! increment: for instruction counts under callgrind
+//! (`valgrind --tool=callgrind target/release/examples/increment_ratios parking_lot-mutex 100000`).
 //!
 //! Systems: `atomically` (a full transaction: `TBox::modify` inside
 //! `atomically`), `update` (`TBox::update`, the single-operation
@@ -60,22 +65,47 @@ impl System {
 }
 
 fn main() {
-    let seconds: f64 = match std::env::args().nth(1) {
-        None => 5.0,
-        Some(s) => match s.parse() {
-            Ok(v) if v > 0.0 => v,
-            _ => {
-                eprintln!("increment_ratios: SECONDS must be a positive number, not {s:?}");
-                std::process::exit(2);
-            }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut systems = systems();
+    match args.as_slice() {
+        [] => interleave(&mut systems, 5.0),
+        [seconds] => match seconds.parse() {
+            Ok(v) if v > 0.0 => interleave(&mut systems, v),
+            _ => usage(&format!(
+                "SECONDS must be a positive number, not {seconds:?}"
+            )),
         },
-    };
+        [name, n] => {
+            let Some(system) = systems.iter_mut().find(|s| s.name == name.as_str()) else {
+                let names: Vec<_> = systems.iter().map(|s| s.name).collect();
+                usage(&format!(
+                    "no system {name:?}; the systems: {}",
+                    names.join(", ")
+                ))
+            };
+            match n.parse() {
+                Ok(n) if n > 0 => println!("{:.2} ns/increment", system.time(n)),
+                _ => usage(&format!("N must be a positive count, not {n:?}")),
+            }
+        }
+        _ => usage("too many arguments"),
+    }
+}
 
+fn usage(why: &str) -> ! {
+    eprintln!(
+        "increment_ratios: {why}\nusage: increment_ratios [SECONDS] | increment_ratios SYSTEM N"
+    );
+    std::process::exit(2);
+}
+
+/// The systems under test, each incrementing its own counter.
+fn systems() -> [System; 5] {
     let tbox = Box::leak(Box::new(txmem::TBox::new(0u64)));
     let mutex = Box::leak(Box::new(parking_lot::Mutex::new(0u64)));
     let fast = Box::leak(Box::new(fast_stm::TVar::new(0u64)));
     let stm_var = Box::leak(Box::new(stm::TVar::new(0u64)));
-    let mut systems = [
+    [
         System::new("atomically", |n| {
             for _ in 0..n {
                 txmem::atomically(|tx| tbox.modify(tx, |v| v + 1));
@@ -102,8 +132,12 @@ fn main() {
                 stm::atomically(|tx| stm_var.modify(tx, |v| v + 1));
             }
         }),
-    ];
+    ]
+}
 
+/// Runs the systems in interleaved slices for `seconds` and prints the
+/// medians.
+fn interleave(systems: &mut [System], seconds: f64) {
     // Warm up (caches, the allocator, thread-local state), then calibrate.
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {
@@ -131,7 +165,7 @@ fn main() {
         SLICE.as_micros()
     );
     println!("{:<20} {:>10} {:>18}", "system", "ns/incr", "p25–p75");
-    for s in &systems {
+    for s in systems.iter() {
         let q = quartiles(s.samples.clone());
         println!("{:<20} {:>10.2} {:>8.2}–{:<8.2}", s.name, q.1, q.0, q.2);
     }
@@ -154,7 +188,6 @@ fn main() {
         let q = quartiles(ratios);
         println!("  {what:<38} {:>6.2}× ({:.2}–{:.2})", q.1, q.0, q.2);
     }
-    black_box(tbox.load());
 }
 
 /// The 25th, 50th and 75th percentiles.
