@@ -89,7 +89,8 @@ fn run_bank(opts: TxOptions, transfers: usize) -> u64 {
     torn_views.load(Ordering::Relaxed)
 }
 
-fn transfers() -> usize {
+/// Operations each writer thread runs (fewer in unoptimized builds).
+fn per_thread() -> usize {
     if cfg!(debug_assertions) {
         20_000
     } else {
@@ -100,7 +101,7 @@ fn transfers() -> usize {
 #[test]
 fn bank_total_is_conserved_in_every_opacity_mode() {
     for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
-        let torn = run_bank(TxOptions::new().opacity(mode), transfers());
+        let torn = run_bank(TxOptions::new().opacity(mode), per_thread());
         if mode != Opacity::None {
             assert_eq!(
                 torn, 0,
@@ -113,7 +114,7 @@ fn bank_total_is_conserved_in_every_opacity_mode() {
 #[test]
 fn bank_total_is_conserved_under_every_contention_policy() {
     for policy in ContentionPolicy::all() {
-        let torn = run_bank(TxOptions::new().contention(policy), transfers() / 2);
+        let torn = run_bank(TxOptions::new().contention(policy), per_thread() / 2);
         assert_eq!(
             torn, 0,
             "{policy:?}: an attempt observed an inconsistent total"
@@ -124,7 +125,7 @@ fn bank_total_is_conserved_under_every_contention_policy() {
 #[test]
 fn bank_total_is_conserved_with_aggressive_serialization() {
     // Serialize after the first abort: irrevocable and ordinary transactions mix.
-    let torn = run_bank(TxOptions::new().serialize_after(Some(1)), transfers() / 2);
+    let torn = run_bank(TxOptions::new().serialize_after(Some(1)), per_thread() / 2);
     assert_eq!(torn, 0);
 }
 
@@ -133,11 +134,7 @@ fn bank_total_is_conserved_with_aggressive_serialization() {
 /// lose nothing, also against two-item transactions on the same box.
 #[test]
 fn one_item_increments_are_never_lost_in_every_opacity_mode() {
-    let n: u64 = if cfg!(debug_assertions) {
-        20_000
-    } else {
-        100_000
-    };
+    let n = per_thread() as u64;
     for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
         let opts = TxOptions::new().opacity(mode);
         let b = txmem::TBox::new(0u64);
