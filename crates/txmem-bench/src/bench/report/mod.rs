@@ -144,23 +144,25 @@ impl ResultRow {
 /// Builds result rows and fills in the ratios to txmem.
 pub fn rows(measured: &[Measured]) -> Vec<ResultRow> {
     let mut rows: Vec<ResultRow> = measured.iter().map(ResultRow::from_measured).collect();
-    let reference: Vec<ResultRow> = rows
+    let ratios: Vec<Option<f64>> = rows
         .iter()
-        .filter(|r| r.system == REFERENCE)
-        .cloned()
+        .map(|r| {
+            rows.iter()
+                .find(|b| {
+                    b.system == REFERENCE && b.workload == r.workload && b.threads == r.threads
+                })
+                .and_then(|b| ratio(r, b))
+        })
         .collect();
-    for r in &mut rows {
-        r.ratio_to_txmem = reference
-            .iter()
-            .find(|b| b.workload == r.workload && b.threads == r.threads)
-            .and_then(|b| ratio(r, b));
+    for (r, x) in rows.iter_mut().zip(ratios) {
+        r.ratio_to_txmem = x;
     }
     rows
 }
 
 /// `row`'s throughput over `base`'s (see [`ResultRow::ratio_to_txmem`]).
 fn ratio(row: &ResultRow, base: &ResultRow) -> Option<f64> {
-    row.ops_per_sec?; // a failed row has no figure, so no ratio
+    let own = row.ops_per_sec?; // a failed row has no figure, so no ratio
     let paired = row.samples.len() == base.samples.len() && !row.samples.is_empty();
     if paired && base.samples.iter().all(|&b| b > 0.0) {
         let per_round: Vec<f64> = row
@@ -172,7 +174,7 @@ fn ratio(row: &ResultRow, base: &ResultRow) -> Option<f64> {
         return median(&per_round);
     }
     let b = base.ops_per_sec.filter(|&b| b > 0.0)?;
-    Some(row.ops_per_sec? / b)
+    Some(own / b)
 }
 
 impl Report {
