@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use txmem::{atomically, TBTreeMap};
+use txmem::{atomically, try_atomically, TBTreeMap, TxError};
 
 /// Threads move tokens between keys: each transaction removes a present key
 /// and inserts an absent one. The number of keys never changes, and every
@@ -142,6 +142,41 @@ fn absent_reads_are_protected_from_phantoms() {
     done.store(true, Ordering::Relaxed);
     reader.join().unwrap();
     assert_eq!(m.load_len(), 1000);
+}
+
+/// Threads place entries in the same leaves at once, half of them in
+/// transactions that give up: an aborted placeholder leaves its leaf
+/// without changing the leaf's version, while other threads rebuild the
+/// same leaf. No committed insert may be lost and no aborted key may stay.
+#[test]
+fn aborted_placeholders_and_concurrent_inserts_share_leaves() {
+    let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(8);
+    let m = &m;
+    thread::scope(|s| {
+        for t in 0..3u64 {
+            s.spawn(move || {
+                for i in 0..3000u64 {
+                    // Interleaved keys: the threads' keys share leaves.
+                    let k = i * 3 + t;
+                    if i % 2 == 0 {
+                        atomically(|tx| m.insert(tx, k, k * 7).map(|_| ()));
+                    } else {
+                        let gave_up: Result<(), ()> = try_atomically(|tx| {
+                            assert!(m.insert(tx, k, 0)?);
+                            Err(TxError::User(()))
+                        });
+                        assert_eq!(gave_up, Err(()));
+                    }
+                }
+            });
+        }
+    });
+    let expected: Vec<u64> = (0..9000u64).filter(|k| (k / 3) % 2 == 0).collect();
+    assert_eq!(m.keys_committed(), expected);
+    let all = atomically(|tx| m.range(tx, ..));
+    assert!(all.iter().map(|(k, _)| *k).eq(expected.iter().copied()));
+    assert!(all.iter().all(|(k, v)| *v == k * 7));
+    assert_eq!(m.load_len(), expected.len());
 }
 
 #[test]

@@ -51,11 +51,20 @@
 //!   reader reads the leaf's version, its contents pointer and the version
 //!   again (a seqlock) to pair the contents with the version it records for
 //!   phantom protection.
-//! * **Writers** (placing a placeholder, unlinking a removed entry,
-//!   splitting) hold one short map-wide structure lock, as the skiplist's
-//!   splices do; under it nothing moves, so they descend exactly. A split
-//!   locks the left leaf's version before the new right leaf becomes
-//!   reachable, so no reader can see the moved keys in both leaves.
+//! * **Writers lock one leaf.** Placing a placeholder in a leaf with room,
+//!   or unlinking a removed entry, builds the leaf's new contents from the
+//!   contents a lock-free descent read, then locks the leaf's version word
+//!   only if the leaf is still exactly as read (same word, same contents
+//!   pointer), for the two stores that publish; if it changed, the writer
+//!   frees what it built and looks again. So updates of different leaves
+//!   run in parallel, and no thread waits on a writer for longer than two
+//!   stores. **Splits** also hold one map-wide structure lock, which
+//!   serializes the copies of inner nodes and the swaps of the root (so a
+//!   splitter descends through current inner nodes). A split locks the
+//!   left leaf before the new right leaf becomes reachable and keeps it
+//!   locked until the left leaf's new contents are published, so no reader
+//!   can see the moved keys in both leaves. Lock order: structure lock,
+//!   then a leaf; a leaf's lock is never held while waiting.
 //! * **Leaf versions.** Placing a placeholder (with or without a split)
 //!   bumps the leaf version to a fresh value that follows the commit clock
 //!   (a new right leaf starts at the left leaf's new version); unlinking a
@@ -94,7 +103,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::TxResult;
 use crate::item::Item;
@@ -362,7 +371,8 @@ pub struct TBTreeMap<K, V> {
     first: *const Leaf<K, V>,
     /// Maximum keys per leaf and children per inner node.
     fanout: usize,
-    // Written by updates: kept off the line every reader uses (`root`).
+    /// Held by splits (see the module docs). Kept off the line every
+    /// reader uses (`root`).
     structure: CachePadded<Mutex<()>>,
     /// The element count (striped: updates write their thread's stripe).
     size: SizeCounter,
@@ -386,8 +396,9 @@ where
     }
 }
 
-/// Contents are reached only while pinned (or under the structure lock, or
-/// with `&mut` to the map).
+/// Contents are reached only while pinned (inner nodes also under the
+/// structure lock, which every change of them holds), or with `&mut` to the
+/// map.
 ///
 /// # Safety
 ///
@@ -504,8 +515,8 @@ where
     }
 
     /// The leaf of `key` and the inner nodes on the way (root first) with
-    /// the child index taken at each, under the structure lock (nothing
-    /// moves, so the inner nodes are current and no right moves are needed).
+    /// the child index taken at each, under the structure lock (no split
+    /// runs, so the inner nodes are current and no right moves are needed).
     fn descend_locked(
         &self,
         key: &K,
@@ -518,20 +529,6 @@ where
             let i = d.keys.as_slice().partition_point(|s| s <= key);
             path.push((node, i));
             let child = d.children.as_slice()[i];
-            if d.level == 1 {
-                return child as *const Leaf<K, V>;
-            }
-            node = child as *const InnerData<K>;
-        }
-    }
-
-    /// The leaf of `key`, under the structure lock.
-    fn leaf_locked(&self, key: &K) -> *const Leaf<K, V> {
-        let mut node = self.root.load(Ordering::Acquire) as *const InnerData<K>;
-        loop {
-            // SAFETY: under the structure lock, the current tree is live.
-            let d = unsafe { deref(node) };
-            let child = d.children.as_slice()[d.keys.as_slice().partition_point(|s| s <= key)];
             if d.level == 1 {
                 return child as *const Leaf<K, V>;
             }
@@ -553,54 +550,121 @@ where
         still_current(tx, word, unsafe { deref(leaf) }.version.load())
     }
 
-    /// Places the placeholder `e` into `leaf`, which covers its key and
-    /// does not hold it, splitting as needed. The caller holds the
-    /// structure lock.
-    fn link_locked(&self, leaf: *const Leaf<K, V>, e: EPtr<K, V>, guard: &Guard) -> Linked<K, V> {
-        // SAFETY: handles live as long as the map; under the structure lock
-        // the leaf's current contents are live and cannot change.
-        let l = unsafe { deref(leaf) };
-        let dp = l.data.load(Ordering::Acquire);
-        // SAFETY: as above.
-        let d = unsafe { deref(dp) };
+    /// Locks the leaf of `pos` if it is still exactly as `pos` read it: the
+    /// same version word and the same contents. (A contents pointer is not
+    /// reused while the caller is pinned, so an unchanged pointer means
+    /// unchanged contents; the version alone would not do, as dropping an
+    /// aborted placeholder changes the contents and not the version.) False
+    /// if the leaf changed: the caller reads it again.
+    fn lock_as_read(pos: &LeafPos<K, V>) -> bool {
+        // SAFETY: handles live as long as the map.
+        let l = unsafe { deref(pos.leaf) };
+        if !l.version.try_lock_at(pos.word) {
+            return false;
+        }
+        if ptr::eq(l.data.load(Ordering::Acquire), pos.data) {
+            return true;
+        }
+        l.version.unlock_unchanged(pos.word);
+        false
+    }
+
+    /// Replaces the contents of the leaf of `pos` by `new_data` and moves
+    /// its version word to `new` (`pos.word` keeps it), if the leaf is still
+    /// as `pos` read it. The leaf's lock is held for the two stores only.
+    /// If the leaf changed, frees `new_data` (never shared) and returns
+    /// false: the caller reads the leaf again.
+    fn try_replace(
+        pos: &LeafPos<K, V>,
+        new_data: *mut LeafData<K, V>,
+        new: u64,
+        guard: &Guard,
+    ) -> bool {
+        if !Self::lock_as_read(pos) {
+            // SAFETY: built by the caller and never published.
+            drop(unsafe { Box::from_raw(new_data) });
+            return false;
+        }
+        // SAFETY: handles live as long as the map.
+        let l = unsafe { deref(pos.leaf) };
+        l.data.store(new_data, Ordering::Release);
+        l.version.unlock_to(new);
+        // SAFETY: replaced and unreachable for new readers; retired once
+        // (only the thread that swapped it out retires it).
+        unsafe { retire_box(guard, pos.data as *mut LeafData<K, V>) };
+        true
+    }
+
+    /// Places the placeholder `e` into the leaf of `pos` (which covers its
+    /// key and does not hold it), splitting the leaf if it is full. `None`
+    /// if the leaf changed since `pos` was read: the caller looks again.
+    ///
+    /// An insert that fits its leaf locks only that leaf, for two stores;
+    /// a split also holds the map's structure lock, which serializes the
+    /// copies of inner nodes and the swaps of the root.
+    fn place(&self, pos: &LeafPos<K, V>, e: EPtr<K, V>, guard: &Guard) -> Option<Linked<K, V>> {
+        // SAFETY: read while pinned.
+        let d = unsafe { deref(pos.data) };
+        if d.keys().len() >= self.fanout {
+            let structure = self.structure.lock();
+            return self.split_place(&structure, pos, e, guard);
+        }
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
         let (dkeys, dentries) = (d.keys(), d.entries());
-        let i = match dkeys.binary_search(key) {
-            Err(i) => i,
-            Ok(_) => unreachable!("txmem: TBTreeMap placeholder for a present key"),
-        };
+        let i = dkeys
+            .binary_search(key)
+            .expect_err("txmem: TBTreeMap placeholder for a present key");
         // The new version follows the commit clock (a placeholder is
         // invisible, so any fresh version will do). A second change of the
         // leaf within one clock period puts it one step ahead of the clock;
         // the first opaque reader to meet it moves the clock up (the
         // runtime's snapshot extension), so readers revalidate once, not at
         // every read of the leaf.
-        let old = l.version.load();
-        debug_assert!(!TVersion::is_locked(old));
+        let new = TVersion::next_after(pos.word, crate::clock::now().time());
+        let new_data = LeafData::boxed(
+            (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
+            (&dentries[..i], Some(e), &dentries[i..]),
+            d.high.clone(),
+            d.next,
+        );
+        Self::try_replace(pos, new_data, new, guard).then_some(Linked {
+            leaf: pos.leaf,
+            old: pos.word,
+            new,
+            split: None,
+        })
+    }
+
+    /// [`place`](Self::place) into a full leaf: the lower half stays, the
+    /// upper half moves to a new leaf on the right. The caller holds the
+    /// structure lock, so no other split runs and the inner nodes are
+    /// current.
+    fn split_place(
+        &self,
+        _structure: &MutexGuard<'_, ()>,
+        pos: &LeafPos<K, V>,
+        e: EPtr<K, V>,
+        guard: &Guard,
+    ) -> Option<Linked<K, V>> {
+        // Locked from here to the end: readers of the leaf wait for the new
+        // contents, and no reader that meets the new right leaf and then
+        // this one can see the keys that moved right twice.
+        if !Self::lock_as_read(pos) {
+            return None;
+        }
+        let (leaf, old) = (pos.leaf, pos.word);
+        // SAFETY: handles live as long as the map; the contents are the
+        // leaf's current ones (locked as read), live while we are pinned.
+        let (l, d) = unsafe { (deref(leaf), deref(pos.data)) };
+        // SAFETY: `e` is our fresh entry.
+        let key = &unsafe { deref(e) }.key;
+        let (dkeys, dentries) = (d.keys(), d.entries());
+        let i = dkeys
+            .binary_search(key)
+            .expect_err("txmem: TBTreeMap placeholder for a present key");
         let new = TVersion::next_after(old, crate::clock::now().time());
         let n = dkeys.len() + 1;
-        if n <= self.fanout {
-            let new_data = LeafData::boxed(
-                (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
-                (&dentries[..i], Some(e), &dentries[i..]),
-                d.high.clone(),
-                d.next,
-            );
-            let locked = l.version.try_lock_at(old);
-            debug_assert!(locked, "leaf versions change only under the structure lock");
-            l.data.store(new_data, Ordering::Release);
-            l.version.unlock_to(new);
-            // SAFETY: replaced and unreachable for new readers; retired once.
-            unsafe { retire_box(guard, dp) };
-            return Linked {
-                leaf,
-                old,
-                new,
-                split: None,
-            };
-        }
-        // Split: the lower half stays, the upper half moves to a new leaf.
         let mid = n / 2;
         let mut keys: Vec<K> = Vec::with_capacity(n);
         keys.extend_from_slice(&dkeys[..i]);
@@ -637,28 +701,23 @@ where
         let found = self.descend_locked(key, &mut path);
         debug_assert!(ptr::eq(found, leaf));
         let (root, replaced) = self.add_child(&path, sep, right as *const ());
-        // Lock the leaf before the new leaf is published: a reader that
-        // meets the new right leaf and then this one waits for the new
-        // contents (it must not see the keys that moved right twice).
-        let locked = l.version.try_lock_at(old);
-        debug_assert!(locked, "leaf versions change only under the structure lock");
         self.root.store(root, Ordering::Release);
         l.data.store(left_data, Ordering::Release);
         l.version.unlock_to(new);
         // SAFETY: replaced and unreachable for new readers; each retired
         // once.
         unsafe {
-            retire_box(guard, dp);
+            retire_box(guard, pos.data as *mut LeafData<K, V>);
             for node in replaced {
                 retire_box(guard, node as *mut InnerData<K>);
             }
         }
-        Linked {
+        Some(Linked {
             leaf,
             old,
             new,
             split: Some((right, right_version)),
-        }
+        })
     }
 
     /// Adds separator `sep` with the new node `right` (the right half of a
@@ -806,7 +865,7 @@ where
     fn upsert<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
-        key: K,
+        mut key: K,
         mut value: V,
         overwrite: bool,
     ) -> TxResult<bool> {
@@ -836,25 +895,8 @@ where
                 }
                 continue;
             }
-            // Absent: place a placeholder, under the structure lock. The
-            // leaf found covers the key unless it split since; then the key
-            // is to its right (nothing moves under the lock).
-            let guard = self.structure.lock();
-            let mut leaf = pos.leaf;
-            let cur = loop {
-                // SAFETY: under the structure lock, current contents are live.
-                let cur = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) };
-                match &cur.high {
-                    Some(h) if *h <= key => leaf = cur.next,
-                    _ => break cur,
-                }
-            };
-            if cur.keys().binary_search(&key).is_ok() {
-                // Placed by someone else meanwhile: look at it.
-                drop(guard);
-                struct_wait(&mut spins)?;
-                continue;
-            }
+            // Absent: place a placeholder in the leaf as read. If the leaf
+            // changed meanwhile, take the key and value back and look again.
             let e = Box::into_raw(Box::new(Entry {
                 state: TVersion::new(),
                 key,
@@ -862,10 +904,15 @@ where
             })) as EPtr<K, V>;
             // SAFETY: not shared yet.
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
-            let linked = self.link_locked(leaf, e, tx.guard());
-            drop(guard);
-            self.adopt(tx, e, &linked)?;
-            return Ok(true);
+            if let Some(linked) = self.place(&pos, e, tx.guard()) {
+                self.adopt(tx, e, &linked)?;
+                return Ok(true);
+            }
+            // SAFETY: `place` did not publish `e`: it is still ours alone.
+            let entry = unsafe { Box::from_raw(e as *mut Entry<K, V>) };
+            key = entry.key;
+            value = entry.value.into_inner();
+            std::hint::spin_loop();
         }
     }
 
@@ -1162,52 +1209,53 @@ where
         Self::store_pending(node, item, commit)
     }
 
-    /// Takes `np` out of its leaf under the structure lock; with a commit
+    /// Takes `np` out of its leaf (locking only that leaf); with a commit
     /// version, bumps the leaf's version to at least that version.
     fn unlink(&self, np: EPtr<K, V>, cv: Option<u64>, guard: &Guard) {
-        let _s = self.structure.lock();
         // SAFETY: the caller owns the entry's removal and it is still in
-        // its leaf.
+        // its leaf (only its owner takes it out).
         let key = &unsafe { deref(np) }.key;
-        let leaf = self.leaf_locked(key);
-        // SAFETY: handles live as long as the map; under the structure lock
-        // the current contents are live.
-        let l = unsafe { deref(leaf) };
-        let dp = l.data.load(Ordering::Acquire);
-        // SAFETY: as above.
-        let d = unsafe { deref(dp) };
-        let i = d
-            .keys()
-            .binary_search(key)
-            .expect("txmem: TBTreeMap entry missing from its leaf");
-        assert!(
-            ptr::eq(d.entries()[i], np),
-            "txmem: TBTreeMap entry missing from its leaf"
-        );
-        let (dkeys, dentries) = (d.keys(), d.entries());
-        let new_data = LeafData::boxed(
-            (&dkeys[..i], None, &dkeys[i + 1..]),
-            (&dentries[..i], None, &dentries[i + 1..]),
-            d.high.clone(),
-            d.next,
-        );
-        let w = l.version.load();
-        let locked = l.version.try_lock_at(w);
-        debug_assert!(locked, "leaf versions change only under the structure lock");
-        l.data.store(new_data, Ordering::Release);
-        match cv {
-            Some(cv) => l.version.unlock_to(TVersion::next_after(w, cv)),
-            None => l.version.unlock_unchanged(w),
+        let mut spins = 0;
+        loop {
+            let pos = self
+                .locate_with(
+                    |k| k <= key,
+                    |spins| {
+                        struct_wait_forever(spins);
+                        Ok(())
+                    },
+                )
+                .unwrap_or_else(|_| unreachable!("an unbounded wait does not abort"));
+            // SAFETY: read while pinned.
+            let d = unsafe { deref(pos.data) };
+            let (dkeys, dentries) = (d.keys(), d.entries());
+            let i = dkeys
+                .binary_search(key)
+                .expect("txmem: TBTreeMap entry missing from its leaf");
+            assert!(
+                ptr::eq(dentries[i], np),
+                "txmem: TBTreeMap entry missing from its leaf"
+            );
+            let new_data = LeafData::boxed(
+                (&dkeys[..i], None, &dkeys[i + 1..]),
+                (&dentries[..i], None, &dentries[i + 1..]),
+                d.high.clone(),
+                d.next,
+            );
+            let new = match cv {
+                Some(cv) => TVersion::next_after(pos.word, cv),
+                None => pos.word,
+            };
+            if Self::try_replace(&pos, new_data, new, guard) {
+                break;
+            }
+            struct_wait_forever(&mut spins);
         }
-        // SAFETY: the old contents and the entry are unreachable for new
-        // readers now; the contents are retired once here, and the entry
-        // only by the owner of its removal (our caller). Entries are boxed
+        // SAFETY: the entry is unreachable for new readers now and only the
+        // owner of its removal (our caller) retires it. Entries are boxed
         // (the default `free_node`); `K, V: Send` let the collector drop
         // them elsewhere.
-        unsafe {
-            retire_box(guard, dp);
-            super::node::retire::<Self>(guard, np);
-        }
+        unsafe { super::node::retire::<Self>(guard, np) };
     }
 }
 
