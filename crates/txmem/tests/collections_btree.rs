@@ -9,7 +9,7 @@ use std::thread;
 
 use txmem::{atomically, try_atomically, TBTreeMap, TxError};
 
-/// Threads move tokens between keys: each transaction removes a present key
+/// Three threads move tokens between keys: each transaction removes a present key
 /// and inserts an absent one. The number of keys never changes, and every
 /// key holds a value consistent with it.
 fn churn(m: &TBTreeMap<u64, u64>) {
@@ -20,7 +20,7 @@ fn churn(m: &TBTreeMap<u64, u64>) {
         Ok(())
     });
     thread::scope(|s| {
-        for t in 0..2u64 {
+        for t in 0..3u64 {
             s.spawn(move || {
                 let mut x = 0x1234_5678 + t;
                 for _ in 0..1500 {
