@@ -276,8 +276,9 @@ impl Contention {
         spin_or_yield(spins);
     }
 
-    /// When the transaction finishes (committed or propagating a panic):
-    /// release whatever precedence it held.
+    /// Releases whatever precedence the transaction holds: before it sleeps
+    /// in `retry`, and when its contention state drops (the call ended, by
+    /// a commit, an error or a panic).
     #[inline]
     pub fn finish(&mut self) {
         if self.holds_hourglass | self.published {

@@ -605,16 +605,16 @@ where
     fn place(&self, pos: &LeafPos<K, V>, e: EPtr<K, V>, guard: &Guard) -> Option<Linked<K, V>> {
         // SAFETY: read while pinned.
         let d = unsafe { deref(pos.data) };
-        if d.keys().len() >= self.fanout {
-            let structure = self.structure.lock();
-            return self.split_place(&structure, pos, e, guard);
-        }
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
         let (dkeys, dentries) = (d.keys(), d.entries());
         let i = dkeys
             .binary_search(key)
             .expect_err("txmem: TBTreeMap placeholder for a present key");
+        if dkeys.len() >= self.fanout {
+            let structure = self.structure.lock();
+            return self.split_place(&structure, pos, e, i, guard);
+        }
         // The new version follows the commit clock (a placeholder is
         // invisible, so any fresh version will do). A second change of the
         // leaf within one clock period puts it one step ahead of the clock;
@@ -636,15 +636,16 @@ where
         })
     }
 
-    /// [`place`](Self::place) into a full leaf: the lower half stays, the
-    /// upper half moves to a new leaf on the right. The caller holds the
-    /// structure lock, so no other split runs and the inner nodes are
-    /// current.
+    /// [`place`](Self::place) into a full leaf, at index `i` of its keys:
+    /// the lower half stays, the upper half moves to a new leaf on the
+    /// right. The caller holds the structure lock, so no other split runs
+    /// and the inner nodes are current.
     fn split_place(
         &self,
         _structure: &MutexGuard<'_, ()>,
         pos: &LeafPos<K, V>,
         e: EPtr<K, V>,
+        i: usize,
         guard: &Guard,
     ) -> Option<Linked<K, V>> {
         // Locked from here to the end: readers of the leaf wait for the new
@@ -660,9 +661,6 @@ where
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
         let (dkeys, dentries) = (d.keys(), d.entries());
-        let i = dkeys
-            .binary_search(key)
-            .expect_err("txmem: TBTreeMap placeholder for a present key");
         let new = TVersion::next_after(old, crate::clock::now().time());
         let n = dkeys.len() + 1;
         let mid = n / 2;
