@@ -135,6 +135,21 @@ fn run_suite(tag: &str, args: &[&str]) -> Value {
         assert!(r["ops_per_sec_min"].as_f64().unwrap() <= ops);
         assert!(r["ops_per_sec_max"].as_f64().unwrap() >= ops);
         assert_eq!(r["repeats"], 1);
+        // Multi-thread rows carry the placement probe's figure for each
+        // round (a positive time, or null where it gave none).
+        match r["threads"].as_u64().unwrap() {
+            1 => assert!(r.get("round_trip_ns").is_none(), "{r}"),
+            _ => {
+                let trips = r["round_trip_ns"].as_array().expect("no round_trip_ns");
+                assert_eq!(trips.len(), 1, "one figure per round: {r}");
+                assert!(
+                    trips
+                        .iter()
+                        .all(|t| t.is_null() || t.as_f64().unwrap() > 0.0),
+                    "{r}"
+                );
+            }
+        }
         if r["system"] == "txmem" {
             assert_eq!(r["ratio_to_txmem"].as_f64(), Some(1.0));
         }

@@ -15,6 +15,7 @@ pub mod args;
 mod machine;
 mod mem;
 mod peers;
+mod placement;
 mod report;
 mod runner;
 mod spec;

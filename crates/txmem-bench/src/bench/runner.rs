@@ -2,7 +2,10 @@
 //! side; a brief untimed warm-up of each, then `repeats` rounds in which
 //! each system runs one timed repeat followed by the workload's check.
 //! Throughput is committed operations per second; a row's figure is the
-//! median over its repeats.
+//! median over its repeats. Before each round at two or more threads the
+//! runner times a cache line's round trip between two threads (see
+//! [`placement`](crate::bench::placement)), so that a report can tell which
+//! placement of the CPUs its rounds ran in.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -13,6 +16,7 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use crate::bench::peers::locks::ElisionCounts;
+use crate::bench::placement;
 use crate::bench::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
 
 /// Set by the Ctrl-C handler: stop the current run, report what finished.
@@ -60,6 +64,10 @@ pub struct Measured {
     pub aborts: Option<u64>,
     /// Elided locks: what their sections did over the timed repeats.
     pub elision: Option<ElisionCounts>,
+    /// The thread-to-thread round trip (ns) measured before each round of
+    /// this row's workload and thread count, `None` where the probe gave no
+    /// figure (empty at one thread).
+    pub round_trips_ns: Vec<Option<f64>>,
     pub status: Status,
 }
 
@@ -139,7 +147,11 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
                 bar.set_message(format!("{} warm-up t={threads}", row.m.workload));
                 row.warm_up(s);
             }
+            let mut round_trips = Vec::new();
             for r in 0..s.repeats {
+                if threads > 1 && !interrupted() {
+                    round_trips.push(placement::round_trip_ns());
+                }
                 for row in rows.iter_mut().filter(|row| row.m.status == Status::Ok) {
                     if interrupted() {
                         row.m.status = Status::Interrupted;
@@ -152,7 +164,8 @@ pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
                 }
             }
             let stop = interrupted();
-            for row in rows {
+            for mut row in rows {
+                row.m.round_trips_ns = round_trips.clone();
                 out.push(row.finish());
             }
             if stop {
@@ -194,6 +207,7 @@ impl<'a> Row<'a> {
                 ops: 0,
                 aborts: Some(0),
                 elision: None,
+                round_trips_ns: Vec::new(),
                 status: Status::Ok,
             },
         }

@@ -51,6 +51,9 @@ pub fn render(report: &Report) -> String {
         report.machine.line(),
         report.settings["repeats"],
     );
+    if let Some(line) = report.placement_line() {
+        let _ = writeln!(out, "{}.\n", capitalized(&line));
+    }
     let per_thread = |suffix: &str| {
         threads
             .iter()
@@ -115,4 +118,11 @@ pub fn render(report: &Report) -> String {
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     std::fs::write(path, render(report))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }

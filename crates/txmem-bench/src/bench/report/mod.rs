@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::bench::machine::Machine;
 use crate::bench::peers::locks::ElisionCounts;
+use crate::bench::placement;
 use crate::bench::runner::{median, Measured, Status};
 use crate::bench::spec::Skip;
 use txmem_elide::stats::AbortCounts;
@@ -64,6 +65,12 @@ pub struct ResultRow {
     pub aborts: Option<u64>,
     /// What the system is (implementation, options).
     pub note: String,
+    /// The thread-to-thread cache-line round trip (ns) timed before each
+    /// round of this row's workload and thread count (`null` where the
+    /// probe gave no figure); absent at one thread. Round *i*'s figure goes
+    /// with repeat *i* of every row that completed all rounds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub round_trip_ns: Vec<Option<f64>>,
     /// Elided-lock rows only (absent elsewhere): how their sections ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elision: Option<ElisionRow>,
@@ -136,6 +143,7 @@ impl ResultRow {
             commits: m.ops,
             aborts: m.aborts,
             note: m.note.clone(),
+            round_trip_ns: m.round_trips_ns.clone(),
             elision: m.elision.as_ref().map(|e| ElisionRow::new(e, m.ops)),
         }
     }
@@ -182,6 +190,21 @@ impl Report {
     pub fn any_failed(&self) -> bool {
         self.results.iter().any(|r| r.status == "failed")
     }
+
+    /// The header line on thread placement (see [`placement::summary`]):
+    /// every round's round trip, each workload and thread count counted
+    /// once (its rows share the figures).
+    pub fn placement_line(&self) -> Option<String> {
+        let mut seen = Vec::new();
+        let mut all = Vec::new();
+        for r in &self.results {
+            if !r.round_trip_ns.is_empty() && !seen.contains(&(&r.workload, r.threads)) {
+                seen.push((&r.workload, r.threads));
+                all.extend(r.round_trip_ns.iter().flatten());
+            }
+        }
+        placement::summary(&all)
+    }
 }
 
 #[cfg(test)]
@@ -206,6 +229,7 @@ mod tests {
             commits: 0,
             aborts: None,
             note: String::new(),
+            round_trip_ns: Vec::new(),
             elision: None,
         }
     }

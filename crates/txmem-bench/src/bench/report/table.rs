@@ -18,6 +18,9 @@ pub fn render(report: &Report) -> String {
         report.date,
         report.machine.line()
     );
+    if let Some(line) = report.placement_line() {
+        let _ = writeln!(out, "{line}");
+    }
     let header = [
         "workload",
         "system",
