@@ -43,7 +43,7 @@ pub fn round_trip_ns() -> Option<f64> {
         while line.load(Ordering::Acquire) != want {
             std::hint::spin_loop();
             spins = spins.wrapping_add(1);
-            if spins % 1024 == 0 && Instant::now() > deadline {
+            if spins.is_multiple_of(1024) && Instant::now() > deadline {
                 return false;
             }
         }
