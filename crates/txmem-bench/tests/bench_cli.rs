@@ -292,6 +292,24 @@ fn intset_runs_every_structure() {
     for ty in ["TListSet", "THashMap", "TSkipMap"] {
         assert!(notes.iter().any(|n| n.contains(ty)), "no txmem {ty} row");
     }
+    // Every structure also runs with lookups outside transactions, and
+    // passes the same check.
+    for kind in ["list", "hash", "ordered"] {
+        assert!(
+            v["results"].as_array().unwrap().iter().any(|r| {
+                r["system"] == "txmem-direct"
+                    && r["workload"]
+                        .as_str()
+                        .unwrap()
+                        .contains(&format!("/{kind}/"))
+                    && r["note"]
+                        .as_str()
+                        .unwrap()
+                        .contains("lookups outside transactions")
+            }),
+            "no txmem-direct row for {kind}"
+        );
+    }
 }
 
 /// Runs the coarse lock systems, plain and elided, on one small workload of

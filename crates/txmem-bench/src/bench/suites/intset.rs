@@ -504,13 +504,20 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
 
 /// Rows for txmem's own transactional collections: `txmem` (and its
 /// opacity variants) is the typed collection for the structure; ordered
-/// sets also get `txmem-btree`, the B+ tree next to the default skiplist.
+/// sets also get `txmem-btree`, the B+ tree next to the default skiplist,
+/// and every set gets `txmem-direct`, whose lookups run outside any
+/// transaction.
 fn collection_rows(cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
     for v in opacity_variants("txmem", Store::TArray, cfg.quick) {
         let options = txmem_sys::options(&v, &cfg.policy);
-        typed::add(plan, &v.system, *set, options);
-        if v.system == "txmem" && set.kind == Kind::Ordered {
-            typed::add_btree(plan, "txmem-btree", *set, options);
+        typed::add(plan, &v.system, *set, options, false);
+        if v.system == "txmem" {
+            if set.kind == Kind::Ordered {
+                typed::add_btree(plan, "txmem-btree", *set, options);
+            }
+            if !cfg.quick {
+                typed::add(plan, "txmem-direct", *set, options, true);
+            }
         }
     }
 }

@@ -1,7 +1,11 @@
 //! intset rows for txmem's typed collections: `TListSet<u64>` (list),
 //! `THashMap<u64, ()>` (hash) and `TSkipMap<u64, ()>` (ordered; also
 //! `TBTreeMap<u64, ()>` as the `txmem-btree` system). Same
-//! operation mix and initial contents as the word-arena rows; the check
+//! operation mix and initial contents as the word-arena rows. The
+//! `txmem-direct` rows run lookups outside any transaction (the
+//! collection's committed read of one key) and updates as transactions:
+//! what a program pays whose lookups need no atomicity with other
+//! operations. The check
 //! reads the committed keys and compares them (and the collection's own
 //! size counter) with the initial size plus the committed net inserts.
 
@@ -20,6 +24,8 @@ trait TxSet: Send + Sync + 'static {
     fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool>;
     fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool>;
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool>;
+    /// Whether `k` is committed, outside any transaction.
+    fn contains_committed(&self, k: u64) -> bool;
     /// Committed keys, outside any transaction.
     fn keys(&self) -> Vec<u64>;
     /// The collection's own committed size counter.
@@ -40,6 +46,9 @@ impl TxSet for TListSet<u64> {
     }
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
         TListSet::remove(self, tx, &k)
+    }
+    fn contains_committed(&self, k: u64) -> bool {
+        TListSet::contains_committed(self, &k)
     }
     fn keys(&self) -> Vec<u64> {
         self.snapshot()
@@ -63,6 +72,9 @@ impl TxSet for THashMap<u64, ()> {
     }
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
         Ok(THashMap::remove(self, tx, &k)?.is_some())
+    }
+    fn contains_committed(&self, k: u64) -> bool {
+        self.contains_key_committed(&k)
     }
     fn keys(&self) -> Vec<u64> {
         txmem::atomically(|tx| Ok(self.iter(tx)?.into_iter().map(|(k, ())| k).collect()))
@@ -90,6 +102,9 @@ macro_rules! ordered_tx_set {
             fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
                 Ok($map::remove(self, tx, &k)?.is_some())
             }
+            fn contains_committed(&self, k: u64) -> bool {
+                self.load(&k).is_some()
+            }
             fn keys(&self) -> Vec<u64> {
                 self.keys_committed()
             }
@@ -106,10 +121,12 @@ struct Typed<S> {
     set: S,
     w: IntSet,
     options: TxOptions,
+    /// Lookups outside any transaction (the `txmem-direct` rows).
+    direct_reads: bool,
 }
 
 impl<S: TxSet> Typed<S> {
-    fn new(w: IntSet, options: TxOptions) -> Self {
+    fn new(w: IntSet, options: TxOptions, direct_reads: bool) -> Self {
         let set = S::make(w.size);
         // Untimed setup in modest transactions.
         for chunk in w.initial_keys().chunks(64) {
@@ -120,7 +137,12 @@ impl<S: TxSet> Typed<S> {
                 Ok(())
             });
         }
-        Typed { set, w, options }
+        Typed {
+            set,
+            w,
+            options,
+            direct_reads,
+        }
     }
 }
 
@@ -130,6 +152,11 @@ impl<S: TxSet> Instance for Typed<S> {
         let (op, key) = self.w.draw(rng);
         let k = key as u64;
         let set = &self.set;
+        if self.direct_reads && op == OpKind::Contains {
+            std::hint::black_box(set.contains_committed(k));
+            record(tally, op, false);
+            return;
+        }
         let changed = self.options.run(|tx| match op {
             OpKind::Contains => set.contains(tx, k),
             OpKind::Insert => set.insert(tx, k),
@@ -163,24 +190,35 @@ impl<S: TxSet> Instance for Typed<S> {
     }
 }
 
-type MakeFn = fn(IntSet, TxOptions) -> Box<dyn Instance>;
+type MakeFn = fn(IntSet, TxOptions, bool) -> Box<dyn Instance>;
 
-/// Adds the typed-collection row named `system` for `w`.
-pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions) {
+/// Adds the typed-collection row named `system` for `w`; with
+/// `direct_reads`, its lookups run outside any transaction.
+pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions, direct_reads: bool) {
     let name = w.name();
     let (ty, make): (&str, MakeFn) = match w.kind {
-        Kind::List => (<TListSet<u64> as TxSet>::TYPE, |w, o| {
-            Box::new(Typed::<TListSet<u64>>::new(w, o))
+        Kind::List => (<TListSet<u64> as TxSet>::TYPE, |w, o, d| {
+            Box::new(Typed::<TListSet<u64>>::new(w, o, d))
         }),
-        Kind::Hash => (<THashMap<u64, ()> as TxSet>::TYPE, |w, o| {
-            Box::new(Typed::<THashMap<u64, ()>>::new(w, o))
+        Kind::Hash => (<THashMap<u64, ()> as TxSet>::TYPE, |w, o, d| {
+            Box::new(Typed::<THashMap<u64, ()>>::new(w, o, d))
         }),
-        Kind::Ordered => (<TSkipMap<u64, ()> as TxSet>::TYPE, |w, o| {
-            Box::new(Typed::<TSkipMap<u64, ()>>::new(w, o))
+        Kind::Ordered => (<TSkipMap<u64, ()> as TxSet>::TYPE, |w, o, d| {
+            Box::new(Typed::<TSkipMap<u64, ()>>::new(w, o, d))
         }),
     };
-    let note = format!("txmem {ty}, opacity {}", options.opacity_mode().name());
-    plan.case("intset", &name, system, &note, move || make(w, options));
+    let reads = if direct_reads {
+        ", lookups outside transactions"
+    } else {
+        ""
+    };
+    let note = format!(
+        "txmem {ty}, opacity {}{reads}",
+        options.opacity_mode().name()
+    );
+    plan.case("intset", &name, system, &note, move || {
+        make(w, options, direct_reads)
+    });
 }
 
 /// Adds the `TBTreeMap` row named `system` for the ordered workload `w`.
@@ -189,6 +227,6 @@ pub fn add_btree(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions) {
     let ty = <TBTreeMap<u64, ()> as TxSet>::TYPE;
     let note = format!("txmem {ty}, opacity {}", options.opacity_mode().name());
     plan.case("intset", &w.name(), system, &note, move || {
-        Box::new(Typed::<TBTreeMap<u64, ()>>::new(w, options))
+        Box::new(Typed::<TBTreeMap<u64, ()>>::new(w, options, false))
     });
 }
