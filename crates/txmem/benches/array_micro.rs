@@ -7,57 +7,46 @@
 //! measures other thread counts than 1 and 2).
 //! Reported time is per transaction (wall time / transactions, all threads).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use txmem::{Opacity, TArray, TxOptions};
 
 mod common;
+use common::Rng;
 
 const ELEMENTS: usize = 1 << 20;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn run_txs(array: &TArray<u64>, opts: &TxOptions, size: usize, txs: u64, seed: u64) {
-    let mut rng = Rng(seed | 1);
-    for _ in 0..txs {
-        let start = rng.next();
-        opts.run(|tx| {
-            let mut r = Rng(start | 1);
-            for _ in 0..size {
-                let x = r.next();
-                let i = (x as usize >> 1) % ELEMENTS;
-                if x & 1 == 0 {
-                    array.get(tx, i)?;
-                } else {
-                    array.modify(tx, i, |v| v + 1)?;
-                }
+/// One transaction of `size` random reads and increments, its elements
+/// drawn from a generator seeded by `rng` (so a retry repeats them).
+fn one_tx(array: &TArray<u64>, opts: &TxOptions, size: usize, rng: &mut Rng) {
+    let start = rng.next();
+    opts.run(|tx| {
+        let mut r = Rng(start | 1);
+        for _ in 0..size {
+            let x = r.next();
+            let i = (x as usize >> 1) % ELEMENTS;
+            if x & 1 == 0 {
+                array.get(tx, i)?;
+            } else {
+                array.modify(tx, i, |v| v + 1)?;
             }
-            Ok(())
-        });
-    }
+        }
+        Ok(())
+    });
 }
 
-fn timed(array: &TArray<u64>, opts: &TxOptions, size: usize, threads: u64, iters: u64) -> Duration {
-    let per_thread = (iters / threads).max(1);
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            s.spawn(move || run_txs(array, opts, size, per_thread, 0x9E37_79B9 * (t + 1)));
-        }
-    });
-    // Scale to the requested iteration count (per_thread * threads ~ iters).
-    start
-        .elapsed()
-        .mul_f64(iters as f64 / (per_thread * threads) as f64)
+fn timed(
+    array: &TArray<u64>,
+    opts: &TxOptions,
+    size: usize,
+    threads: usize,
+    iters: u64,
+) -> Duration {
+    common::run_shared(threads, iters, |t| {
+        let mut rng = Rng(0x9E37_79B9 * (t as u64 + 1) | 1);
+        move || one_tx(array, opts, size, &mut rng)
+    })
 }
 
 fn array_micro(c: &mut Criterion) {
@@ -65,7 +54,6 @@ fn array_micro(c: &mut Criterion) {
     let mut g = c.benchmark_group("array-micro");
     g.sample_size(10);
     for threads in common::thread_counts() {
-        let threads = threads as u64;
         for size in [5usize, 10, 50, 100] {
             for mode in [Opacity::Tl2, Opacity::None] {
                 let opts = TxOptions::new().opacity(mode);

@@ -17,13 +17,14 @@
 //! throughput); `COLLECTIONS.md` explains how the ratios were computed.
 
 use std::collections::{BTreeSet, HashSet};
-use std::sync::{Barrier, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, RwLock};
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSkipMap, TWords, WordAddr};
 
 mod common;
+use common::Rng;
 
 /// The operations the driver needs from a set.
 trait IntSet: Sync {
@@ -448,17 +449,6 @@ impl std::hash::Hasher for MulHasher {
 }
 type MulState = std::hash::BuildHasherDefault<MulHasher>;
 
-#[derive(Clone, Copy)]
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 fn fill(set: &dyn IntSet, size: usize) {
     let mut rng = Rng(0xDEAD_BEEF_1234_5678);
     let mut n = 0;
@@ -469,35 +459,23 @@ fn fill(set: &dyn IntSet, size: usize) {
     }
 }
 
-/// Runs `iters` operations split over `threads` threads; returns the wall time.
+/// Runs `iters` operations of the mix over `threads` threads (see
+/// [`common::run_shared`]); returns the wall time.
 fn run(set: &dyn IntSet, size: usize, update_pct: u64, threads: usize, iters: u64) -> Duration {
-    let barrier = Barrier::new(threads + 1);
-    let per = iters.div_ceil(threads as u64);
-    std::thread::scope(|s| {
-        for t in 0..threads {
-            let barrier = &barrier;
-            s.spawn(move || {
-                let mut rng = Rng(0x1234_5678_9ABC_DEF1 ^ ((t as u64 + 1) << 32) ^ iters);
-                barrier.wait();
-                for _ in 0..per {
-                    let r = rng.next();
-                    let k = (r >> 8) % (2 * size as u64);
-                    let dice = r % 100;
-                    if dice < update_pct / 2 {
-                        std::hint::black_box(set.insert(k));
-                    } else if dice < update_pct {
-                        std::hint::black_box(set.remove(k));
-                    } else {
-                        std::hint::black_box(set.contains(k));
-                    }
-                }
-                barrier.wait();
-            });
+    common::run_shared(threads, iters, |t| {
+        let mut rng = Rng(0x1234_5678_9ABC_DEF1 ^ ((t as u64 + 1) << 32) ^ iters);
+        move || {
+            let r = rng.next();
+            let k = (r >> 8) % (2 * size as u64);
+            let dice = r % 100;
+            if dice < update_pct / 2 {
+                std::hint::black_box(set.insert(k));
+            } else if dice < update_pct {
+                std::hint::black_box(set.remove(k));
+            } else {
+                std::hint::black_box(set.contains(k));
+            }
         }
-        barrier.wait();
-        let start = Instant::now();
-        barrier.wait();
-        start.elapsed()
     })
 }
 
