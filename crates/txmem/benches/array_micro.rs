@@ -44,7 +44,7 @@ fn timed(
     iters: u64,
 ) -> Duration {
     common::run_shared(threads, iters, |t| {
-        let mut rng = Rng(0x9E37_79B9 * (t as u64 + 1) | 1);
+        let mut rng = Rng((0x9E37_79B9 * (t as u64 + 1)) | 1);
         move || one_tx(array, opts, size, &mut rng)
     })
 }
