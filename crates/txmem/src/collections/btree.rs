@@ -114,7 +114,7 @@ use crate::version::TVersion;
 
 use super::node::{node_tobject, MapNodes, NodeCollection, Upserted, DELETED, INSERTING};
 use super::size::SizeCounter;
-use super::{below_start, still_current, struct_wait, struct_wait_forever, within_end};
+use super::{below_start, still_current, struct_wait, within_end};
 
 /// The most keys a leaf holds and the most children an inner node has
 /// (node contents are fixed-size arrays of this many slots).
@@ -455,14 +455,10 @@ where
     /// satisfying `go_right` (a predicate true for a prefix of the key
     /// order: `k <= key` finds the leaf of `key`, `k < key` the leaf of the
     /// keys just below `key`), with that leaf's contents and version word
-    /// read consistently. The caller is pinned. `wait` is called while the
-    /// leaf is locked by a structural change.
+    /// read consistently. The caller is pinned. Waits out a structural
+    /// change that holds the leaf's lock.
     #[inline]
-    fn locate_with(
-        &self,
-        go_right: impl Fn(&K) -> bool,
-        mut wait: impl FnMut(&mut u32) -> TxResult<()>,
-    ) -> TxResult<LeafPos<K, V>> {
+    fn locate(&self, go_right: impl Fn(&K) -> bool) -> LeafPos<K, V> {
         let mut node = self.root.load(Ordering::Acquire) as *const InnerData<K>;
         let mut leaf = loop {
             // SAFETY: inner nodes are immutable and reached from the root
@@ -483,7 +479,7 @@ where
             let l = unsafe { deref(leaf) };
             let w = l.version.load();
             if TVersion::is_locked(w) {
-                wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             let dp = l.data.load(Ordering::Acquire);
@@ -500,18 +496,12 @@ where
                     continue;
                 }
             }
-            return Ok(LeafPos {
+            return LeafPos {
                 leaf,
                 word: w,
                 data: dp,
-            });
+            };
         }
-    }
-
-    /// [`locate_with`](Self::locate_with) for transactional operations.
-    #[inline]
-    fn locate(&self, go_right: impl Fn(&K) -> bool) -> TxResult<LeafPos<K, V>> {
-        self.locate_with(go_right, struct_wait)
     }
 
     /// The leaf of `key` and the inner nodes on the way (root first) with
@@ -808,7 +798,7 @@ where
         key: &K,
         f: impl FnOnce(&V) -> R,
     ) -> TxResult<Option<(EPtr<K, V>, R)>> {
-        let pos = self.locate(|k| k <= key)?;
+        let pos = self.locate(|k| k <= key);
         // SAFETY: reached while pinned.
         let d = unsafe { deref(pos.data) };
         if let Ok(i) = d.keys().binary_search(key) {
@@ -870,7 +860,7 @@ where
         let _ = tx.guard();
         let mut spins = 0;
         loop {
-            let pos = self.locate(|k| k <= &key)?;
+            let pos = self.locate(|k| k <= &key);
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
             if let Ok(i) = d.keys().binary_search(&key) {
@@ -888,7 +878,7 @@ where
                         // A committed removal about to take the entry out
                         // of its leaf: wait for it.
                         value = v;
-                        struct_wait(&mut spins)?;
+                        struct_wait(&mut spins);
                     }
                 }
                 continue;
@@ -952,23 +942,23 @@ where
 
     /// Reads the contents and version of `leaf` consistently.
     #[inline]
-    fn read_leaf(&self, leaf: *const Leaf<K, V>) -> TxResult<LeafPos<K, V>> {
+    fn read_leaf(&self, leaf: *const Leaf<K, V>) -> LeafPos<K, V> {
         // SAFETY: handles live as long as the map.
         let l = unsafe { deref(leaf) };
         let mut spins = 0;
         loop {
             let w = l.version.load();
             if TVersion::is_locked(w) {
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             let data = l.data.load(Ordering::Acquire);
             if l.version.load() == w {
-                return Ok(LeafPos {
+                return LeafPos {
                     leaf,
                     word: w,
                     data,
-                });
+                };
             }
         }
     }
@@ -988,8 +978,8 @@ where
         let below = below_start(range.start_bound());
         let end = within_end(range.end_bound());
         let mut pos = match range.start_bound() {
-            Bound::Included(lo) | Bound::Excluded(lo) => self.locate(|k| k <= lo)?,
-            Bound::Unbounded => self.read_leaf(self.first)?,
+            Bound::Included(lo) | Bound::Excluded(lo) => self.locate(|k| k <= lo),
+            Bound::Unbounded => self.read_leaf(self.first),
         };
         let mut first = true;
         loop {
@@ -1013,7 +1003,7 @@ where
                 }
             }
             match &d.high {
-                Some(h) if end(h) => pos = self.read_leaf(d.next)?,
+                Some(h) if end(h) => pos = self.read_leaf(d.next),
                 _ => return Ok(()),
             }
         }
@@ -1033,9 +1023,9 @@ where
         let below = below_start(range.start_bound());
         let end = within_end(range.end_bound());
         let mut pos = match range.end_bound() {
-            Bound::Included(hi) => self.locate(|k| k <= hi)?,
-            Bound::Excluded(hi) => self.locate(|k| k < hi)?,
-            Bound::Unbounded => self.locate(|_| true)?,
+            Bound::Included(hi) => self.locate(|k| k <= hi),
+            Bound::Excluded(hi) => self.locate(|k| k < hi),
+            Bound::Unbounded => self.locate(|_| true),
         };
         // The low end of the leaf visited before (keys from there on are
         // done, whatever a later leaf holds).
@@ -1072,7 +1062,7 @@ where
                 return Ok(());
             }
             done_from = Some(low);
-            pos = self.locate(|k| k < low)?;
+            pos = self.locate(|k| k < low);
         }
     }
 
@@ -1110,16 +1100,7 @@ where
     /// The committed value of `key`, outside any transaction.
     pub fn load(&self, key: &K) -> Option<V> {
         let _g = crossbeam_epoch::pin();
-        let pos = match self.locate_with(
-            |k| k <= key,
-            |s| {
-                struct_wait_forever(s);
-                Ok(())
-            },
-        ) {
-            Ok(pos) => pos,
-            Err(_) => unreachable!("the wait never fails"),
-        };
+        let pos = self.locate(|k| k <= key);
         // SAFETY: reached while pinned.
         let d = unsafe { deref(pos.data) };
         let i = d.keys().binary_search(key).ok()?;
@@ -1129,7 +1110,7 @@ where
         loop {
             let w = e.state.load();
             if TVersion::is_locked(w) {
-                struct_wait_forever(&mut spins);
+                struct_wait(&mut spins);
                 continue;
             }
             if w & (INSERTING | DELETED) != 0 {
@@ -1215,15 +1196,7 @@ where
         let key = &unsafe { deref(np) }.key;
         let mut spins = 0;
         loop {
-            let pos = self
-                .locate_with(
-                    |k| k <= key,
-                    |spins| {
-                        struct_wait_forever(spins);
-                        Ok(())
-                    },
-                )
-                .unwrap_or_else(|_| unreachable!("an unbounded wait does not abort"));
+            let pos = self.locate(|k| k <= key);
             // SAFETY: read while pinned.
             let d = unsafe { deref(pos.data) };
             let (dkeys, dentries) = (d.keys(), d.entries());
@@ -1247,7 +1220,7 @@ where
             if Self::try_replace(&pos, new_data, new, guard) {
                 break;
             }
-            struct_wait_forever(&mut spins);
+            struct_wait(&mut spins);
         }
         // SAFETY: the entry is unreachable for new readers now and only the
         // owner of its removal (our caller) retires it. Entries are boxed

@@ -70,7 +70,7 @@ use super::node::{
     node_tobject, retire, MapNodes, NodeCollection, Upserted, DELETED, INSERTING, SIZE_KEY,
 };
 use super::size::SizeCounter;
-use super::{still_current, struct_wait, struct_wait_forever};
+use super::{still_current, struct_wait};
 
 /// Bucket flag: the bucket was migrated to the next table.
 const MOVED: u64 = 0b010;
@@ -316,7 +316,7 @@ where
     // Always inlined: each caller passes a constant `settle`, and the call
     // would cost about as much as the common one- or two-node walk.
     #[inline(always)]
-    fn probe<Q>(&self, h: u64, key: &Q, settle: bool) -> TxResult<Probe<K, V>>
+    fn probe<Q>(&self, h: u64, key: &Q, settle: bool) -> Probe<K, V>
     where
         K: Borrow<Q>,
         Q: Eq + ?Sized,
@@ -327,7 +327,7 @@ where
             let b = t.bucket(h);
             let w = b.version.load();
             if TVersion::is_locked(w) {
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             if w & MOVED != 0 {
@@ -364,16 +364,16 @@ where
             }
             if b.version.load() == w {
                 if settle && unlinking {
-                    struct_wait(&mut spins)?;
+                    struct_wait(&mut spins);
                     continue;
                 }
-                return Ok(Probe {
+                return Probe {
                     table: t,
                     idx: h & t.mask,
                     word: w,
                     node: found,
                     walked,
-                });
+                };
             }
         }
     }
@@ -457,7 +457,7 @@ where
         // instead of holding up its loads.
         let h = self.hash(key);
         let _ = tx.guard();
-        let p = self.probe(h, key, true)?;
+        let p = self.probe(h, key, true);
         self.view(tx, &p, f)
     }
 
@@ -499,7 +499,7 @@ where
         let _ = tx.guard();
         let mut spins = 0;
         loop {
-            let p = self.probe(h, &key, false)?;
+            let p = self.probe(h, &key, false);
             if !p.node.is_null() {
                 match self.upsert_existing(tx, p.node, value, overwrite, false, &mut spins)? {
                     Upserted::Done(inserted) => return Ok(inserted),
@@ -515,7 +515,7 @@ where
             let t = unsafe { &*p.table };
             let b = t.bucket(p.idx);
             if !b.version.try_lock_at(p.word) {
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             let node = Box::into_raw(Box::new(Node {
@@ -549,7 +549,7 @@ where
     {
         let h = self.hash(key); // before the pin, as in `get_with`
         let _ = tx.guard();
-        let p = self.probe(h, key, true)?;
+        let p = self.probe(h, key, true);
         if p.node.is_null() {
             self.record_absent(tx, &p)?;
             return Ok(None);
@@ -610,7 +610,7 @@ where
         let word = loop {
             let w = b.version.load();
             if TVersion::is_locked(w) {
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             if w & MOVED != 0 {
@@ -660,13 +660,7 @@ where
         let _g = crossbeam_epoch::pin();
         let mut spins = 0;
         loop {
-            let p = match self.probe(h, key, false) {
-                Ok(p) => p,
-                Err(_) => {
-                    struct_wait_forever(&mut spins);
-                    continue;
-                }
-            };
+            let p = self.probe(h, key, false);
             if p.node.is_null() {
                 return None;
             }
@@ -674,7 +668,7 @@ where
             let n = unsafe { &*p.node };
             let w = n.state.load();
             if TVersion::is_locked(w) {
-                struct_wait_forever(&mut spins);
+                struct_wait(&mut spins);
                 continue;
             }
             if w & (INSERTING | DELETED) != 0 {
@@ -712,7 +706,7 @@ where
             let b = t.bucket(h);
             let w = b.version.load();
             if TVersion::is_locked(w) {
-                struct_wait_forever(&mut spins);
+                struct_wait(&mut spins);
                 continue;
             }
             if w & MOVED != 0 {
@@ -955,9 +949,8 @@ mod tests {
     /// is between marking the node deleted and unlinking it) must not make
     /// the key look absent to a reader whose snapshot predates the removal:
     /// here the reader has already read the other key of the same commit at
-    /// its old value. Reading the key waits for the unlink instead (and
-    /// aborts when it takes too long), so the reader ends up after the
-    /// commit.
+    /// its old value. Reading the key waits for the unlink instead, and then
+    /// finds its snapshot stale, so the reader ends up after the commit.
     #[test]
     fn a_pending_unlink_does_not_hide_a_key_from_an_older_snapshot() {
         let m: THashMap<u64, u64> = THashMap::new();
@@ -967,38 +960,48 @@ mod tests {
         });
         let node_of = |k: u64| {
             let _g = crossbeam_epoch::pin();
-            m.probe(m.hash(&k), &k, false).ok().unwrap().node
+            m.probe(m.hash(&k), &k, false).node
         };
         let (a, b) = (node_of(1), node_of(2));
+        // (Addresses, to hand the node to the unlinking thread.)
+        let b_addr = b as usize;
         let attempts = Cell::new(0);
-        let commit_version = Cell::new(0);
-        let seen = atomically(|tx| {
-            attempts.set(attempts.get() + 1);
-            let va = m.get(tx, &1)?;
-            let g = crossbeam_epoch::pin();
-            // SAFETY: both nodes stay linked (or, once unlinked below,
-            // retired through the epoch) while the map lives.
-            let (na, nb) = unsafe { (&*a, &*b) };
-            if attempts.get() == 1 {
-                // Another transaction commits {1 → 11, remove 2}, and stops
-                // after installing both, before it unlinks 2's node.
-                let wa = na.state.load();
-                let wb = nb.state.load();
-                assert!(na.state.try_lock_at(wa) && nb.state.try_lock_at(wb));
-                let cv = clock::tick().time();
-                commit_version.set(cv);
-                na.value.store(11, || &g);
-                na.state.unlock_to(TVersion::next_after(wa, cv));
-                nb.state.unlock_to(TVersion::next_after(wb, cv) | DELETED);
-            } else if attempts.get() == 2 {
-                // It finishes while this transaction retries.
-                m.unlink(b, Some(commit_version.get()), &g);
-            }
-            let vb = m.get(tx, &2)?;
-            Ok((va, vb))
+        let unlinked = AtomicBool::new(false);
+        let seen = std::thread::scope(|sc| {
+            atomically(|tx| {
+                attempts.set(attempts.get() + 1);
+                let va = m.get(tx, &1)?;
+                if attempts.get() == 1 {
+                    let g = crossbeam_epoch::pin();
+                    // SAFETY: both nodes stay linked until the unlink below,
+                    // which retires node 2 through the epoch.
+                    let (na, nb) = unsafe { (&*a, &*b) };
+                    // Another transaction commits {1 → 11, remove 2}, and
+                    // stops after installing both, before it unlinks 2's node.
+                    let wa = na.state.load();
+                    let wb = nb.state.load();
+                    assert!(na.state.try_lock_at(wa) && nb.state.try_lock_at(wb));
+                    let cv = clock::tick().time();
+                    na.value.store(11, || &g);
+                    na.state.unlock_to(TVersion::next_after(wa, cv));
+                    nb.state.unlock_to(TVersion::next_after(wb, cv) | DELETED);
+                    // It unlinks a while later, from its own thread.
+                    let (m, unlinked) = (&m, &unlinked);
+                    sc.spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        unlinked.store(true, Ordering::SeqCst);
+                        let g = crossbeam_epoch::pin();
+                        m.unlink(b_addr as *const Node<u64, u64>, Some(cv), &g);
+                    });
+                }
+                let vb = m.get(tx, &2)?;
+                // The read of key 2 returned only after the unlink.
+                assert!(unlinked.load(Ordering::SeqCst));
+                Ok((va, vb))
+            })
         });
         assert_eq!(seen, (Some(11), None), "a torn read of one commit");
-        assert!(attempts.get() >= 2);
+        assert_eq!(attempts.get(), 2);
     }
 
     /// The nodes of `key`'s chain that hold `key`, with their state words.

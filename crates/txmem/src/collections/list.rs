@@ -68,7 +68,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     /// Finds the last node with a value below `x` (by a traversal consistent
     /// with that node's gap word). The caller is pinned.
     #[inline]
-    fn locate_value(&self, x: &T) -> TxResult<Pos<LNode<T>>> {
+    fn locate_value(&self, x: &T) -> Pos<LNode<T>> {
         self.locate(ptr::null, |n| n.value < *x)
     }
 
@@ -118,7 +118,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
 
     fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.locate_value(x)?;
+        let pos = self.locate_value(x);
         if self.first_visible(tx, &pos, x)?.is_some() {
             return Ok(true);
         }
@@ -131,7 +131,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         let _ = tx.guard();
         let mut spins = 0;
         'look: loop {
-            let pos = self.locate_value(&x)?;
+            let pos = self.locate_value(&x);
             if !self.dups {
                 // Revive our own removal, or report presence.
                 let mut cur = pos.next;
@@ -168,7 +168,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             let guard = self.structure.lock();
             if self.gap(pos.pred).load() != pos.gap {
                 drop(guard);
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             let node = Box::into_raw(Box::new(LNode {
@@ -189,7 +189,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
 
     fn remove<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.locate_value(x)?;
+        let pos = self.locate_value(x);
         match self.first_visible(tx, &pos, x)? {
             Some(np) => {
                 self.mark_removed(tx, np);
@@ -261,7 +261,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
                     return out;
                 }
             }
-            super::struct_wait_forever(&mut spins);
+            struct_wait(&mut spins);
         }
     }
 

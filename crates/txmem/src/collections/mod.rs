@@ -66,33 +66,21 @@ use crate::tx::Transaction;
 /// version locked by a concurrent structural change) before it yields the
 /// processor. Structural locks are held only for a pointer splice.
 const STRUCT_SPINS: u32 = 128;
-/// How many yields an execution-time read tolerates before aborting the
-/// attempt with [`AbortCause::LockBusy`] (a lock holder that was preempted).
-const STRUCT_YIELDS: u32 = 64;
 
-/// Waits for a structural lock word: call in a loop while the word is locked;
-/// returns `Err` (a lock-busy abort) once the wait has gone on for too long.
+/// Waits for another thread's short structural step: call in a loop while
+/// a structural lock word is locked (a splice, a split, a bucket's
+/// migration), while a committed removal waits to be unlinked, or while a
+/// commit holds a size stripe. Spins first, then yields the processor.
+///
+/// It never gives up. Each of those holders finishes without waiting for
+/// any transaction (structural locks are never held while waiting; a
+/// commit's own waits are bounded), so the wait ends however long a
+/// preempted holder takes to run again, and aborting would only meet the
+/// same holder on the retry. (Waits for another transaction's *conflicting*
+/// work, such as its placeholder for the same key, are bounded instead: see
+/// [`placeholder_in_the_way`].)
 #[inline]
-pub(crate) fn struct_wait(spins: &mut u32) -> Result<(), Abort> {
-    *spins = spins.saturating_add(1);
-    if *spins < STRUCT_SPINS {
-        std::hint::spin_loop();
-        Ok(())
-    } else if *spins < STRUCT_SPINS + STRUCT_YIELDS || crate::tx::irrevocable_here() {
-        // (An irrevocable attempt must not abort: it waits on; the holder is
-        // only splicing.)
-        std::thread::yield_now();
-        Ok(())
-    } else {
-        Err(Abort::new(AbortCause::LockBusy))
-    }
-}
-
-/// Waits (without a bound) for a structural lock: for code that must not
-/// fail, such as `install` and cleanup. Structural locks are never held
-/// while waiting for a transaction, so the wait is short.
-#[inline]
-pub(crate) fn struct_wait_forever(spins: &mut u32) {
+pub(crate) fn struct_wait(spins: &mut u32) {
     *spins = spins.saturating_add(1);
     if *spins < STRUCT_SPINS {
         std::hint::spin_loop();
@@ -109,7 +97,7 @@ pub(crate) fn struct_wait_forever(spins: &mut u32) {
 #[inline]
 pub(crate) fn placeholder_in_the_way(tx: &Transaction<'_>, spins: &mut u32) -> Result<(), Abort> {
     if tx.is_irrevocable() {
-        struct_wait_forever(spins);
+        struct_wait(spins);
         Ok(())
     } else {
         Err(Abort::new(AbortCause::LockBusy))

@@ -430,7 +430,7 @@ pub(super) trait MapNodes: NodeCollection {
                 // Deleted under us: its unlink is imminent. Drop the read
                 // and look again.
                 tx.item_mut(id).forget_read();
-                struct_wait(spins)?;
+                struct_wait(spins);
                 Ok(Upserted::Retry(value))
             }
         }
@@ -516,7 +516,7 @@ pub(super) trait GapChain: NodeCollection {
         &self,
         start: impl Fn() -> *const Self::Node,
         before: impl Fn(&Self::Node) -> bool,
-    ) -> TxResult<Pos<Self::Node>> {
+    ) -> Pos<Self::Node> {
         let mut spins = 0;
         'restart: loop {
             let mut pred = start();
@@ -524,7 +524,7 @@ pub(super) trait GapChain: NodeCollection {
                 let g = self.gap(pred);
                 let w = g.load();
                 if TVersion::is_locked(w) {
-                    struct_wait(&mut spins)?;
+                    struct_wait(&mut spins);
                     continue;
                 }
                 if w & UNLINKED != 0 {
@@ -537,11 +537,11 @@ pub(super) trait GapChain: NodeCollection {
                     continue;
                 }
                 if g.load() == w {
-                    return Ok(Pos {
+                    return Pos {
                         pred,
                         gap: w,
                         next: nx,
-                    });
+                    };
                 }
             }
         }

@@ -147,7 +147,7 @@ impl SizeCounter {
             if let Some((snap, ())) = self.snapshot(|| ()) {
                 return snap.count;
             }
-            super::struct_wait_forever(&mut spins);
+            struct_wait(&mut spins);
         }
     }
 
@@ -183,7 +183,7 @@ impl SizeCounter {
         let (snap, r) = loop {
             match self.snapshot(&mut also) {
                 Some(found) => break found,
-                None => struct_wait(&mut spins)?,
+                None => struct_wait(&mut spins),
             }
         };
         let item = tx.item_ref(id);

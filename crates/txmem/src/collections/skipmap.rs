@@ -360,7 +360,7 @@ where
     /// The last node whose key satisfies `before`, with its gap word and
     /// successor, consistent with each other.
     #[inline]
-    fn seek(&self, before: impl Fn(&K) -> bool) -> TxResult<Pos<SNode<K, V>>> {
+    fn seek(&self, before: impl Fn(&K) -> bool) -> Pos<SNode<K, V>> {
         self.locate(|| self.search0(&before), |n| before(&n.key))
     }
 
@@ -376,7 +376,7 @@ where
         loop {
             let w = g.load();
             if TVersion::is_locked(w) {
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             if w & UNLINKED != 0 {
@@ -452,7 +452,7 @@ where
         f: impl FnOnce(&V) -> R,
     ) -> TxResult<Option<R>> {
         let _ = tx.guard();
-        let pos = self.seek(|k| k < key)?;
+        let pos = self.seek(|k| k < key);
         let mut f = Some(f);
         let found = self.find_visible(tx, &pos, key, |_, v| f.take().map(|f| f(v)))?;
         match found {
@@ -467,7 +467,7 @@ where
     /// True if `key` is present.
     pub fn contains_key<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<bool> {
         let _ = tx.guard();
-        let pos = self.seek(|k| k < key)?;
+        let pos = self.seek(|k| k < key);
         if self.find_visible(tx, &pos, key, |_, _| ())?.is_some() {
             return Ok(true);
         }
@@ -501,7 +501,7 @@ where
         let _ = tx.guard();
         let mut spins = 0;
         'retry: loop {
-            let pos = self.seek(|k| k < &key)?;
+            let pos = self.seek(|k| k < &key);
             let mut cur = pos.next;
             while !cur.is_null() {
                 // SAFETY: reached while pinned.
@@ -523,7 +523,7 @@ where
             let guard = self.structure.lock();
             if self.gap(pos.pred).load() != pos.gap {
                 drop(guard);
-                struct_wait(&mut spins)?;
+                struct_wait(&mut spins);
                 continue;
             }
             // The successor as it is now, not `pos.next`: an unchanged gap
@@ -566,7 +566,7 @@ where
     /// Removes `key`, returning its value if it was present.
     pub fn remove<'env>(&'env self, tx: &mut Transaction<'env>, key: &K) -> TxResult<Option<V>> {
         let _ = tx.guard();
-        let pos = self.seek(|k| k < key)?;
+        let pos = self.seek(|k| k < key);
         match self.find_visible(tx, &pos, key, |_, v| v.clone())? {
             Some((np, v)) => {
                 self.mark_removed(tx, np);
@@ -592,7 +592,7 @@ where
     ) -> TxResult<()> {
         let _ = tx.guard();
         let start = below_start(range.start_bound());
-        let pos = self.seek(&start)?;
+        let pos = self.seek(&start);
         self.record_gap(tx, pos.pred, pos.gap)?;
         let end = within_end(range.end_bound());
         let mut cur = pos.next;
@@ -623,7 +623,7 @@ where
     ) -> TxResult<()> {
         let _ = tx.guard();
         let lower = below_start(range.start_bound());
-        let mut pos = self.seek(within_end(range.end_bound()))?;
+        let mut pos = self.seek(within_end(range.end_bound()));
         loop {
             if pos.pred.is_null() {
                 // Nothing below: the head's gap covers the rest.
@@ -639,7 +639,7 @@ where
             // Examine the whole run of nodes holding `last.key` (normally
             // one node; more while placeholders or removals are in flight).
             let key = last.key.clone();
-            let run = self.seek(|k| k < &key)?;
+            let run = self.seek(|k| k < &key);
             self.record_gap(tx, run.pred, run.gap)?;
             let mut cur = run.next;
             let mut stop = false;
@@ -711,7 +711,7 @@ where
             loop {
                 let w = n.state.load();
                 if TVersion::is_locked(w) {
-                    super::struct_wait_forever(&mut spins);
+                    struct_wait(&mut spins);
                     continue;
                 }
                 if w & (INSERTING | DELETED) != 0 {

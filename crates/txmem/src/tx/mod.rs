@@ -7,8 +7,6 @@ mod run;
 mod savepoint;
 mod single;
 
-#[cfg(not(txmem_loom))]
-pub(crate) use run::irrevocable_here;
 pub use run::{atomically, try_atomically};
 pub(crate) use single::commit_single;
 
@@ -252,7 +250,6 @@ impl TxState {
             // Open the gate before handing the token on, or the next holder
             // could find the gate still closed and then see it opened.
             clock::open_irrevocable();
-            run::set_irrevocable_here(false);
             drop(token);
         }
     }
@@ -297,7 +294,6 @@ impl TxState {
         );
         self.irrevocable = Some(token);
         self.rare = true;
-        run::set_irrevocable_here(true);
     }
 
     /// Ends an attempt: drops items (running cleanups), releases the guard

@@ -21,9 +21,6 @@ struct ThreadContext {
     state: UnsafeCell<TxState>,
     call: UnsafeCell<CallState>,
     active: Cell<bool>,
-    /// True while this thread's attempt holds irrevocability (mirrors
-    /// `TxState::irrevocable` for code without the state at hand).
-    irrevocable: Cell<bool>,
     /// Registered with the statistics on the first counted transaction.
     counters: OnceCell<Counters>,
     /// This thread's copy of the runtime-wide defaults, the mode bits taken
@@ -73,7 +70,6 @@ impl ThreadContext {
             state: UnsafeCell::new(TxState::new()),
             call: UnsafeCell::new(CallState::new()),
             active: Cell::new(false),
-            irrevocable: Cell::new(false),
             counters: OnceCell::new(),
             defaults: Cell::new(TxOptions::BUILT_IN),
             default_mode: Cell::new(Mode::of(&TxOptions::BUILT_IN)),
@@ -190,20 +186,6 @@ loom::thread_local! {
 /// not its handlers).
 pub(crate) fn in_transaction() -> bool {
     ThreadContext::current().active.get()
-}
-
-/// True while this thread runs an irrevocable attempt: for code that must
-/// wait instead of aborting but has no `Transaction` at hand (the
-/// collections' waits for structural locks, which check it only once a wait
-/// has gone on for long).
-#[cfg(not(txmem_loom))]
-pub(crate) fn irrevocable_here() -> bool {
-    ThreadContext::current().irrevocable.get()
-}
-
-/// Records whether this thread's attempt holds irrevocability.
-pub(crate) fn set_irrevocable_here(yes: bool) {
-    ThreadContext::current().irrevocable.set(yes);
 }
 
 /// Clears the "a transaction runs on this thread" flag when the run loop
