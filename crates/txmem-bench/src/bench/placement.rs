@@ -61,7 +61,7 @@ pub fn round_trip_ns() -> Option<f64> {
         // Let the echo thread start spinning before the clock starts.
         line.store(1, Ordering::Release);
         if !wait_for(2) {
-            // Wakes the echo thread's deadline check; nothing to measure.
+            // (The echo thread gives up at the same deadline.)
             let _ = echo.join();
             return None;
         }
