@@ -473,34 +473,16 @@ where
             }
             node = child as *const InnerData<K>;
         };
-        let mut spins = 0;
         loop {
-            // SAFETY: leaf handles live as long as the map.
-            let l = unsafe { deref(leaf) };
-            let w = l.version.load();
-            if TVersion::is_locked(w) {
-                struct_wait(&mut spins);
-                continue;
-            }
-            let dp = l.data.load(Ordering::Acquire);
-            if l.version.load() != w {
-                continue;
-            }
+            let pos = self.read_leaf(leaf);
             // SAFETY: contents loaded from a handle stay live while we are
             // pinned (they are retired through the epoch once replaced).
-            let d = unsafe { deref(dp) };
-            if let Some(h) = &d.high {
-                if go_right(h) {
-                    // The leaf split after our inner node was built.
-                    leaf = d.next;
-                    continue;
-                }
+            let d = unsafe { deref(pos.data) };
+            match &d.high {
+                // The leaf split after our inner node was built.
+                Some(h) if go_right(h) => leaf = d.next,
+                _ => return pos,
             }
-            return LeafPos {
-                leaf,
-                word: w,
-                data: dp,
-            };
         }
     }
 
@@ -900,7 +882,7 @@ where
             let entry = unsafe { Box::from_raw(e as *mut Entry<K, V>) };
             key = entry.key;
             value = entry.value.into_inner();
-            std::hint::spin_loop();
+            struct_wait(&mut spins);
         }
     }
 
@@ -940,7 +922,8 @@ where
         }
     }
 
-    /// Reads the contents and version of `leaf` consistently.
+    /// Reads the contents and version of `leaf` consistently (a seqlock
+    /// read), waiting out a structural change that holds its lock.
     #[inline]
     fn read_leaf(&self, leaf: *const Leaf<K, V>) -> LeafPos<K, V> {
         // SAFETY: handles live as long as the map.
