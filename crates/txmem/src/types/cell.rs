@@ -64,10 +64,16 @@ impl<T> ValueCell<T> {
     /// Calls `f` with a reference to the current value. The caller validates
     /// the surrounding version, so the value may already be stale, but it is
     /// always a complete, live `T`.
+    ///
+    /// Heap values are read under a pin taken *before* the pointer is
+    /// loaded: a pin taken after the load would not protect the allocation
+    /// it names, which a writer may retire and the epoch may free in
+    /// between. Callers outside any transaction (`TBox::load`,
+    /// `TBox::update`) rely on this pin alone.
     #[inline]
     pub fn with<R>(&self, f: impl FnOnce(&T) -> R) -> R {
-        let bits = self.word.load(Ordering::Acquire);
         if Self::INLINE {
+            let bits = self.word.load(Ordering::Acquire);
             // SAFETY: the word holds the bytes of a `T` written by `encode`
             // (in one atomic store, so never torn). `T` has no drop glue, so
             // the bitwise copy owns nothing; ManuallyDrop keeps it undropped.
@@ -75,9 +81,13 @@ impl<T> ValueCell<T> {
             f(&copy)
         } else {
             let _guard = crossbeam_epoch::pin();
-            // SAFETY: the allocation is retired only through the epoch after
-            // being unlinked, and we are pinned, so it is live; it is never
-            // mutated after publication.
+            let bits = self.word.load(Ordering::Acquire);
+            #[cfg(test)]
+            tests::after_load();
+            // SAFETY: we pinned before loading the pointer, so the allocation
+            // it names was reachable while we were pinned; a writer that
+            // replaced it retires it through the epoch, which cannot free it
+            // until we unpin. Published values are never mutated.
             f(unsafe { &*Self::heap_ptr(&bits) })
         }
     }
@@ -136,5 +146,91 @@ impl<T> Drop for ValueCell<T> {
             // current allocation; retired older ones are owned by the epoch.
             unsafe { drop(Box::from_raw(Self::heap_ptr(&bits))) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+
+    use super::ValueCell;
+
+    thread_local! {
+        /// A test hook run by `with` between loading a heap pointer and
+        /// dereferencing it.
+        static AFTER_LOAD: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn after_load() {
+        if let Some(hook) = AFTER_LOAD.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+    }
+
+    /// Addresses of `Tracked` values dropped so far.
+    static DROPPED: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+    fn was_dropped(addr: usize) -> bool {
+        DROPPED
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|s| s.contains(&addr))
+    }
+
+    struct Tracked(#[allow(dead_code)] u64);
+
+    impl Drop for Tracked {
+        fn drop(&mut self) {
+            let addr = self as *const Tracked as usize;
+            DROPPED
+                .lock()
+                .unwrap()
+                .get_or_insert_with(HashSet::new)
+                .insert(addr);
+        }
+    }
+
+    /// A reader outside any transaction loads the pointer; before it uses
+    /// it, a writer replaces the value and drives the epoch as far as it
+    /// will go. The reader must still hold a live allocation. With the pin
+    /// taken after the load (the old order), the epoch advances past the
+    /// retirement and the allocation is freed under the reader.
+    #[test]
+    fn a_loaded_heap_pointer_outlives_a_concurrent_replacement() {
+        let cell: &'static ValueCell<Tracked> = Box::leak(Box::new(ValueCell::new(Tracked(1))));
+        let old = cell.with(|v| v as *const Tracked as usize);
+        AFTER_LOAD.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                let guard = crossbeam_epoch::pin();
+                cell.store(Tracked(2), || &guard);
+                drop(guard);
+                // Push the retirement out and advance the epoch; give up
+                // after a bound (it never frees while the reader is pinned).
+                for _ in 0..2_000 {
+                    crossbeam_epoch::pin().flush();
+                    if was_dropped(old) {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+            }))
+        });
+        // Checked inside the read, while the reader is pinned: once it
+        // unpins, any thread may free the old value.
+        let (seen, freed) = cell.with(|v| {
+            let addr = v as *const Tracked as usize;
+            (addr, was_dropped(addr))
+        });
+        assert_eq!(
+            seen, old,
+            "the reader loaded the value before the writer ran"
+        );
+        assert!(
+            !freed,
+            "the value a reader was using was freed under it (pin taken after the load)"
+        );
     }
 }
