@@ -402,3 +402,172 @@ fn paired_removals(in_attempts: bool) {
     }
     assert_eq!(torn.load(Ordering::Relaxed), 0, "a reader saw a torn pair");
 }
+
+/// Two interleavings that a history check of random transactions found
+/// committing inconsistent views on the retired skiplist map: a reverse
+/// scan that misses a key inserted into the part of the range it already
+/// passed (A), and a transaction's own insert into a range it read that
+/// stops protecting the rest of the range (B, with scans and with point
+/// reads). Each forces its order with a handshake: another thread commits
+/// the interfering insert at the chosen point of the first attempt and is
+/// joined before the attempt goes on. Each runs in every opacity mode; in
+/// the opaque modes no attempt, committed or not, may see the
+/// inconsistency.
+mod anomalies {
+    use std::sync::Mutex;
+    use std::thread;
+
+    use txmem::{Opacity, TBTreeMap, TxOptions};
+
+    type Map = TBTreeMap<u64, u64>;
+
+    fn map_with(keys: &[u64]) -> Map {
+        let m = Map::new();
+        txmem::atomically(|tx| {
+            for &k in keys {
+                m.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+        m
+    }
+
+    /// Commits `insert(key)` on another thread and waits for it.
+    fn insert_elsewhere(m: &Map, opts: TxOptions, key: u64) {
+        thread::scope(|s| {
+            s.spawn(|| assert!(opts.run(|tx| m.insert(tx, key, key))));
+        });
+    }
+
+    /// Checks every attempt that got as far as recording its observations
+    /// (`seen`), and the committed one (`committed`): in an opaque mode all
+    /// of them must satisfy `ok`, otherwise the committed one.
+    fn check<T: std::fmt::Debug + PartialEq>(
+        mode: Opacity,
+        seen: Vec<T>,
+        committed: T,
+        ok: impl Fn(&T) -> bool,
+    ) {
+        assert!(
+            ok(&committed),
+            "{mode:?}: the committed attempt saw {committed:?}"
+        );
+        assert_eq!(seen.last(), Some(&committed));
+        if mode != Opacity::None {
+            for s in &seen {
+                assert!(ok(s), "{mode:?}: an attempt saw {s:?} (all: {seen:?})");
+            }
+        }
+    }
+
+    fn keys(entries: Vec<(u64, u64)>) -> Vec<u64> {
+        entries.into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// A: a read-only transaction scans 100..=109 downwards; at key 102
+    /// another thread commits 105 (above the scan's position); the
+    /// transaction then scans forwards. Both scans must agree.
+    pub fn reverse_scan_then_insert_behind_it(mode: Opacity) {
+        let m = map_with(&[100, 102]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let mut down = Vec::new();
+            m.scan_rev(tx, 100..=109, |k, _| {
+                down.push(*k);
+                if attempt == 1 && *k == 102 {
+                    insert_elsewhere(&m, opts, 105);
+                }
+                true
+            })?;
+            let up = keys(m.range(tx, 100..=109)?);
+            seen.lock().unwrap().push((down.clone(), up.clone()));
+            Ok((down, up))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(down, up)| {
+            down.iter().rev().eq(up.iter())
+        });
+    }
+
+    /// B: a transaction scans 100..=109 (100 and 108), inserts 101; another
+    /// thread commits 105; the transaction scans again. The second scan
+    /// must be the first plus the transaction's own insert.
+    pub fn own_insert_then_phantom_in_scanned_range(mode: Opacity) {
+        let m = map_with(&[100, 108]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let first = keys(m.range(tx, 100..=109)?);
+            assert!(m.insert(tx, 101, 101)?);
+            if attempt == 1 {
+                insert_elsewhere(&m, opts, 105);
+            }
+            let second = keys(m.range(tx, 100..=109)?);
+            seen.lock().unwrap().push((first.clone(), second.clone()));
+            Ok((first, second))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(a, b)| {
+            let mut want = a.clone();
+            want.push(101);
+            want.sort();
+            *b == want
+        });
+    }
+
+    /// B with point reads: a transaction reads 105 absent, inserts 101;
+    /// another thread commits 105; the transaction reads 105 again.
+    pub fn own_insert_then_phantom_at_absent_key(mode: Opacity) {
+        let m = map_with(&[100, 108]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let before = m.contains_key(tx, &105)?;
+            assert!(m.insert(tx, 101, 101)?);
+            if attempt == 1 {
+                insert_elsewhere(&m, opts, 105);
+            }
+            let after = m.contains_key(tx, &105)?;
+            seen.lock().unwrap().push((before, after));
+            Ok((before, after))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(a, b)| a == b);
+    }
+
+    macro_rules! in_every_mode {
+        ($($mode:ident: $m:expr;)*) => {$(
+            mod $mode {
+                use super::*;
+
+                #[test]
+                fn reverse_scan_sees_an_insert_behind_it_or_aborts() {
+                    reverse_scan_then_insert_behind_it($m);
+                }
+
+                #[test]
+                fn own_insert_keeps_the_scanned_range_protected() {
+                    own_insert_then_phantom_in_scanned_range($m);
+                }
+
+                #[test]
+                fn own_insert_keeps_an_absent_read_protected() {
+                    own_insert_then_phantom_at_absent_key($m);
+                }
+            }
+        )*};
+    }
+
+    in_every_mode! {
+        tl2: Opacity::Tl2;
+        revalidate: Opacity::Revalidate;
+        none: Opacity::None;
+    }
+}
