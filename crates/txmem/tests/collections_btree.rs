@@ -181,6 +181,58 @@ fn aborted_placeholders_and_concurrent_inserts_share_leaves() {
     assert_eq!(m.load_len(), expected.len());
 }
 
+/// One thread places a placeholder for 20 and abandons it, over and over,
+/// while another inserts and removes 15 beside it in the same leaf: every
+/// placement, abandonment and unlink rebuilds that leaf's contents, and
+/// none may undo another (a resurrected 15, a lost key, a leftover
+/// placeholder for 20 that would make every later insert of 20 abort).
+#[test]
+fn inserts_and_removals_beside_an_abandoned_placeholder() {
+    common::within(120, "inserts beside an abandoned placeholder hung", || {
+        let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::new());
+        // 30 keys in one leaf of 32: every rebuild copies a nearly full leaf.
+        let fill: Vec<u64> = [10, 30].into_iter().chain(31..59).collect();
+        atomically(|tx| {
+            for &k in &fill {
+                m.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let abandoner = {
+            let (m, stop) = (m.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let r: Result<(), ()> = try_atomically(|tx| {
+                        assert!(m.insert(tx, 20, 20)?);
+                        Err(TxError::User(()))
+                    });
+                    assert_eq!(r, Err(()));
+                }
+            })
+        };
+        for i in 0..20_000 {
+            assert!(atomically(|tx| m.insert(tx, 15, 15)));
+            assert_eq!(atomically(|tx| m.remove(tx, &15)), Some(15));
+            if i % 100 == 0 {
+                assert_eq!(m.keys_committed(), fill, "round {i}");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        abandoner.join().unwrap();
+        assert!(atomically(|tx| m.insert(tx, 20, 20)));
+        let mut want = fill;
+        want.insert(1, 20);
+        assert_eq!(m.keys_committed(), want);
+        let all: Vec<u64> = atomically(|tx| m.range(tx, ..))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(m.load_len(), want.len());
+    });
+}
+
 #[test]
 fn btree_grows_under_concurrent_inserts_and_readers() {
     let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(4));
