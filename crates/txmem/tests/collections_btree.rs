@@ -1,6 +1,8 @@
 //! TBTreeMap under concurrency: churn, phantom protection across splits,
 //! growth with concurrent readers, self-updating reads when a transaction's
-//! own insert splits a leaf it read, and a deep tree of 100k keys. Most
+//! own insert splits a leaf it read, placeholders abandoned beside inserts
+//! and removals, a deep tree of 100k keys, and forced interleavings of
+//! scans, point reads and inserts in every opacity mode (`anomalies`). Most
 //! tests use tiny nodes (`with_fanout`) so that splits happen constantly.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
