@@ -289,7 +289,7 @@ fn intset_runs_every_structure() {
         .filter(|r| r["system"] == "txmem")
         .map(|r| r["note"].as_str().unwrap())
         .collect();
-    for ty in ["TListSet", "THashMap", "TSkipMap"] {
+    for ty in ["TListSet", "THashMap", "TBTreeMap"] {
         assert!(notes.iter().any(|n| n.contains(ty)), "no txmem {ty} row");
     }
     // Every structure also runs with lookups outside transactions, and

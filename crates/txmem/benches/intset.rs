@@ -21,7 +21,7 @@ use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSkipMap, TWords, WordAddr};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TWords, WordAddr};
 
 mod common;
 use common::Rng;
@@ -65,26 +65,18 @@ impl IntSet for TxHashDirect {
     }
 }
 
-/// A one-operation-per-transaction set over one of the ordered maps (they
-/// share their API).
-macro_rules! ordered_tx_set {
-    ($name:ident, $map:ident) => {
-        struct $name($map<u64, ()>);
-        impl IntSet for $name {
-            fn contains(&self, k: u64) -> bool {
-                atomically(|tx| self.0.contains_key(tx, &k))
-            }
-            fn insert(&self, k: u64) -> bool {
-                atomically(|tx| self.0.insert(tx, k, ()))
-            }
-            fn remove(&self, k: u64) -> bool {
-                atomically(|tx| self.0.remove(tx, &k)).is_some()
-            }
-        }
-    };
+struct TxBTree(TBTreeMap<u64, ()>);
+impl IntSet for TxBTree {
+    fn contains(&self, k: u64) -> bool {
+        atomically(|tx| self.0.contains_key(tx, &k))
+    }
+    fn insert(&self, k: u64) -> bool {
+        atomically(|tx| self.0.insert(tx, k, ()))
+    }
+    fn remove(&self, k: u64) -> bool {
+        atomically(|tx| self.0.remove(tx, &k)).is_some()
+    }
 }
-ordered_tx_set!(TxSkip, TSkipMap);
-ordered_tx_set!(TxBTree, TBTreeMap);
 
 struct TxList(TListSet<u64>);
 impl IntSet for TxList {
@@ -323,7 +315,7 @@ impl IntSet for WordsHash {
     }
 }
 
-/// A skiplist of `[key, height, next_0 .. next_{h-1}]` nodes.
+/// A skip list of `[key, height, next_0 .. next_{h-1}]` nodes.
 struct WordsSkip {
     mem: TWords,
     head: WordAddr,
@@ -498,8 +490,7 @@ fn systems(kind: &str) -> Vec<(&'static str, Maker)> {
             ("dashmap", |_| Box::new(dashmap::DashSet::new())),
         ],
         "ordered" => vec![
-            ("txmem", |_| Box::new(TxSkip(TSkipMap::new()))),
-            ("txmem-btree", |_| Box::new(TxBTree(TBTreeMap::new()))),
+            ("txmem", |_| Box::new(TxBTree(TBTreeMap::new()))),
             ("txmem-words", |n| Box::new(WordsSkip::new(n))),
             ("mutex-btreeset", |_| Box::new(Mutex::new(BTreeSet::new()))),
             ("rwlock-btreeset", |_| {

@@ -1,5 +1,5 @@
-//! Per-transaction cost of `THashMap`, `TSkipMap` and `TBTreeMap` point operations, for
-//! deterministic instruction counts under callgrind.
+//! Per-transaction cost of `THashMap` and `TBTreeMap` point operations,
+//! for deterministic instruction counts under callgrind.
 //!
 //! Fills a map with the 4096 even keys of `0..8192` (one transaction per
 //! insert, as the `intset` benchmark does), then runs `N` single-operation
@@ -26,7 +26,7 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove|mix> N
+//! usage: collections_cost <hash|hash-fast|btree> <get|insert|remove|mix> N
 //!
 //! `hash` uses the default `RandomState` (SipHash-1-3, the same hasher
 //! `dashmap` uses); `hash-fast` uses a multiplicative hasher for integer
@@ -34,7 +34,7 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-use txmem::{atomically, TBTreeMap, THashMap, TSkipMap};
+use txmem::{atomically, TBTreeMap, THashMap};
 
 /// A multiplicative (Fibonacci) hasher for `u64` keys. Not HashDoS-safe.
 #[derive(Default)]
@@ -78,18 +78,6 @@ where
     }
 }
 
-impl Map for TSkipMap<u64, u64> {
-    fn contains(&self, k: u64) -> bool {
-        atomically(|tx| self.contains_key(tx, &k))
-    }
-    fn insert(&self, k: u64) -> bool {
-        atomically(|tx| TSkipMap::insert(self, tx, k, k))
-    }
-    fn remove(&self, k: u64) -> bool {
-        atomically(|tx| TSkipMap::remove(self, tx, &k)).is_some()
-    }
-}
-
 impl Map for TBTreeMap<u64, u64> {
     fn contains(&self, k: u64) -> bool {
         atomically(|tx| self.contains_key(tx, &k))
@@ -102,7 +90,7 @@ impl Map for TBTreeMap<u64, u64> {
     }
 }
 
-const USAGE: &str = "usage: collections_cost <hash|hash-fast|skip|btree> <get|insert|remove|mix> N";
+const USAGE: &str = "usage: collections_cost <hash|hash-fast|btree> <get|insert|remove|mix> N";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -115,7 +103,6 @@ fn main() {
         "hash-fast" => Box::new(THashMap::<u64, u64, _>::with_hasher(BuildHasherDefault::<
             MulHasher,
         >::default())),
-        "skip" => Box::new(TSkipMap::<u64, u64>::new()),
         "btree" => Box::new(TBTreeMap::<u64, u64>::new()),
         _ => panic!("{USAGE}"),
     };

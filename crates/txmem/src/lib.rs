@@ -49,9 +49,8 @@
 //!
 //! * [`THashMap`]: a resizable hash map; inserts of distinct keys never
 //!   conflict, absent keys are protected by bucket versions.
-//! * [`TBTreeMap`] and [`TSkipMap`]: ordered maps with range scans in both
-//!   directions and phantom protection. Prefer [`TBTreeMap`] (a B+ tree) for
-//!   large maps and scans; [`TSkipMap`] updates cost fewer instructions.
+//! * [`TBTreeMap`]: an ordered map (a B+ tree) with range scans in both
+//!   directions and phantom protection.
 //! * [`TListSet`] / [`TList`]: sorted linked sets and lists.
 //! * [`TQueue`] (unbounded or bounded), [`TMVar`], [`TSem`]: queues and the
 //!   blocking conveniences built on them.
@@ -161,7 +160,7 @@ mod wait;
 
 #[cfg(not(txmem_loom))]
 pub use collections::{
-    TBTreeMap, THashMap, TList, TListSet, TMVar, TQueue, TSem, TSkipMap, TWords, WordAddr,
+    TBTreeMap, THashMap, TList, TListSet, TMVar, TQueue, TSem, TWords, WordAddr,
 };
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};

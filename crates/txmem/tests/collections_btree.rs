@@ -1,6 +1,8 @@
 //! TBTreeMap under concurrency: churn, phantom protection across splits,
 //! growth with concurrent readers, self-updating reads when a transaction's
-//! own insert splits a leaf it read, and a deep tree of 100k keys. Most
+//! own insert splits a leaf it read, placeholders abandoned beside inserts
+//! and removals, a deep tree of 100k keys, and forced interleavings of
+//! scans, point reads and inserts in every opacity mode (`anomalies`). Most
 //! tests use tiny nodes (`with_fanout`) so that splits happen constantly.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -179,6 +181,58 @@ fn aborted_placeholders_and_concurrent_inserts_share_leaves() {
     assert!(all.iter().map(|(k, _)| *k).eq(expected.iter().copied()));
     assert!(all.iter().all(|(k, v)| *v == k * 7));
     assert_eq!(m.load_len(), expected.len());
+}
+
+/// One thread places a placeholder for 20 and abandons it, over and over,
+/// while another inserts and removes 15 beside it in the same leaf: every
+/// placement, abandonment and unlink rebuilds that leaf's contents, and
+/// none may undo another (a resurrected 15, a lost key, a leftover
+/// placeholder for 20 that would make every later insert of 20 abort).
+#[test]
+fn inserts_and_removals_beside_an_abandoned_placeholder() {
+    common::within(120, "inserts beside an abandoned placeholder hung", || {
+        let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::new());
+        // 30 keys in one leaf of 32: every rebuild copies a nearly full leaf.
+        let fill: Vec<u64> = [10, 30].into_iter().chain(31..59).collect();
+        atomically(|tx| {
+            for &k in &fill {
+                m.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let abandoner = {
+            let (m, stop) = (m.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let r: Result<(), ()> = try_atomically(|tx| {
+                        assert!(m.insert(tx, 20, 20)?);
+                        Err(TxError::User(()))
+                    });
+                    assert_eq!(r, Err(()));
+                }
+            })
+        };
+        for i in 0..20_000 {
+            assert!(atomically(|tx| m.insert(tx, 15, 15)));
+            assert_eq!(atomically(|tx| m.remove(tx, &15)), Some(15));
+            if i % 100 == 0 {
+                assert_eq!(m.keys_committed(), fill, "round {i}");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        abandoner.join().unwrap();
+        assert!(atomically(|tx| m.insert(tx, 20, 20)));
+        let mut want = fill;
+        want.insert(1, 20);
+        assert_eq!(m.keys_committed(), want);
+        let all: Vec<u64> = atomically(|tx| m.range(tx, ..))
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(all, want);
+        assert_eq!(m.load_len(), want.len());
+    });
 }
 
 #[test]
@@ -401,4 +455,173 @@ fn paired_removals(in_attempts: bool) {
         r.join().unwrap();
     }
     assert_eq!(torn.load(Ordering::Relaxed), 0, "a reader saw a torn pair");
+}
+
+/// Two interleavings that a history check of random transactions found
+/// committing inconsistent views on the retired skiplist map: a reverse
+/// scan that misses a key inserted into the part of the range it already
+/// passed (A), and a transaction's own insert into a range it read that
+/// stops protecting the rest of the range (B, with scans and with point
+/// reads). Each forces its order with a handshake: another thread commits
+/// the interfering insert at the chosen point of the first attempt and is
+/// joined before the attempt goes on. Each runs in every opacity mode; in
+/// the opaque modes no attempt, committed or not, may see the
+/// inconsistency.
+mod anomalies {
+    use std::sync::Mutex;
+    use std::thread;
+
+    use txmem::{Opacity, TBTreeMap, TxOptions};
+
+    type Map = TBTreeMap<u64, u64>;
+
+    fn map_with(keys: &[u64]) -> Map {
+        let m = Map::new();
+        txmem::atomically(|tx| {
+            for &k in keys {
+                m.insert(tx, k, k)?;
+            }
+            Ok(())
+        });
+        m
+    }
+
+    /// Commits `insert(key)` on another thread and waits for it.
+    fn insert_elsewhere(m: &Map, opts: TxOptions, key: u64) {
+        thread::scope(|s| {
+            s.spawn(|| assert!(opts.run(|tx| m.insert(tx, key, key))));
+        });
+    }
+
+    /// Checks every attempt that got as far as recording its observations
+    /// (`seen`), and the committed one (`committed`): in an opaque mode all
+    /// of them must satisfy `ok`, otherwise the committed one.
+    fn check<T: std::fmt::Debug + PartialEq>(
+        mode: Opacity,
+        seen: Vec<T>,
+        committed: T,
+        ok: impl Fn(&T) -> bool,
+    ) {
+        assert!(
+            ok(&committed),
+            "{mode:?}: the committed attempt saw {committed:?}"
+        );
+        assert_eq!(seen.last(), Some(&committed));
+        if mode != Opacity::None {
+            for s in &seen {
+                assert!(ok(s), "{mode:?}: an attempt saw {s:?} (all: {seen:?})");
+            }
+        }
+    }
+
+    fn keys(entries: Vec<(u64, u64)>) -> Vec<u64> {
+        entries.into_iter().map(|(k, _)| k).collect()
+    }
+
+    /// A: a read-only transaction scans 100..=109 downwards; at key 102
+    /// another thread commits 105 (above the scan's position); the
+    /// transaction then scans forwards. Both scans must agree.
+    pub fn reverse_scan_then_insert_behind_it(mode: Opacity) {
+        let m = map_with(&[100, 102]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let mut down = Vec::new();
+            m.scan_rev(tx, 100..=109, |k, _| {
+                down.push(*k);
+                if attempt == 1 && *k == 102 {
+                    insert_elsewhere(&m, opts, 105);
+                }
+                true
+            })?;
+            let up = keys(m.range(tx, 100..=109)?);
+            seen.lock().unwrap().push((down.clone(), up.clone()));
+            Ok((down, up))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(down, up)| {
+            down.iter().rev().eq(up.iter())
+        });
+    }
+
+    /// B: a transaction scans 100..=109 (100 and 108), inserts 101; another
+    /// thread commits 105; the transaction scans again. The second scan
+    /// must be the first plus the transaction's own insert.
+    pub fn own_insert_then_phantom_in_scanned_range(mode: Opacity) {
+        let m = map_with(&[100, 108]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let first = keys(m.range(tx, 100..=109)?);
+            assert!(m.insert(tx, 101, 101)?);
+            if attempt == 1 {
+                insert_elsewhere(&m, opts, 105);
+            }
+            let second = keys(m.range(tx, 100..=109)?);
+            seen.lock().unwrap().push((first.clone(), second.clone()));
+            Ok((first, second))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(a, b)| {
+            let mut want = a.clone();
+            want.push(101);
+            want.sort();
+            *b == want
+        });
+    }
+
+    /// B with point reads: a transaction reads 105 absent, inserts 101;
+    /// another thread commits 105; the transaction reads 105 again.
+    pub fn own_insert_then_phantom_at_absent_key(mode: Opacity) {
+        let m = map_with(&[100, 108]);
+        let opts = TxOptions::new().opacity(mode);
+        let seen = Mutex::new(Vec::new());
+        let mut attempt = 0;
+        let committed = opts.run(|tx| {
+            attempt += 1;
+            let before = m.contains_key(tx, &105)?;
+            assert!(m.insert(tx, 101, 101)?);
+            if attempt == 1 {
+                insert_elsewhere(&m, opts, 105);
+            }
+            let after = m.contains_key(tx, &105)?;
+            seen.lock().unwrap().push((before, after));
+            Ok((before, after))
+        });
+        assert_eq!(m.load(&105), Some(105), "the interfering insert is lost");
+        check(mode, seen.into_inner().unwrap(), committed, |(a, b)| a == b);
+    }
+
+    macro_rules! in_every_mode {
+        ($($mode:ident: $m:expr;)*) => {$(
+            mod $mode {
+                use super::*;
+
+                #[test]
+                fn reverse_scan_sees_an_insert_behind_it_or_aborts() {
+                    reverse_scan_then_insert_behind_it($m);
+                }
+
+                #[test]
+                fn own_insert_keeps_the_scanned_range_protected() {
+                    own_insert_then_phantom_in_scanned_range($m);
+                }
+
+                #[test]
+                fn own_insert_keeps_an_absent_read_protected() {
+                    own_insert_then_phantom_at_absent_key($m);
+                }
+            }
+        )*};
+    }
+
+    in_every_mode! {
+        tl2: Opacity::Tl2;
+        revalidate: Opacity::Revalidate;
+        none: Opacity::None;
+    }
 }

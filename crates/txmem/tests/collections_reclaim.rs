@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::thread;
 
-use txmem::{atomically, TBTreeMap, THashMap, TListSet, TQueue, TSkipMap};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TQueue};
 
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
@@ -50,23 +50,24 @@ fn live(expected: i64) -> i64 {
 
 #[test]
 fn churn_frees_removed_nodes() {
-    // Hash map (through several resizes), skip map, list set and queue, all
-    // churned by two threads; the live-value count must return to the size.
+    // Hash map (through several resizes), ordered maps (small nodes and the
+    // default fanout), list set and queue, all churned by two threads; the
+    // live-value count must return to the size.
     let h: THashMap<u64, Counted> = THashMap::new();
-    let s: TSkipMap<u64, Counted> = TSkipMap::new();
+    let w: TBTreeMap<u64, Counted> = TBTreeMap::new();
     let b: TBTreeMap<u64, Counted> = TBTreeMap::with_fanout(4);
     let l: TListSet<Counted> = TListSet::new();
     let q: TQueue<Counted> = TQueue::new();
     thread::scope(|sc| {
         for t in 0..2u64 {
-            let (h, s, b, l, q) = (&h, &s, &b, &l, &q);
+            let (h, w, b, l, q) = (&h, &w, &b, &l, &q);
             sc.spawn(move || {
                 for round in 0..20u64 {
                     for i in 0..100u64 {
                         let k = (i * 2 + t) + 1000 * (round % 3);
                         atomically(|tx| {
                             h.put(tx, k, Counted::new(k))?;
-                            s.put(tx, k, Counted::new(k))?;
+                            w.put(tx, k, Counted::new(k))?;
                             b.put(tx, k, Counted::new(k))?;
                             q.push(tx, Counted::new(k))
                         });
@@ -78,7 +79,7 @@ fn churn_frees_removed_nodes() {
                         let k = (i * 2 + t) + 1000 * (round % 3);
                         atomically(|tx| {
                             h.remove(tx, &k)?;
-                            s.remove(tx, &k)?;
+                            w.remove(tx, &k)?;
                             b.remove(tx, &k)?;
                             q.try_pop(tx)?;
                             Ok(())
@@ -91,11 +92,11 @@ fn churn_frees_removed_nodes() {
             });
         }
     });
-    assert_eq!(h.load_len() + s.load_len() + b.load_len() + l.load_len(), 0);
+    assert_eq!(h.load_len() + w.load_len() + b.load_len() + l.load_len(), 0);
     // Everything was removed; allow the queue's dummy node to hold one value.
     let n = live(2);
     assert!(n <= 2, "{n} values still alive after churn and epoch flush");
-    drop((h, s, b, l, q));
+    drop((h, w, b, l, q));
     assert_eq!(live(0), 0);
 }
 

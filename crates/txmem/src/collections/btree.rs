@@ -1,19 +1,18 @@
 //! `TBTreeMap<K, V>`: a transactional ordered map (a B+ tree).
 //!
-//! # Why a B+ tree next to the skiplist
+//! # Why a B+ tree
 //!
-//! [`TSkipMap`](super::TSkipMap) follows one pointer per level to a node
-//! somewhere in the heap: at a million keys a lookup misses the cache on
-//! almost every step (about 1.7 µs, ten times a `RwLock<BTreeMap>`). This
-//! map keeps the keys in sorted arrays of up to [`DEFAULT_FANOUT`] keys per
-//! node, so a lookup is a few binary searches over contiguous memory and one
-//! final step to the key's *entry*. The transactional part is the same as
-//! the skiplist's: every key lives in a heap entry with a state version and
-//! a value cell (the shared node protocol of `node.rs`: placeholders,
+//! A linked structure (a sorted list, a skip list) follows one pointer per
+//! step to a node somewhere in the heap, and at a million keys nearly every
+//! step misses the cache. This map keeps the keys in sorted arrays of up to
+//! [`DEFAULT_FANOUT`] keys per node, so a lookup is a few binary searches
+//! over contiguous memory and one final step to the key's *entry*. Every
+//! key lives in a heap entry with a state version and a value cell (the
+//! node protocol of `node.rs` that the sorted lists share: placeholders,
 //! deleted marks, epoch retirement), and the tree only indexes the entries.
-//! What differs is phantom protection: instead of one gap version per node,
-//! each **leaf** has a version covering its key interval, as in the thesis'
-//! Masstree. A scan reads one version per leaf instead of one per key.
+//! Phantom protection is per **leaf**: each leaf has a version covering its
+//! key interval, as in the thesis' Masstree, so a scan reads one version
+//! per leaf instead of one per key.
 //!
 //! # Concurrency design: copy-on-write nodes, stable leaf handles
 //!
@@ -70,7 +69,7 @@
 //!   (a new right leaf starts at the left leaf's new version); unlinking a
 //!   committed removal bumps it to at least the removal's commit version
 //!   (so a reader whose snapshot predates the removal goes through the
-//!   opacity check, as with the skiplist's gaps); dropping an aborted
+//!   opacity check, as with a sorted list's gaps); dropping an aborted
 //!   placeholder changes no version (the placeholder was invisible). A
 //!   second change of a leaf within one clock period puts its version a
 //!   step past the clock; the first opaque reader that meets it moves the
@@ -121,7 +120,7 @@ use super::{below_start, still_current, struct_wait, within_end};
 pub const DEFAULT_FANOUT: usize = 32;
 const CAP: usize = DEFAULT_FANOUT;
 
-/// A key's entry: exactly what a skiplist node holds, without links.
+/// A key's entry: what a sorted list's node holds, without links.
 pub(super) struct Entry<K, V> {
     state: TVersion,
     key: K,
@@ -325,9 +324,8 @@ struct Linked<K, V> {
 
 /// A transactional ordered map with point operations, range scans in both
 /// directions, phantom protection and conflict-free inserts of distinct
-/// keys: a B+ tree over the same entries as [`TSkipMap`](super::TSkipMap),
-/// with the same API and semantics and much better cache behaviour for
-/// large maps. See the [module docs](self) for the design.
+/// keys: a B+ tree whose leaves index heap entries, one per key. See the
+/// [module docs](self) for the design.
 ///
 /// What each operation adds to the transaction:
 ///
@@ -345,7 +343,7 @@ struct Linked<K, V> {
 /// Hence: inserts of distinct keys never conflict with each other; placing
 /// a placeholder bumps its leaf's version, which invalidates concurrent
 /// scans and absent reads of that leaf (no phantoms; also of other keys in
-/// the same leaf, a false conflict the skiplist's per-key gaps avoid). A
+/// the same leaf, a false conflict that per-key gaps would avoid). A
 /// transaction that read a leaf and then inserts into it updates its own
 /// read instead of aborting itself (thesis §5), also when its insert splits
 /// the leaf (it then also reads the new right leaf at its first version).

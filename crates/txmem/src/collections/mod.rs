@@ -1,6 +1,6 @@
 //! Transactional collections: queues, a semaphore, a one-slot cell, a
-//! resizable hash map, two ordered maps (a skiplist and a
-//! B+ tree), sorted lists and an untyped word STM.
+//! resizable hash map, an ordered map (a B+ tree), sorted lists and an
+//! untyped word STM.
 //!
 //! Every collection here is a [`TObject`](crate::TObject) built with the same
 //! recipe (STO, thesis ch. 3 and 6): the collection chooses *abstract*
@@ -19,9 +19,9 @@
 //!   inserter commits (or unlinked if it aborts). An insert of a new key
 //!   therefore reads nothing: inserts of distinct keys never conflict.
 //! * **Gap / bucket versions**: a read that finds a key *absent* records the
-//!   version of the structure around the key (a hash bucket, or the gap
-//!   after the preceding node of a list or skiplist); linking a placeholder
-//!   bumps that version, so a concurrent insert of the key invalidates the
+//!   version of the structure around the key (a hash bucket, a B+ tree
+//!   leaf, or the gap after the preceding node of a list); placing a
+//!   placeholder bumps that version, so a concurrent insert of the key invalidates the
 //!   read (no phantoms). When a transaction bumps a version that it has
 //!   itself read, it updates its own read item instead of aborting itself
 //!   (thesis §5, "TItem modifications"), after checking that the read was
@@ -44,7 +44,6 @@ mod node;
 pub mod queue;
 pub mod sem;
 pub(crate) mod size;
-pub mod skipmap;
 mod stripes;
 pub mod words;
 
@@ -54,7 +53,6 @@ pub use list::{TList, TListSet};
 pub use mvar::TMVar;
 pub use queue::TQueue;
 pub use sem::TSem;
-pub use skipmap::TSkipMap;
 pub use words::{TWords, WordAddr};
 
 use std::ops::Bound;

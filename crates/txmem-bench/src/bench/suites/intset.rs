@@ -1,8 +1,10 @@
 //! `intset`: integer sets in the style of TinySTM's intset benchmark.
-//! Three structures (sorted linked list, hash set of sorted chains, skip
-//! list as the ordered set), initial sizes 256 and 4096, keys drawn from a
-//! range twice the size, update rates 0/20/50% (an update is an insert or a
-//! remove with equal odds; the rest are lookups).
+//! Three structures (sorted linked list, hash set, ordered set), initial
+//! sizes 256 and 4096, keys drawn from a range twice the size, update rates
+//! 0/20/50% (an update is an insert or a remove with equal odds; the rest
+//! are lookups). The word-backed rows build them as a sorted linked list, a
+//! hash set of sorted chains and a skip list; the other rows use a library's
+//! own set or map of the kind.
 //!
 //! The word-backed structures live in an arena with one node per possible
 //! key (node `k` is key `k`; word `k` is its `next` link, per level for the
@@ -15,7 +17,7 @@
 //! the committed net inserts.
 //!
 //! Systems: `txmem` (and `txmem-revalidate`, `txmem-no-opacity`) are txmem's
-//! typed collections — `TListSet`, `THashMap`, `TSkipMap` — which track one
+//! typed collections — `TListSet`, `THashMap`, `TBTreeMap` — which track one
 //! abstract item per operation ([`intset_typed`](super::intset_typed)).
 //! `txmem-tarray` and `txmem-words` run the word arena above through a
 //! `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
@@ -503,21 +505,14 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
 }
 
 /// Rows for txmem's own transactional collections: `txmem` (and its
-/// opacity variants) is the typed collection for the structure; ordered
-/// sets also get `txmem-btree`, the B+ tree next to the default skiplist,
-/// and every set gets `txmem-direct`, whose lookups run outside any
-/// transaction.
+/// opacity variants) is the typed collection for the structure, and every
+/// set gets `txmem-direct`, whose lookups run outside any transaction.
 fn collection_rows(cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
     for v in opacity_variants("txmem", Store::TArray, cfg.quick) {
         let options = txmem_sys::options(&v, &cfg.policy);
         typed::add(plan, &v.system, *set, options, false);
-        if v.system == "txmem" {
-            if set.kind == Kind::Ordered {
-                typed::add_btree(plan, "txmem-btree", *set, options);
-            }
-            if !cfg.quick {
-                typed::add(plan, "txmem-direct", *set, options, true);
-            }
+        if v.system == "txmem" && !cfg.quick {
+            typed::add(plan, "txmem-direct", *set, options, true);
         }
     }
 }

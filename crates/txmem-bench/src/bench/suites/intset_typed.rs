@@ -1,16 +1,15 @@
 //! intset rows for txmem's typed collections: `TListSet<u64>` (list),
-//! `THashMap<u64, ()>` (hash) and `TSkipMap<u64, ()>` (ordered; also
-//! `TBTreeMap<u64, ()>` as the `txmem-btree` system). Same
+//! `THashMap<u64, ()>` (hash) and `TBTreeMap<u64, ()>` (ordered). Same
 //! operation mix and initial contents as the word-arena rows. The
 //! `txmem-direct` rows run lookups outside any transaction (the
 //! collection's committed read of one key) and updates as transactions:
 //! what a program pays whose lookups need no atomicity with other
-//! operations. The check
-//! reads the committed keys and compares them (and the collection's own
-//! size counter) with the initial size plus the committed net inserts.
+//! operations. The check reads the committed keys and compares them (and
+//! the collection's own size counter) with the initial size plus the
+//! committed net inserts.
 
 use rand::rngs::SmallRng;
-use txmem::{TBTreeMap, THashMap, TListSet, TSkipMap, Transaction, TxOptions, TxResult};
+use txmem::{TBTreeMap, THashMap, TListSet, Transaction, TxOptions, TxResult};
 
 use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
 use crate::bench::suites::intset::{record, IntSet, Kind, OpKind};
@@ -84,38 +83,31 @@ impl TxSet for THashMap<u64, ()> {
     }
 }
 
-/// The two ordered maps share their API: one impl shape for both.
-macro_rules! ordered_tx_set {
-    ($map:ident, $ty:literal) => {
-        impl TxSet for $map<u64, ()> {
-            const TYPE: &'static str = $ty;
-            const SORTED: bool = true;
-            fn make(_: usize) -> Self {
-                $map::new()
-            }
-            fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-                self.contains_key(tx, &k)
-            }
-            fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-                $map::insert(self, tx, k, ())
-            }
-            fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
-                Ok($map::remove(self, tx, &k)?.is_some())
-            }
-            fn contains_committed(&self, k: u64) -> bool {
-                self.load(&k).is_some()
-            }
-            fn keys(&self) -> Vec<u64> {
-                self.keys_committed()
-            }
-            fn len(&self) -> usize {
-                self.load_len()
-            }
-        }
-    };
+impl TxSet for TBTreeMap<u64, ()> {
+    const TYPE: &'static str = "TBTreeMap<u64, ()>";
+    const SORTED: bool = true;
+    fn make(_: usize) -> Self {
+        TBTreeMap::new()
+    }
+    fn contains<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        self.contains_key(tx, &k)
+    }
+    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        TBTreeMap::insert(self, tx, k, ())
+    }
+    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u64) -> TxResult<bool> {
+        Ok(TBTreeMap::remove(self, tx, &k)?.is_some())
+    }
+    fn contains_committed(&self, k: u64) -> bool {
+        self.load(&k).is_some()
+    }
+    fn keys(&self) -> Vec<u64> {
+        self.keys_committed()
+    }
+    fn len(&self) -> usize {
+        self.load_len()
+    }
 }
-ordered_tx_set!(TSkipMap, "TSkipMap<u64, ()>");
-ordered_tx_set!(TBTreeMap, "TBTreeMap<u64, ()>");
 
 struct Typed<S> {
     set: S,
@@ -203,8 +195,8 @@ pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions, direct_
         Kind::Hash => (<THashMap<u64, ()> as TxSet>::TYPE, |w, o, d| {
             Box::new(Typed::<THashMap<u64, ()>>::new(w, o, d))
         }),
-        Kind::Ordered => (<TSkipMap<u64, ()> as TxSet>::TYPE, |w, o, d| {
-            Box::new(Typed::<TSkipMap<u64, ()>>::new(w, o, d))
+        Kind::Ordered => (<TBTreeMap<u64, ()> as TxSet>::TYPE, |w, o, d| {
+            Box::new(Typed::<TBTreeMap<u64, ()>>::new(w, o, d))
         }),
     };
     let reads = if direct_reads {
@@ -218,15 +210,5 @@ pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions, direct_
     );
     plan.case("intset", &name, system, &note, move || {
         make(w, options, direct_reads)
-    });
-}
-
-/// Adds the `TBTreeMap` row named `system` for the ordered workload `w`.
-pub fn add_btree(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions) {
-    debug_assert_eq!(w.kind, Kind::Ordered);
-    let ty = <TBTreeMap<u64, ()> as TxSet>::TYPE;
-    let note = format!("txmem {ty}, opacity {}", options.opacity_mode().name());
-    plan.case("intset", &w.name(), system, &note, move || {
-        Box::new(Typed::<TBTreeMap<u64, ()>>::new(w, options, false))
     });
 }

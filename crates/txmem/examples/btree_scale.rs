@@ -1,15 +1,16 @@
-//! Loads millions of keys into a `TSkipMap` and a `TBTreeMap` (and, for
-//! comparison, a `THashMap`) and reports load time, lookup and scan speed, and resident
-//! memory (resident, and live heap bytes from a counting allocator, since
-//! the second map's resident growth can reuse what the first one freed): the evidence that the ordered map can serve as an index for
-//! TPC-C and YCSB. The same lookups run against `crossbeam-skiplist` and a
-//! `BTreeMap` behind an `RwLock` for scale.
+//! Loads millions of keys into a `TBTreeMap` (and, for comparison, a
+//! `THashMap`) and reports load time, lookup and scan speed, and memory per
+//! key (resident, and live heap bytes from a counting allocator, which
+//! leaves out what the allocator keeps from earlier phases): whether the
+//! ordered map can serve as an index for TPC-C and YCSB. The same lookups
+//! run against `crossbeam-skiplist` and a `BTreeMap` behind an `RwLock` for
+//! scale.
 //!
-//! usage: `[BTREE_FANOUT=n] skipmap_scale [KEYS] [BATCH]` (defaults: 2,000,000 keys inserted in
-//! transactions of 1,000 random inserts each)
+//! usage: `[BTREE_FANOUT=n] btree_scale [KEYS] [BATCH]` (defaults:
+//! 2,000,000 keys inserted in transactions of 1,000 random inserts each)
 //!
 //! ```text
-//! cargo run --release -p txmem --example skipmap_scale -- 4000000
+//! cargo run --release -p txmem --example btree_scale -- 4000000
 //! ```
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -19,12 +20,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 
-use txmem::{atomically, TBTreeMap, THashMap, TSkipMap, Transaction, TxResult};
+use txmem::{atomically, TBTreeMap, THashMap, Transaction, TxResult};
 
-/// The global allocator, counting the bytes currently allocated: the
-/// second map's resident-set growth can reuse memory the first one freed,
-/// so live heap bytes are the fair per-key measure (allocator headers and
-/// fragmentation not included).
+/// The global allocator, counting the bytes currently allocated: resident
+/// growth can reuse memory freed by earlier phases (the probe list, the
+/// epoch collector's garbage), so live heap bytes are the fair per-key
+/// measure (allocator headers and fragmentation not included).
 struct Counting;
 
 static HEAP: AtomicIsize = AtomicIsize::new(0);
@@ -110,7 +111,7 @@ fn lookup_ns(probes: &[u64], contains: impl Fn(u64) -> bool) -> (f64, usize) {
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("usage: skipmap_scale [KEYS] [BATCH]"))
+        .map(|a| a.parse().expect("usage: btree_scale [KEYS] [BATCH]"))
         .collect();
     let n = args.first().copied().unwrap_or(2_000_000);
     let batch = args.get(1).copied().unwrap_or(1_000).max(1) as usize;
@@ -122,52 +123,43 @@ fn main() {
         .map(|k| k * 2 % (2 * n))
         .collect();
 
-    // The same measurements for each transactional ordered map (they share
-    // the API but no trait).
-    macro_rules! measure {
-        ($name:expr, $make:expr) => {{
-            let base = rss_mib();
-            let heap_base = heap_bytes();
-            let map = $make;
-            let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
-            let rss = rss_mib() - base;
-            let heap = heap_bytes() - heap_base;
-            assert_eq!(map.load_len(), n as usize, "every key was inserted once");
-
-            let (get_ns, found) = lookup_ns(&probes, |k| atomically(|tx| map.contains_key(tx, &k)));
-
-            let t = Instant::now();
-            let scanned = atomically(|tx| {
-                let mut count = 0u64;
-                map.scan(tx, n / 2.., |_, _| {
-                    count += 1;
-                    count < 100_000
-                })?;
-                Ok(count)
-            });
-            let scan_ns = t.elapsed().as_nanos() as f64 / scanned as f64;
-            println!(
-                "{}: {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of {batch}); \
-                 +{rss:.0} MiB resident ({:.0} B/key; live heap {:.0} B/key); contains_key {get_ns:.0} ns \
-                 ({found} of {} present); scan {scanned} keys in one transaction, \
-                 {scan_ns:.0} ns/key",
-                $name,
-                load_time.as_secs_f64(),
-                load_time.as_nanos() as f64 / n as f64,
-                rss * 1048576.0 / n as f64,
-                heap / n as f64,
-                probes.len(),
-            );
-            drop(map);
-        }};
-    }
-    measure!("TSkipMap", TSkipMap::new());
     // `BTREE_FANOUT=n` tries another node size (default: the map's).
     let fanout = std::env::var("BTREE_FANOUT")
         .ok()
         .and_then(|f| f.parse().ok())
         .unwrap_or(txmem::collections::btree::DEFAULT_FANOUT);
-    measure!("TBTreeMap", TBTreeMap::with_fanout(fanout));
+    let base = rss_mib();
+    let heap_base = heap_bytes();
+    let map = TBTreeMap::with_fanout(fanout);
+    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
+    let rss = rss_mib() - base;
+    let heap = heap_bytes() - heap_base;
+    assert_eq!(map.load_len(), n as usize, "every key was inserted once");
+
+    let (get_ns, found) = lookup_ns(&probes, |k| atomically(|tx| map.contains_key(tx, &k)));
+
+    let t = Instant::now();
+    let scanned = atomically(|tx| {
+        let mut count = 0u64;
+        map.scan(tx, n / 2.., |_, _| {
+            count += 1;
+            count < 100_000
+        })?;
+        Ok(count)
+    });
+    let scan_ns = t.elapsed().as_nanos() as f64 / scanned as f64;
+    println!(
+        "TBTreeMap (fanout {fanout}): {n} keys loaded in {:.2} s ({:.0} ns/insert, batches of \
+         {batch}); +{rss:.0} MiB resident ({:.0} B/key; live heap {:.0} B/key); contains_key \
+         {get_ns:.0} ns ({found} of {} present); scan {scanned} keys in one transaction, \
+         {scan_ns:.0} ns/key",
+        load_time.as_secs_f64(),
+        load_time.as_nanos() as f64 / n as f64,
+        rss * 1048576.0 / n as f64,
+        heap / n as f64,
+        probes.len(),
+    );
+    drop(map);
 
     // The same probes against peers, for scale (not transactional).
     let peer = crossbeam_skiplist::SkipMap::new();
