@@ -305,7 +305,6 @@ impl ThreadCounters {
     pub(crate) fn add(&self, s: Stat) {
         self.0.get_or_init(Local::register).0.add_owned(s);
     }
-
 }
 
 /// The calling thread's statistics.

@@ -236,7 +236,11 @@ impl AbortStatus {
     #[inline]
     const fn with_bit(self, bit: u32, on: bool) -> Self {
         AbortStatus {
-            bits: if on { self.bits | bit } else { self.bits & !bit },
+            bits: if on {
+                self.bits | bit
+            } else {
+                self.bits & !bit
+            },
         }
     }
 
@@ -463,7 +467,9 @@ mod tests {
     fn transient_needs_retry_and_no_repeating_cause() {
         assert!(AbortStatus::conflict().is_transient());
         assert!(!AbortStatus::capacity().with_retry(true).is_transient());
-        assert!(!AbortStatus::nesting_overflow().with_retry(true).is_transient());
+        assert!(!AbortStatus::nesting_overflow()
+            .with_retry(true)
+            .is_transient());
         assert!(!AbortStatus::conflict().with_retry(false).is_transient());
         assert!(AbortStatus::other().with_retry(true).is_transient());
         assert!(AbortStatus::interrupt().is_transient());
@@ -482,12 +488,18 @@ mod tests {
         assert_eq!(c.cause(), AbortCause::Capacity);
         assert_eq!(c.capacity_footprint(), Some(Footprint::Read));
         assert_eq!(AbortStatus::capacity().capacity_footprint(), None);
-        assert_eq!(s.with_suspended(false).with_rollback_only(false), AbortStatus::conflict());
+        assert_eq!(
+            s.with_suspended(false).with_rollback_only(false),
+            AbortStatus::conflict()
+        );
     }
 
     #[test]
     fn display_names_cause_hint_and_details() {
-        assert_eq!(format!("{}", AbortStatus::conflict()), "conflict (transient)");
+        assert_eq!(
+            format!("{}", AbortStatus::conflict()),
+            "conflict (transient)"
+        );
         assert_eq!(
             format!("{}", AbortStatus::explicit(7).with_retry(true)),
             "explicit abort (code 7, transient)"
