@@ -40,6 +40,7 @@
 pub mod coherence;
 pub mod config;
 pub mod cpu;
+pub mod elision;
 pub mod engine;
 pub mod experiments;
 pub mod htm;
@@ -58,3 +59,4 @@ pub use cpu::Cpu;
 pub use engine::executor::{Sim, SimError};
 pub use htm::{AbortCause, AbortStatus};
 pub use stats::Stats;
+pub use txmem_htm::policy;
