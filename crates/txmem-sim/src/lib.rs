@@ -11,6 +11,11 @@
 //! workloads compute real results. The same configuration and seed give identical
 //! [`Stats`], bit for bit.
 //!
+//! Aborts are reported as `txmem-htm`'s [`AbortStatus`], the vocabulary the real RTM backend
+//! of `txmem-elide` uses, and [`elision`] runs that crate's retry and coarsening policies
+//! ([`policy`]) on the simulated machine, so simulated lock elision makes the decisions the
+//! real locks make.
+//!
 //! ```
 //! use txmem_sim::{Sim, SimConfig};
 //! let mut sim = Sim::new(SimConfig { cores: 4, ..SimConfig::default() }).unwrap();
