@@ -20,10 +20,10 @@
 //! commit handlers of software transactions (for example `tx.on_commit(move || n.notify_one())`
 //! in txmem's STM): those run after commit, so the wake-up is delivered at once.
 
+use crate::engine::{self, DeferredWake};
 use crate::htm;
 use lock_api::{MutexGuard, RawMutex};
 use parking_lot_core::{ParkResult, DEFAULT_PARK_TOKEN, DEFAULT_UNPARK_TOKEN};
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -110,15 +110,15 @@ impl WaitTimeoutResult {
     }
 }
 
-thread_local! {
-    static DEFERRED: RefCell<Vec<(Arc<Inner>, bool)>> = const { RefCell::new(Vec::new()) };
+impl DeferredWake for Inner {
+    fn wake(&self, all: bool) {
+        self.deliver(all);
+    }
 }
 
 fn notify(inner: &Arc<Inner>, all: bool) {
     if htm::in_transaction() {
-        // Inside a transaction: the push is transactional too, so an abort discards it.
-        DEFERRED.with(|d| d.borrow_mut().push((inner.clone(), all)));
-        crate::engine::note_deferred();
+        engine::defer(inner.clone(), all);
     } else {
         inner.deliver(all);
     }
@@ -131,31 +131,7 @@ pub fn flush_deferred() {
     if htm::in_transaction() {
         return;
     }
-    deliver_deferred();
-}
-
-/// [`flush_deferred`] for callers that know no transaction is running (the elided locks,
-/// right after an outermost commit that deferred a notification).
-#[cold]
-pub(crate) fn deliver_deferred() {
-    loop {
-        let batch = DEFERRED
-            .try_with(|d| {
-                let mut d = d.borrow_mut();
-                if d.is_empty() {
-                    Vec::new()
-                } else {
-                    std::mem::take(&mut *d)
-                }
-            })
-            .unwrap_or_default();
-        if batch.is_empty() {
-            return;
-        }
-        for (inner, all) in batch {
-            inner.deliver(all);
-        }
-    }
+    engine::deliver_deferred();
 }
 
 impl TxCondvar {

@@ -1,10 +1,13 @@
 //! The elision driver shared by every lock: the per-thread context (policy state, records of
-//! elided holds, statistics), the retry loop around `begin`, and the bookkeeping after a
-//! commit or a fallback acquisition.
+//! elided holds, statistics, work deferred to the next commit), the retry loop around
+//! `begin`, and the bookkeeping after a commit or a fallback acquisition.
 //!
 //! Everything a thread keeps lives in one thread-local [`ThreadCtx`], so a lock operation
 //! reaches it with a single thread-local access: on real hardware the whole elided path costs
 //! little more than the `xbegin`/`xend` pair itself.
+//!
+//! The policies themselves are `txmem-htm`'s state machines; this module only feeds them the
+//! backend's answers and acts on their decisions, as the simulator's elided lock does.
 
 use crate::holds::{Check, Holds, Mode};
 use crate::htm::{AbortStatus, Htm, LOCK_BUSY_CODE, REENTRY_CODE};
@@ -14,6 +17,7 @@ use crate::policy::{
 use crate::stats::{Counters, Stat, ThreadCounters};
 use crossbeam_utils::Backoff;
 use std::cell::{Cell, RefCell};
+use std::sync::Arc;
 
 #[derive(Copy, Clone)]
 struct ThreadPolicy {
@@ -27,9 +31,18 @@ pub(crate) struct ThreadCtx {
     policy: RefCell<ThreadPolicy>,
     holds: Holds,
     counters: ThreadCounters,
-    /// Set (inside the transaction) when a condition-variable notification was deferred, so
-    /// a commit looks at the queue only when there is something in it.
+    /// Set (inside the transaction) when a notification was deferred, so a commit looks at
+    /// the queue only when there is something in it.
     deferred: Cell<bool>,
+    /// Notifications deferred until the outermost elided section commits (see [`defer`]).
+    queue: RefCell<Vec<(Arc<dyn DeferredWake>, bool)>>,
+}
+
+/// Something that wakes threads (a condition variable), and so cannot run inside a hardware
+/// transaction: the system call would abort it.
+pub(crate) trait DeferredWake {
+    /// Wakes one waiter, or all of them.
+    fn wake(&self, all: bool);
 }
 
 thread_local! {
@@ -42,6 +55,7 @@ thread_local! {
             holds: Holds::new(),
             counters: ThreadCounters::new(),
             deferred: Cell::new(false),
+            queue: RefCell::new(Vec::new()),
         }
     };
 }
@@ -89,15 +103,31 @@ pub(crate) fn coarsen_group_size() -> u32 {
     with_ctx(|t| t.policy.borrow().coarsen.group_size()).unwrap_or(1)
 }
 
-/// The calling thread's statistics counters.
-pub(crate) fn thread_counters<R>(f: impl FnOnce(&ThreadCounters) -> R) -> Option<R> {
-    with_ctx(|t| f(&t.counters))
+/// Queues a wake-up issued inside the running transaction, to be delivered after the
+/// outermost elided section commits. The push is transactional too, so an abort discards it
+/// and the re-executed section queues it again.
+pub(crate) fn defer(target: Arc<dyn DeferredWake>, all: bool) {
+    // Moved into the queue, not cloned: every reference-count update would be one more
+    // write inside the transaction.
+    let mut target = Some(target);
+    with_ctx(|t| {
+        if let Some(target) = target.take() {
+            t.queue.borrow_mut().push((target, all));
+        }
+        t.deferred.set(true);
+    });
+    if let Some(target) = target {
+        // The thread is being torn down and has nowhere to keep it. Waking now is still
+        // safe: inside a hardware transaction the system call aborts it, and the section
+        // runs again on its fallback lock, outside any transaction.
+        target.wake(all);
+    }
 }
 
-/// Notes that a notification was queued inside the running transaction (see
-/// [`ThreadCtx::deferred`]); rolled back with the transaction if it aborts.
-pub(crate) fn note_deferred() {
-    with_ctx(|t| t.deferred.set(true));
+/// Delivers the calling thread's deferred wake-ups now (the caller knows no transaction is
+/// running).
+pub(crate) fn deliver_deferred() {
+    with_ctx(ThreadCtx::deliver_deferred);
 }
 
 /// How a section was entered.
@@ -316,7 +346,21 @@ impl ThreadCtx {
             self.counters.add(Stat::Coarsened(sections as u64));
         }
         if self.deferred.replace(false) {
-            crate::condvar::deliver_deferred();
+            self.deliver_deferred();
+        }
+    }
+
+    /// Delivers the queued wake-ups, including any queued while delivering.
+    #[cold]
+    fn deliver_deferred(&self) {
+        loop {
+            let batch = std::mem::take(&mut *self.queue.borrow_mut());
+            if batch.is_empty() {
+                return;
+            }
+            for (target, all) in batch {
+                target.wake(all);
+            }
         }
     }
 }

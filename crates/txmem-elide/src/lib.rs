@@ -19,8 +19,9 @@
 //!   read-mostly workloads scale even without HTM.
 //! * [`TxCondvar`]: a condition variable whose notifications are deferred to the end of the
 //!   elided section, with a [`Notifier`] handle for commit handlers.
-//! * [`policy`]: the retry and coarsening policies as pure state machines, shared with the
-//!   simulator.
+//! * [`policy`]: the retry and coarsening policies as pure state machines. They are
+//!   `txmem-htm`'s, re-exported here; the simulator (`txmem-sim`) runs the same ones in its
+//!   simulated elided lock, and the abort statuses in [`htm`] are that crate's too.
 //! * [`stats`]: per-lock and per-thread counters (elided commits, aborts by cause, fallback
 //!   acquisitions, coarsened sections).
 //!
@@ -66,7 +67,6 @@ mod engine;
 mod holds;
 pub mod htm;
 mod mutex;
-pub mod policy;
 mod rwlock;
 pub mod stats;
 
@@ -79,6 +79,7 @@ pub use rwlock::{
     RawElidedRwLock, READER_SLOTS, RESTORE_AFTER_READS,
 };
 pub use stats::ElisionStats;
+pub use txmem_htm::policy;
 
 use htm::Htm;
 

@@ -16,7 +16,7 @@
 
 use crate::htm::{AbortCause, AbortStatus};
 use crossbeam_utils::CachePadded;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::ops::Add;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -135,7 +135,10 @@ fn abort_index(s: AbortStatus) -> usize {
         AbortCause::Conflict => 2,
         AbortCause::Capacity => 3,
         AbortCause::Debug => 4,
-        AbortCause::Nested | AbortCause::Other => 5,
+        AbortCause::NestingOverflow
+        | AbortCause::Interrupt
+        | AbortCause::Nested
+        | AbortCause::Other => 5,
     }
 }
 
@@ -263,10 +266,19 @@ static REGISTRY: parking_lot::Mutex<Registry> = parking_lot::Mutex::new(Registry
 
 struct Local(Arc<CachePadded<Counters>>);
 
+thread_local! {
+    /// The block the calling thread registered, for [`thread`]. The thread writes its counters
+    /// through the elision engine's thread context, which this module does not see; it learns
+    /// of the block here once, when the block is registered.
+    static MINE: RefCell<Option<Arc<CachePadded<Counters>>>> = const { RefCell::new(None) };
+}
+
 impl Local {
     fn register() -> Local {
         let block = Arc::new(CachePadded::new(Counters::new()));
         REGISTRY.lock().live.push(block.clone());
+        // Fails only while the thread is being torn down; `thread` then reads nothing.
+        let _ = MINE.try_with(|m| *m.borrow_mut() = Some(block.clone()));
         Local(block)
     }
 }
@@ -293,15 +305,14 @@ impl ThreadCounters {
     pub(crate) fn add(&self, s: Stat) {
         self.0.get_or_init(Local::register).0.add_owned(s);
     }
-
-    fn snapshot(&self) -> ElisionStats {
-        self.0.get().map(|l| l.0.snapshot()).unwrap_or_default()
-    }
 }
 
 /// The calling thread's statistics.
 pub fn thread() -> ElisionStats {
-    crate::engine::thread_counters(ThreadCounters::snapshot).unwrap_or_default()
+    MINE.try_with(|m| m.borrow().as_ref().map(|b| b.snapshot()))
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 /// The sum over all threads, including threads that have exited.
@@ -344,10 +355,9 @@ mod tests {
     fn exited_threads_are_kept_in_global() {
         let before = global().fallback_acquisitions;
         std::thread::spawn(|| {
-            crate::engine::thread_counters(|c| {
-                c.add(Stat::Fallback);
-                c.add(Stat::Fallback);
-            });
+            let c = ThreadCounters::new();
+            c.add(Stat::Fallback);
+            c.add(Stat::Fallback);
             assert_eq!(thread().fallback_acquisitions, 2);
         })
         .join()

@@ -16,8 +16,7 @@
 //!
 //! `xabort` inside a body never returns; outside a transaction it does nothing.
 
-use crate::engine::executor::Shared;
-use crate::engine::machine_cell::MachineRef;
+use crate::engine::machine_cell::{MachineRef, Shared};
 use crate::htm::AbortStatus;
 use crate::machine::{Issue, OpKind};
 use std::cell::Cell;
@@ -249,8 +248,16 @@ impl Cpu {
 
     /// Explicitly aborts the running transaction with `code`; never completes inside a
     /// transaction. Outside one it does nothing.
-    pub fn xabort(&self, code: u32) -> Op<'_, ()> {
+    pub fn xabort(&self, code: u8) -> Op<'_, ()> {
         self.op(OpKind::XAbort(code))
+    }
+
+    /// Ends the retry history of the transaction that last aborted on this core at the
+    /// current depth: the caller finished its work another way (under a lock), so the next
+    /// [`Cpu::xbegin`] starts a new logical transaction (fresh timestamp and karma, and its
+    /// commit is not a restart) instead of continuing the aborted one.
+    pub fn forget_aborted(&self) {
+        self.machine().forget_retry(self.core);
     }
 
     /// MetaTM `xpush`: suspends the running transaction (if any) so that the following code
@@ -409,7 +416,7 @@ impl Cpu {
             };
             match r {
                 Ok(v) => return v,
-                Err(st) if st.persistent => {
+                Err(st) if st.is_persistent() => {
                     self.machine().forget_retry(self.core);
                     self.op::<()>(OpKind::SerialAcquire).await;
                     let v = body(self.clone()).await;

@@ -11,6 +11,11 @@
 //! workloads compute real results. The same configuration and seed give identical
 //! [`Stats`], bit for bit.
 //!
+//! Aborts are reported as `txmem-htm`'s [`AbortStatus`], the vocabulary the real RTM backend
+//! of `txmem-elide` uses, and [`elision`] runs that crate's retry and coarsening policies
+//! ([`policy`]) on the simulated machine, so simulated lock elision makes the decisions the
+//! real locks make.
+//!
 //! ```
 //! use txmem_sim::{Sim, SimConfig};
 //! let mut sim = Sim::new(SimConfig { cores: 4, ..SimConfig::default() }).unwrap();
@@ -40,6 +45,7 @@
 pub mod coherence;
 pub mod config;
 pub mod cpu;
+pub mod elision;
 pub mod engine;
 pub mod experiments;
 pub mod htm;
@@ -58,3 +64,4 @@ pub use cpu::Cpu;
 pub use engine::executor::{Sim, SimError};
 pub use htm::{AbortCause, AbortStatus};
 pub use stats::Stats;
+pub use txmem_htm::policy;

@@ -116,12 +116,16 @@ pub struct AbortCounts {
     pub nesting: u64,
     /// Aborted by an interrupt (interrupt mode `abort`).
     pub interrupt: u64,
+    /// Causes of the shared vocabulary that the simulated HTM never raises (debug, nested,
+    /// other): always zero, kept so that every cause has a bucket.
+    #[serde(default)]
+    pub other: u64,
 }
 
 impl AbortCounts {
     /// Sum over all causes.
     pub fn total(&self) -> u64 {
-        self.explicit + self.conflict + self.capacity + self.nesting + self.interrupt
+        self.explicit + self.conflict + self.capacity + self.nesting + self.interrupt + self.other
     }
 }
 

@@ -31,7 +31,7 @@ fn aborted_transaction_leaves_no_trace() {
                 })
                 .await;
             let st: txmem_sim::AbortStatus = r.unwrap_err();
-            assert_eq!(st.cause, AbortCause::Explicit(42));
+            assert_eq!(st.cause(), AbortCause::Explicit(42));
             assert!(!cpu.xtest());
             assert_eq!(cpu.load(a).await, 5);
             assert_eq!(cpu.load(b).await, 0);
@@ -183,8 +183,8 @@ fn bounded_capacity_aborts_persistently_and_transaction_falls_back() {
             .xbegin(|cpu| async move { touch_same_set(&cpu, base, 1024, 3).await })
             .await;
         let st = r.unwrap_err();
-        assert_eq!(st.cause, AbortCause::Capacity);
-        assert!(st.persistent);
+        assert_eq!(st.cause(), AbortCause::Capacity);
+        assert!(st.is_persistent());
         // Two lines fit in a set.
         cpu.xbegin(|cpu| async move { touch_same_set(&cpu, base, 1024, 2).await })
             .await
@@ -260,8 +260,8 @@ fn flat_nesting_and_nesting_limit() {
             })
             .await;
         let st = r.unwrap_err();
-        assert_eq!(st.cause, AbortCause::Nesting);
-        assert!(st.persistent);
+        assert_eq!(st.cause(), AbortCause::NestingOverflow);
+        assert!(st.is_persistent());
         // An abort inside a nested level aborts the outermost transaction.
         let r = cpu
             .xbegin(|cpu| async move {
@@ -388,7 +388,7 @@ fn lazy_detection_lets_the_committer_win() {
                 v
             })
             .await;
-        assert_eq!(r.unwrap_err().cause, AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
         let again = cpu.xbegin(|cpu| async move { cpu.load(x).await }).await;
         cpu.store(ok, again.unwrap()).await;
     });

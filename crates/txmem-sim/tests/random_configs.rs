@@ -7,6 +7,7 @@
 mod common;
 
 use txmem_sim::config::*;
+use txmem_sim::elision::ElisionConfig;
 use txmem_sim::engine::rng::SplitMix64;
 use txmem_sim::workloads::*;
 
@@ -60,6 +61,7 @@ fn random_configurations_run_correctly() {
             array_size: 1 + r(5) as u64,
             think_cycles: r(30) as u64,
             lock_same_line: r(4) == 0,
+            elision: ElisionConfig::default(),
         };
         // The workload checks its own total whenever the run did not time out.
         let s = run(&cfg, &w)
@@ -77,5 +79,64 @@ fn random_configurations_run_correctly() {
         if s.timed_out {
             assert_eq!(s.total_cycles, cfg.max_cycles);
         }
+    }
+}
+
+/// The same machines under elided locks with random policy parameters: the fallback lock
+/// guarantees progress whatever the contention policy, so no run may time out.
+#[test]
+fn random_configurations_with_elision_run_correctly() {
+    let cases: u64 = std::env::var("TXMEM_SIM_RANDOM_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let mut rng = SplitMix64::new(7);
+    for case in 0..cases {
+        let mut r = |n: u64| rng.below(n) as usize;
+        let mut cfg = common::small(1 + r(6));
+        cfg.seed = r(100) as u64;
+        cfg.htm.policy = PolicyKind::ALL[r(8)];
+        cfg.htm.backoff = BackoffKind::ALL[r(4)];
+        (cfg.htm.versioning, cfg.htm.detection) = [
+            (Versioning::Eager, Detection::Eager),
+            (Versioning::Lazy, Detection::Eager),
+            (Versioning::Lazy, Detection::Lazy),
+        ][r(3)];
+        cfg.htm.stall_on_conflict = r(2) == 1;
+        cfg.interrupts.period = [0, 97, 500][r(3)];
+        cfg.interrupts.mode = if r(2) == 1 {
+            InterruptMode::Xpush
+        } else {
+            InterruptMode::Abort
+        };
+        cfg.max_cycles = 400_000;
+        let w = WorkloadConfig {
+            kind: if r(2) == 1 {
+                WorkloadKind::Counter
+            } else {
+                WorkloadKind::CounterArray
+            },
+            sync: SyncKind::Elided,
+            increments: 15,
+            array_size: 1 + r(5) as u64,
+            think_cycles: r(30) as u64,
+            lock_same_line: r(4) == 0,
+            elision: ElisionConfig {
+                max_attempts: r(6) as u32,
+                grow_by: r(3) as u32,
+                max_busy_waits: r(4) as u32,
+                coarsen: r(2) == 1,
+                coarsen_threshold: r(4) as u32,
+                coarsen_max_group: r(9) as u32,
+            },
+        };
+        let res = run(&cfg, &w).unwrap_or_else(|e| panic!("case {case}: {e}\n{cfg:?}\n{w:?}"));
+        assert!(
+            !res.stats.timed_out,
+            "case {case} timed out:\n{cfg:?}\n{w:?}"
+        );
+        let e = res.elision;
+        assert_eq!(e.sections, cfg.cores as u64 * 15, "case {case}");
+        assert_eq!(e.elided_commits, res.stats.tx.commits, "case {case}");
     }
 }

@@ -17,16 +17,22 @@
 //! leaves no trace, but sections that do such things will never commit in hardware and only
 //! waste time. Deferred work belongs after the section; [`crate::TxCondvar`] does this for
 //! wake-ups.
+//!
+//! # Abort statuses
+//!
+//! [`AbortStatus`], [`AbortCause`] and the reserved codes are `txmem-htm`'s, re-exported: the
+//! same types describe the aborts of the simulator's HTM, so the policies read one vocabulary
+//! whichever backend produced the abort. Their layout is RTM's, so [`Rtm`] converts `eax`
+//! with one mask; [`MockHtm`] and [`NoHtm`] build statuses with the constructors.
 
 mod mock;
 mod none;
 mod rtm;
-mod status;
 
 pub use mock::{MockEvent, MockHtm, MockOutcome, MockScript, MockStats, MOCK_LOG_CAPACITY};
 pub use none::NoHtm;
 pub use rtm::{Rtm, RtmDetection, RtmVerdict};
-pub use status::{AbortCause, AbortStatus, LOCK_BUSY_CODE, REENTRY_CODE};
+pub use txmem_htm::{AbortCause, AbortStatus, Footprint, LOCK_BUSY_CODE, REENTRY_CODE};
 
 /// The backend the crate's lock aliases use by default: [`Rtm`] on x86-64 (which degrades to
 /// "unavailable" on CPUs without usable RTM), [`NoHtm`] elsewhere.

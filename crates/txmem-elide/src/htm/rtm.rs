@@ -212,7 +212,7 @@ unsafe impl Htm for Rtm {
             if status == raw::STARTED {
                 Ok(())
             } else {
-                Err(AbortStatus::from_raw(status))
+                Err(AbortStatus::from_rtm(status))
             }
         }
         #[cfg(not(target_arch = "x86_64"))]

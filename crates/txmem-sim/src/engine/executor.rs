@@ -10,7 +10,7 @@
 use crate::config::{ConfigError, SimConfig};
 use crate::cpu::Cpu;
 use crate::engine::event_queue::EventKind;
-use crate::engine::machine_cell::{MachineCell, MachineRef};
+use crate::engine::machine_cell::{MachineCell, MachineRef, Shared};
 use crate::engine::per_core::PerCore;
 use crate::machine::Machine;
 use crate::stats::Stats;
@@ -21,16 +21,6 @@ use std::task::{Context, Poll, Waker};
 
 type Task = Pin<Box<dyn Future<Output = ()>>>;
 type HandlerFactory = Rc<dyn Fn(Cpu) -> Task>;
-
-/// State shared between the executor and the [`Cpu`] handles of simulated code.
-#[derive(Debug)]
-pub struct Shared {
-    /// The machine. Taken only for the duration of one simulator step, never across an
-    /// await or a call into simulated code.
-    pub machine: MachineCell,
-    /// [`Machine::abort_counts`]: per core, how many aborts wait to be taken.
-    pub abort_counts: Rc<PerCore<std::cell::Cell<u32>>>,
-}
 
 /// The machine, for one step of the executor or of a `Sim` method.
 #[inline(always)]

@@ -1,14 +1,31 @@
-//! The cell holding the machine that the executor and the [`crate::cpu::Cpu`] handles share.
+//! The cell holding the machine that the executor and the [`crate::cpu::Cpu`] handles share,
+//! and [`Shared`], the state both hold.
 //!
 //! Simulated code reaches the machine many times per simulated operation (to issue it, to
 //! collect its result, to take an abort), always for one short simulator step that calls no
 //! simulated code. A `RefCell` would check and update its borrow flag at every one of those
 //! steps; [`MachineCell`] leaves the exclusion to its two users (the executor and `Cpu`,
 //! whose accesses are confined to their own modules) and checks it in debug builds only.
+//!
+//! [`Shared`] lives here rather than with either user so that both depend on this module and
+//! neither on the other's: the executor creates `Cpu` handles, and a `Cpu` only needs the
+//! shared state.
 
+use crate::engine::per_core::PerCore;
 use crate::machine::Machine;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
+use std::rc::Rc;
+
+/// State shared between the executor and the [`crate::cpu::Cpu`] handles of simulated code.
+#[derive(Debug)]
+pub struct Shared {
+    /// The machine. Taken only for the duration of one simulator step, never across an
+    /// await or a call into simulated code.
+    pub machine: MachineCell,
+    /// [`Machine::abort_counts`]: per core, how many aborts wait to be taken.
+    pub abort_counts: Rc<PerCore<Cell<u32>>>,
+}
 
 /// The machine of one simulation, with unchecked (in release builds) exclusive access.
 pub struct MachineCell {

@@ -7,7 +7,7 @@ pub mod sweep;
 pub mod table;
 
 use crate::config::{set_json_path, ConfigError, SimConfig};
-use crate::workloads::{self, RunResult, WorkloadConfig, WorkloadError};
+use crate::workloads::{self, RunResult, SyncKind, WorkloadConfig, WorkloadError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -128,6 +128,20 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
     put("snoops", s.coherence.snoops.into());
     put("invalidations", s.coherence.invalidations.into());
     put("mem_ops", s.mem_ops.into());
+    if rc.workload.sync == SyncKind::Elided {
+        // Only elided runs have these, so the other rows' reports stay as they were.
+        let e = &r.elision;
+        put("sections", e.sections.into());
+        put("elided_commits", e.elided_commits.into());
+        put("coarsened_sections", e.coarsened_sections.into());
+        put("fallbacks", e.fallbacks.into());
+        put(
+            "fallback_rate",
+            (e.fallbacks as f64 / e.sections.max(1) as f64).into(),
+        );
+        put("lock_busy_aborts", e.lock_busy_aborts.into());
+        put("busy_waits", e.busy_waits.into());
+    }
     put("host_seconds", r.host_seconds.into());
     put("host_ops_per_sec", r.host_ops_per_sec().into());
     m

@@ -140,6 +140,36 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_x: "policy",
         build: || (spec("htm.policy", names(&PolicyKind::ALL, PolicyKind::name)), Some(7)),
     },
+    Experiment {
+        name: "elision",
+        description: "XSync lock elision of the counter's spinlock: hardware attempts per section before taking the lock (txmem-htm's retry policy, as txmem-elide runs it)",
+        workload: WorkloadKind::Counter,
+        columns: &[
+            "cycles",
+            "relative_time",
+            "elided_commits",
+            "fallbacks",
+            "fallback_rate",
+            "restarts",
+            "lock_busy_aborts",
+            "busy_waits",
+            "host_ops_per_sec",
+        ],
+        plot_metric: "cycles",
+        plot_x: "max_attempts",
+        build: || {
+            (
+                SweepSpec {
+                    param: "workload.elision.max_attempts".into(),
+                    values: ["1", "2", "5", "10"].map(String::from).to_vec(),
+                    // One series: it is what makes every row elide the lock.
+                    series_param: Some("workload.sync".into()),
+                    series_values: vec!["elided".into()],
+                },
+                Some(2),
+            )
+        },
+    },
 ];
 
 /// Looks an experiment up by name.

@@ -1,6 +1,9 @@
 //! Hardware transactional memory: transaction frames, read/write sets, conflict lookup,
 //! contention policies, backoff, abort statuses and suspended transactions.
 //!
+//! Abort statuses are `txmem-htm`'s [`AbortStatus`] and [`AbortCause`], shared with the
+//! real lock-elision backends; [`status`] says how simulated aborts map into them.
+//!
 //! Each core has a stack of frames. The top frame, when it is neither suspended nor doomed,
 //! is the core's *active* transaction; frames below it are suspended (by `xpush`, by an
 //! interrupt in `xpush` mode, or by POWER8 `tsuspend`). `xpush` with no active transaction
@@ -20,7 +23,7 @@ use crate::config::HtmConfig;
 use crate::engine::per_core::PerCore;
 use crate::engine::time::Cycle;
 use set::U64Map;
-pub use status::{AbortCause, AbortStatus};
+pub use status::{AbortCause, AbortStatus, Footprint};
 
 /// How a frame was suspended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,68 +1,39 @@
-//! Abort statuses: why a transaction aborted and whether retrying may help.
+//! How the simulated HTM reports an abort: in `txmem-htm`'s vocabulary, the one the RTM
+//! backend of `txmem-elide` uses too, so the shared elision policies read simulated aborts
+//! exactly as they read real ones.
+//!
+//! Every simulated abort has one cause. What the simulator knows beyond it travels as the
+//! status's details: [`AbortStatus::is_suspended`] for a transaction doomed while suspended
+//! (`xpush`, POWER8 `tsuspend`), [`AbortStatus::is_rollback_only`] for a POWER8
+//! rollback-only transaction, and [`AbortStatus::capacity_footprint`] for which part of the
+//! footprint left the L1.
 
-use serde::{Deserialize, Serialize};
+pub use txmem_htm::{AbortCause, AbortStatus, Footprint};
 
-/// Why a transaction aborted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AbortCause {
-    /// `xabort(code)` was executed.
-    Explicit(u32),
-    /// Lost a conflict with another transaction or with a non-transactional access.
-    Conflict,
-    /// A transactional line left the L1 (bounded capacity).
-    Capacity,
-    /// Flat nesting or the suspended-transaction stack went too deep.
-    Nesting,
-    /// An interrupt arrived while it ran (interrupt mode `abort`).
-    Interrupt,
+/// The status the simulated HTM reports for an abort with `cause`.
+///
+/// The retry hint is clear only for capacity and nesting overflow, the causes that repeat
+/// when the same transaction runs again; [`Cpu::transaction`](crate::Cpu::transaction) runs
+/// the body in serial mode after those. An explicit abort keeps the hint, unlike RTM's
+/// `xabort`: MetaTM's `xabort` says nothing about the next attempt, and `transaction`
+/// retries it like a conflict (POWER8's `tabort.` lets software choose, too).
+///
+/// ```
+/// use txmem_sim::htm::status::status;
+/// use txmem_sim::AbortCause;
+///
+/// assert!(status(AbortCause::Capacity).is_persistent());
+/// assert!(status(AbortCause::Explicit(3)).is_transient());
+/// assert_eq!(status(AbortCause::Conflict).cause(), AbortCause::Conflict);
+/// ```
+#[inline]
+pub fn status(cause: AbortCause) -> AbortStatus {
+    let repeats = matches!(cause, AbortCause::Capacity | AbortCause::NestingOverflow);
+    AbortStatus::from_cause(cause).with_retry(!repeats)
 }
 
-/// The status a failed transaction reports, like RTM's `EAX` after an abort.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct AbortStatus {
-    /// Why.
-    pub cause: AbortCause,
-    /// Hint: retrying the same transaction is expected to fail again (capacity, nesting).
-    /// When false the abort is transient and a retry may succeed.
-    pub persistent: bool,
-}
-
-impl AbortStatus {
-    /// Status for `cause` with its natural hint: capacity and nesting are persistent, the
-    /// rest transient.
-    pub fn new(cause: AbortCause) -> Self {
-        let persistent = matches!(cause, AbortCause::Capacity | AbortCause::Nesting);
-        AbortStatus { cause, persistent }
-    }
-
-    /// Whether the hint says a retry may succeed.
-    pub fn is_transient(&self) -> bool {
-        !self.persistent
-    }
-
-    /// The `xabort` code, for explicit aborts.
-    pub fn code(&self) -> Option<u32> {
-        match self.cause {
-            AbortCause::Explicit(c) => Some(c),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for AbortStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hint = if self.persistent {
-            "persistent"
-        } else {
-            "transient"
-        };
-        match self.cause {
-            AbortCause::Explicit(c) => write!(f, "explicit abort (code {c}, {hint})"),
-            AbortCause::Conflict => write!(f, "conflict ({hint})"),
-            AbortCause::Capacity => write!(f, "capacity ({hint})"),
-            AbortCause::Nesting => write!(f, "nesting ({hint})"),
-            AbortCause::Interrupt => write!(f, "interrupt ({hint})"),
-        }
-    }
+/// The status of a capacity abort caused by a line of the given part of the footprint.
+#[inline]
+pub fn capacity(part: Footprint) -> AbortStatus {
+    AbortStatus::capacity_of(part)
 }

@@ -2,6 +2,7 @@
 //! caches and coherence, values and read/write sets.
 
 use super::*;
+use crate::htm::Footprint;
 
 impl Machine {
     /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
@@ -20,7 +21,12 @@ impl Machine {
             }
             match self.cfg.htm.capacity {
                 Capacity::Bounded => {
-                    self.doom(actor, core, j, AbortStatus::new(AbortCause::Capacity));
+                    let part = if f.writes_line(line) {
+                        Footprint::Write
+                    } else {
+                        Footprint::Read
+                    };
+                    self.doom(actor, core, j, crate::htm::status::capacity(part));
                     if core == actor && Some(j) == active {
                         self_abort = true;
                     }
@@ -249,7 +255,7 @@ impl Machine {
         if doom_all {
             for k in 0..self.conflicts.len() {
                 let (d, j) = self.conflicts[k];
-                self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
+                self.doom(core, d, j, status(AbortCause::Conflict));
             }
             return Resolution::Proceed;
         }
@@ -266,7 +272,7 @@ impl Machine {
                 Resolution::Stall(c)
             }
             _ => {
-                self.doom(core, core, i, AbortStatus::new(AbortCause::Conflict));
+                self.doom(core, core, i, status(AbortCause::Conflict));
                 Resolution::Aborted
             }
         }

@@ -15,6 +15,7 @@ use crate::engine::rng::SplitMix64;
 use crate::engine::time::Cycle;
 use crate::htm::backoff::backoff_cycles;
 use crate::htm::policy::{requester_wins, Side};
+use crate::htm::status::status;
 use crate::htm::suspend::{Pushed, Resumed};
 use crate::htm::{AbortCause, AbortStatus, Htm, SuspendKind, READ, WRITE};
 use crate::memory::hierarchy::{AccessResult, Hierarchy};
@@ -50,7 +51,7 @@ pub enum OpKind {
     /// Commit (or leave a flat-nested level of) transaction attempt `id`.
     XEnd(u64),
     /// Explicit abort with a code.
-    XAbort(u32),
+    XAbort(u8),
     /// MetaTM `xpush`.
     XPush,
     /// MetaTM `xpop`.
@@ -289,12 +290,7 @@ impl Machine {
             }
             OpKind::XAbort(code) => match self.htm.active(core) {
                 Some(idx) => {
-                    self.doom(
-                        core,
-                        core,
-                        idx,
-                        AbortStatus::new(AbortCause::Explicit(code)),
-                    );
+                    self.doom(core, core, idx, status(AbortCause::Explicit(code)));
                     Outcome::Aborted
                 }
                 None => Outcome::Done(0, 1),
@@ -304,7 +300,7 @@ impl Machine {
                     self.htm.suspended_count(core) >= self.cfg.htm.max_suspended as usize;
                 if let Pushed::Suspended(idx) = self.htm.xpush(core) {
                     if too_deep {
-                        self.doom(core, core, idx, AbortStatus::new(AbortCause::Nesting));
+                        self.doom(core, core, idx, status(AbortCause::NestingOverflow));
                     }
                 }
                 Outcome::Done(0, 1)
@@ -331,7 +327,7 @@ impl Machine {
                             continue;
                         }
                         for j in 0..self.htm.depth(d) {
-                            self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
+                            self.doom(core, d, j, status(AbortCause::Conflict));
                         }
                     }
                     Outcome::Done(0, 1)
@@ -404,7 +400,7 @@ impl Machine {
             }
             InterruptMode::Abort => {
                 if let Some(idx) = active {
-                    self.doom(core, core, idx, AbortStatus::new(AbortCause::Interrupt));
+                    self.doom(core, core, idx, status(AbortCause::Interrupt));
                 }
             }
         }

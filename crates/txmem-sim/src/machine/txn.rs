@@ -18,7 +18,7 @@ impl Machine {
             );
             f.nesting += 1;
             if f.nesting > self.cfg.htm.max_nesting {
-                self.doom(core, core, idx, AbortStatus::new(AbortCause::Nesting));
+                self.doom(core, core, idx, status(AbortCause::NestingOverflow));
                 return Outcome::Aborted;
             }
             return Outcome::Done(0, begin);
@@ -99,7 +99,7 @@ impl Machine {
                 buf.clear();
                 self.htm.conflicts(core, None, line, w, true, &mut buf);
                 for &(d, j) in &buf {
-                    self.doom(core, d, j, AbortStatus::new(AbortCause::Conflict));
+                    self.doom(core, d, j, status(AbortCause::Conflict));
                 }
                 self.conflicts = buf;
             }
@@ -145,9 +145,10 @@ impl Machine {
         }
         f.undo.clear();
         f.wbuf.clear();
+        let suspended = f.suspended.is_some();
+        let st = st.with_suspended(suspended).with_rollback_only(f.rot);
         f.doomed = Some(st);
         let id = f.id;
-        let suspended = f.suspended.is_some();
         self.htm.clear_tracking(core, idx);
         if suspended {
             self.stats.tx.doomed_while_suspended += 1;
@@ -193,15 +194,16 @@ impl Machine {
         let t = &mut self.stats.tx;
         t.restarts += 1;
         self.cores[core].stats.restarts += 1;
-        if st.persistent {
+        if st.is_persistent() {
             t.persistent_aborts += 1;
         }
-        match st.cause {
+        match st.cause() {
             AbortCause::Explicit(_) => t.aborts.explicit += 1,
             AbortCause::Conflict => t.aborts.conflict += 1,
             AbortCause::Capacity => t.aborts.capacity += 1,
-            AbortCause::Nesting => t.aborts.nesting += 1,
+            AbortCause::NestingOverflow => t.aborts.nesting += 1,
             AbortCause::Interrupt => t.aborts.interrupt += 1,
+            AbortCause::Debug | AbortCause::Nested | AbortCause::Other => t.aborts.other += 1,
         }
         if let Some(idx) = self.htm.find(core, id) {
             self.htm.abort_frame(core, idx);

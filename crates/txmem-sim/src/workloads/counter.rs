@@ -3,41 +3,79 @@
 use super::{RunResult, SyncKind, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
+use crate::elision::{Elision, ElisionConfig, ElisionStats};
 use crate::engine::executor::Sim;
+use std::cell::Cell;
+use std::rc::Rc;
 use std::time::Instant;
 
-/// Acquires a test-and-test-and-set spinlock at `lock`.
-pub async fn spin_lock(cpu: &Cpu, lock: u64) {
-    loop {
-        if cpu.load(lock).await == 0 && cpu.cas(lock, 0, 1).await == 0 {
-            return;
-        }
-    }
-}
+pub use crate::elision::{spin_lock, spin_unlock};
 
-/// Releases the spinlock at `lock`.
-pub async fn spin_unlock(cpu: &Cpu, lock: u64) {
-    cpu.store(lock, 0).await;
+/// Adds one to the word at `counter` (the critical section).
+async fn add_one(cpu: &Cpu, counter: u64) {
+    let v = cpu.load(counter).await;
+    cpu.store(counter, v + 1).await;
 }
 
 /// Increments the word at `counter` under `sync` (`lock` is used by the spinlock).
+///
+/// `elided` runs with fresh policies each call; a thread that increments repeatedly keeps
+/// one [`Elision`] instead, so that the policies adapt.
 pub async fn increment(cpu: &Cpu, sync: SyncKind, counter: u64, lock: u64) {
     match sync {
         SyncKind::Spinlock => {
             spin_lock(cpu, lock).await;
-            let v = cpu.load(counter).await;
-            cpu.store(counter, v + 1).await;
+            add_one(cpu, counter).await;
             spin_unlock(cpu, lock).await;
         }
         SyncKind::Tx => {
-            cpu.transaction(|cpu| async move {
-                let v = cpu.load(counter).await;
-                cpu.store(counter, v + 1).await;
-            })
-            .await
+            cpu.transaction(|cpu| async move { add_one(&cpu, counter).await })
+                .await
         }
         SyncKind::Atomic => {
             cpu.fetch_add(counter, 1).await;
+        }
+        SyncKind::Elided => {
+            Elision::new(&ElisionConfig::default())
+                .run(cpu, lock, |cpu| async move { add_one(&cpu, counter).await })
+                .await
+        }
+    }
+}
+
+/// One core's way of incrementing: the synchronization, and the elision policies that adapt
+/// across its increments when it is `elided`.
+struct Incrementer {
+    sync: SyncKind,
+    elision: Elision,
+}
+
+impl Incrementer {
+    fn new(sync: SyncKind, cfg: &ElisionConfig) -> Self {
+        Incrementer {
+            sync,
+            elision: Elision::new(cfg),
+        }
+    }
+
+    /// Increments the word at `counter` between 1 and `max` times (more than once only when
+    /// elision coarsens sections); returns how many.
+    async fn increments(&mut self, cpu: &Cpu, counter: u64, lock: u64, max: u64) -> u64 {
+        match self.sync {
+            SyncKind::Elided => {
+                self.elision
+                    .run_group(
+                        cpu,
+                        lock,
+                        max,
+                        |cpu| async move { add_one(&cpu, counter).await },
+                    )
+                    .await
+            }
+            sync => {
+                increment(cpu, sync, counter, lock).await;
+                1
+            }
         }
     }
 }
@@ -45,6 +83,7 @@ pub async fn increment(cpu: &Cpu, sync: SyncKind, counter: u64, lock: u64) {
 fn finish(
     sim: &mut Sim,
     start: Instant,
+    elision: &Cell<ElisionStats>,
     check: impl FnOnce(&Sim) -> Result<(), String>,
 ) -> Result<RunResult, WorkloadError> {
     let stats = sim.run()?;
@@ -55,7 +94,15 @@ fn finish(
     Ok(RunResult {
         stats,
         host_seconds,
+        elision: elision.get(),
     })
+}
+
+/// Adds a core's elision counts to the run's.
+fn add_to(total: &Cell<ElisionStats>, core: ElisionStats) {
+    let mut t = total.get();
+    t += core;
+    total.set(t);
 }
 
 /// `cores` threads each increment one shared counter `increments` times; checks the total.
@@ -70,18 +117,25 @@ pub fn run_counter(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, Wor
         sim.alloc_lines(1)
     };
     let (sync, n, think) = (w.sync, w.increments, w.think_cycles);
+    let elision = Rc::new(Cell::new(ElisionStats::default()));
     for core in 0..cfg.cores {
+        let (ecfg, total) = (w.elision.clone(), elision.clone());
         sim.spawn(core, move |cpu| async move {
-            for _ in 0..n {
-                increment(&cpu, sync, counter, lock).await;
+            let mut inc = Incrementer::new(sync, &ecfg);
+            let mut done = 0;
+            while done < n {
+                let k = inc.increments(&cpu, counter, lock, n - done).await;
+                done += k;
                 if think > 0 {
-                    cpu.compute(think).await;
+                    // A coarsened group's think time comes after the whole group.
+                    cpu.compute(think * k).await;
                 }
             }
+            add_to(&total, inc.elision.stats());
         });
     }
     let expect = cfg.cores as u64 * n;
-    finish(&mut sim, start, |sim| {
+    finish(&mut sim, start, &elision, |sim| {
         let got = sim.read(counter);
         if got == expect {
             Ok(())
@@ -111,20 +165,25 @@ pub fn run_counter_array(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResul
     }
     let base = sim.alloc_lines(lines);
     let (sync, n, think, size) = (w.sync, w.increments, w.think_cycles, w.array_size);
+    let elision = Rc::new(Cell::new(ElisionStats::default()));
     for core in 0..cfg.cores {
+        let (ecfg, total) = (w.elision.clone(), elision.clone());
         sim.spawn(core, move |cpu| async move {
+            let mut inc = Incrementer::new(sync, &ecfg);
             for _ in 0..n {
                 let i = cpu.random_below(size);
                 let counter = base + 2 * i * lb;
-                increment(&cpu, sync, counter, counter + lb).await;
+                // Each counter has its own lock, so sections are never coarsened here.
+                inc.increments(&cpu, counter, counter + lb, 1).await;
                 if think > 0 {
                     cpu.compute(think).await;
                 }
             }
+            add_to(&total, inc.elision.stats());
         });
     }
     let expect = cfg.cores as u64 * n;
-    finish(&mut sim, start, |sim| {
+    finish(&mut sim, start, &elision, |sim| {
         let got: u64 = (0..size).map(|i| sim.read(base + 2 * i * lb)).sum();
         if got == expect {
             Ok(())

@@ -2,6 +2,7 @@
 
 pub mod counter;
 
+use crate::elision::{ElisionConfig, ElisionStats};
 use crate::engine::executor::SimError;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,10 @@ pub enum SyncKind {
     Tx,
     /// One atomic fetch-and-add (a lower bound, no critical section).
     Atomic,
+    /// The spinlock, elided: a hardware transaction subscribed to the lock, with retries,
+    /// lock-busy waits, coarsening and the fallback to the lock decided by `txmem-htm`'s
+    /// policies (see [`crate::elision`] and [`WorkloadConfig::elision`]).
+    Elided,
 }
 
 impl SyncKind {
@@ -25,6 +30,7 @@ impl SyncKind {
             SyncKind::Spinlock => "spinlock",
             SyncKind::Tx => "tx",
             SyncKind::Atomic => "atomic",
+            SyncKind::Elided => "elided",
         }
     }
 }
@@ -66,6 +72,8 @@ pub struct WorkloadConfig {
     pub think_cycles: u64,
     /// Put the spinlock on the counter's line instead of its own line.
     pub lock_same_line: bool,
+    /// Policy parameters of the `elided` synchronization (unused by the others).
+    pub elision: ElisionConfig,
 }
 
 impl Default for WorkloadConfig {
@@ -77,6 +85,7 @@ impl Default for WorkloadConfig {
             array_size: 64,
             think_cycles: 0,
             lock_same_line: false,
+            elision: ElisionConfig::default(),
         }
     }
 }
@@ -114,6 +123,9 @@ pub struct RunResult {
     pub stats: Stats,
     /// Host wall-clock seconds of the simulation (not deterministic).
     pub host_seconds: f64,
+    /// What the elision policies decided, summed over the cores (zero unless the
+    /// synchronization is `elided`).
+    pub elision: ElisionStats,
 }
 
 impl RunResult {

@@ -17,8 +17,8 @@
 //! * a lock-busy abort changes nothing (it says nothing about the group's size).
 //!
 //! ```
-//! use txmem_elide::htm::AbortStatus;
-//! use txmem_elide::policy::{CoarsenConfig, CoarsenEvent, CoarsenPolicy};
+//! use txmem_htm::AbortStatus;
+//! use txmem_htm::policy::{CoarsenConfig, CoarsenEvent, CoarsenPolicy};
 //!
 //! let mut p = CoarsenPolicy::new(CoarsenConfig { threshold: 2, max_group: 8 });
 //! assert_eq!(p.on(CoarsenEvent::Committed { sections: 1 }), 1);
@@ -28,7 +28,7 @@
 //! assert_eq!(p.on(CoarsenEvent::Aborted(AbortStatus::conflict())), 1); // stop
 //! ```
 
-use crate::htm::AbortStatus;
+use crate::AbortStatus;
 
 /// Parameters of the coarsening policy.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,10 +1,10 @@
 //! Property tests of the policy state machines against simple reference models.
 
 use proptest::prelude::*;
-use txmem_elide::htm::AbortStatus;
-use txmem_elide::policy::{
+use txmem_htm::policy::{
     CoarsenConfig, CoarsenEvent, CoarsenPolicy, RetryAction, RetryConfig, RetryEvent, RetryPolicy,
 };
+use txmem_htm::AbortStatus;
 
 fn status() -> impl Strategy<Value = AbortStatus> {
     prop_oneof![

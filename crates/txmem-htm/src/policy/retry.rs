@@ -10,9 +10,11 @@
 //!
 //! Within one section, which starts with the limit current at that moment as its budget:
 //!
-//! * a *transient* abort (retry hint set, not capacity) retries while the budget lasts;
-//! * a *persistent* abort (capacity, explicit user abort, no retry hint) goes straight to the
-//!   fallback lock: running the same section again would fail the same way;
+//! * a *transient* abort (retry hint set, not capacity or nesting overflow) retries while the
+//!   budget lasts;
+//! * a *persistent* abort (capacity, nesting overflow, no retry hint — which includes RTM's
+//!   explicit aborts) goes straight to the fallback lock: running the same section again
+//!   would fail the same way;
 //! * a *lock-busy* abort (the section found the fallback lock held) waits outside the
 //!   transaction until the lock is free and then retries, without using up the budget and
 //!   without lowering the limit. Waiting outside avoids the lemming effect, where threads
@@ -21,8 +23,8 @@
 //!   that is never free still lets the section make progress by queueing for it.
 //!
 //! ```
-//! use txmem_elide::htm::AbortStatus;
-//! use txmem_elide::policy::{RetryAction, RetryConfig, RetryEvent, RetryPolicy};
+//! use txmem_htm::AbortStatus;
+//! use txmem_htm::policy::{RetryAction, RetryConfig, RetryEvent, RetryPolicy};
 //!
 //! let mut p = RetryPolicy::new(RetryConfig { max_attempts: 3, grow_by: 1, max_busy_waits: 2 });
 //! assert_eq!(p.on(RetryEvent::Start), RetryAction::Attempt);
@@ -35,7 +37,7 @@
 //! assert_eq!(p.limit(), 2);
 //! ```
 
-use crate::htm::AbortStatus;
+use crate::AbortStatus;
 
 /// Parameters of the adaptive retry policy.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
