@@ -814,7 +814,7 @@ mod tests {
         let mut h = History::default();
         let a = tx(&mut h, true, &[]);
         let b = tx(&mut h, true, &[]);
-        let x = h.add_register("x".into(), "[]".into());
+        let x = h.add_register("x".into(), "[]");
         h.add_version(x, Some(a), "[1]".into());
         h.add_version(x, Some(b), "[1, 2]".into());
         h.read(a, x, Seen::Exact(0));

@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use super::graph::{History, Seen, TxId, TxInfo};
-use super::record::{Attempt, Event, Order, Short};
+use super::record::{Attempt, Event, Order, Short, Shown};
 
 /// What the interpreter needs to know of the collection.
 pub struct Spec {
@@ -103,8 +103,13 @@ pub fn interpret<'a>(spec: &Spec, attempts: &'a [Attempt], fin: &Final) -> Histo
         b.reads(t, a);
     }
     let mut h: History<'a> = b.h;
+    let name = spec.name;
     h.render = Some(Box::new(move |t| {
-        chosen[t].events.iter().map(|e| e.to_string()).collect()
+        chosen[t]
+            .events
+            .iter()
+            .map(|e| Shown(e, name).to_string())
+            .collect()
     }));
     h
 }
@@ -451,7 +456,7 @@ impl Builder<'_> {
                     for (k, l) in found {
                         self.list_read(t, &own_lists, *k, Some(l));
                     }
-                    let within = |k: &u32| range.is_none_or(|(lo, hi)| (lo..=hi).contains(&k));
+                    let within = |k: &u32| range.is_none_or(|(lo, hi)| (lo..=hi).contains(k));
                     let (begin, end) = self.window[t];
                     let mut absent: BTreeSet<u32> = self.map_keys.overlapping(begin, end);
                     absent.retain(within);

@@ -89,7 +89,7 @@ const MODES: [Opacity; 3] = [Opacity::Tl2, Opacity::Revalidate, Opacity::None];
 /// first attempt only, at the point where it calls the hook, the
 /// `other` transaction on another thread (thread 1) to its commit.
 /// Returns both transactions' attempts.
-fn forced<'env>(
+fn forced(
     mode: Opacity,
     other: impl FnOnce() -> Vec<Attempt> + Send,
     victim: impl FnOnce(&mut dyn FnMut()) -> Vec<Attempt>,

@@ -150,12 +150,16 @@ fn opt_list(v: &Option<Vec<u32>>) -> String {
     }
 }
 
-impl fmt::Display for Event {
+/// An event for reports, naming list registers with `name`.
+pub struct Shown<'a>(pub &'a Event, pub fn(u32) -> String);
+
+impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Event::Get { key, value } => write!(f, "get {key} = {}", opt_list(value)),
-            Event::Put { key, value: None } => write!(f, "remove {key}"),
-            Event::Put { key, value } => write!(f, "put {key} = {}", opt_list(value)),
+        let name = self.1;
+        match self.0 {
+            Event::Get { key, value } => write!(f, "get {} = {}", name(*key), opt_list(value)),
+            Event::Put { key, value: None } => write!(f, "remove {}", name(*key)),
+            Event::Put { key, value } => write!(f, "put {} = {}", name(*key), opt_list(value)),
             Event::Scan {
                 range,
                 order,

@@ -134,7 +134,7 @@ pub struct Fresh {
 
 /// Keys and set elements live in `0..KEY_SPACE`; consecutive ones are far
 /// apart, so that inserts land all over an ordered structure.
-const KEY_SPACE: u32 = 1 << 12;
+const KEY_SPACE: u32 = 1 << 14;
 
 /// The `i`-th key (a bijection of `0..KEY_SPACE`: multiplication by an
 /// odd number modulo a power of two).
@@ -1028,8 +1028,10 @@ impl Workload for Queue {
         seq: usize,
     ) -> Vec<Attempt> {
         let script = ops(rng, |rng| match rng.random_range(0..100) {
-            0..40 => QueueOp::Push(self.fresh.elem()),
-            40..75 => QueueOp::Pop,
+            // More pops than pushes: the queue is often empty, where a look
+            // reads the push side too.
+            0..35 => QueueOp::Push(self.fresh.elem()),
+            35..75 => QueueOp::Pop,
             75..90 => QueueOp::Peek,
             _ => QueueOp::Len,
         });
