@@ -222,7 +222,7 @@ pub fn check(h: &History) -> Vec<Violation> {
 }
 
 /// At most this many cycles are reported per search.
-const MAX_CYCLES: usize = 3;
+pub const MAX_CYCLES: usize = 3;
 
 struct Graph<'h> {
     h: &'h History<'h>,

@@ -18,7 +18,7 @@ use txmem::{
     Transaction, TxOptions, TxResult,
 };
 
-use super::graph::{self, History, Violation};
+use super::graph::{self, History, Violation, ViolationKind};
 use super::interpret::{interpret, Final, Spec};
 use super::record::{record, single, tick, Attempt, Event, Order};
 
@@ -110,14 +110,20 @@ pub fn check_cell<W: Workload>(w: W, cell: Cell) {
         started.elapsed() - ran
     );
     if !found.is_empty() {
+        let anomalies = found
+            .iter()
+            .filter(|v| v.kind == ViolationKind::Anomaly)
+            .count();
         let shown: Vec<&str> = found.iter().take(4).map(|v| v.text.as_str()).collect();
         panic!(
-            "{} violation(s) in {:?} mode with {} ({} committed transactions, {} aborted attempts); the first:\n\n{}",
-            found.len(),
+            "{:?} mode with {} ({committed} committed transactions, {} aborted attempts): \
+             {anomalies} anomalies and {} cycles or unplaceable reads (the search stops at {} \
+             strongly connected components); the first:\n\n{}",
             cell.mode,
             cell.policy.name(),
-            committed,
             attempts.len() - committed,
+            found.len() - anomalies,
+            graph::MAX_CYCLES,
             shown.join("\n")
         );
     }
