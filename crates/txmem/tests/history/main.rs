@@ -106,6 +106,11 @@ fn forced(
         }
     });
     assert!(!theirs.is_empty(), "{mode:?}: the hook never ran");
+    assert_eq!(
+        mine.len(),
+        1,
+        "{mode:?}: the victim must commit in the attempt that saw the other commit"
+    );
     mine.into_iter().chain(theirs).collect()
 }
 
