@@ -8,7 +8,12 @@
 //! is a serializability violation, reported with its transactions, edges,
 //! keys and values (`graph.rs`). In the opaque modes the aborted
 //! attempts join the graph as read-only transactions: a cycle through one
-//! of them is an opacity violation.
+//! of them is an opacity violation. So is a read that no version fits
+//! (an element seen absent by a transaction that the order puts between
+//! its insert and its removal), and so are the anomalies that need no
+//! graph: a value no committed transaction wrote, a committed write that
+//! got lost, a transaction contradicting its own writes, a `len` that
+//! disagrees with the enumeration just before it.
 //!
 //! One test per collection and opacity mode; the contention policies vary
 //! across them. The `broken_*` tests show that the check catches a
@@ -27,8 +32,8 @@ use record::{record, Attempt};
 use txmem::{Backoff, ContentionPolicy, Opacity, TBTreeMap, THashMap, TList, TListSet, TxOptions};
 use workload::{analyse, check_cell, Cell, Map, Pending, Queue, Registers, Set, Workload};
 
-/// Transactions per thread in each cell (three threads), sized for a
-/// debug build on two cores.
+/// Transactions per thread in each cell (four threads), sized for a
+/// debug build on two cores: the whole file takes about 20 s there.
 const TXS: usize = 1500;
 
 fn cell(mode: Opacity, policy: ContentionPolicy, seed: u64) -> Cell {

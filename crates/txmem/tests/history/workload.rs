@@ -149,7 +149,8 @@ fn scatter(i: u32) -> u32 {
     i.wrapping_mul(2531) % KEY_SPACE
 }
 
-/// Operations on keys pick among the last this many keys drawn.
+/// Operations that do not aim at a live key pick among the last this
+/// many keys drawn.
 const RECENT: u32 = 12;
 
 impl Fresh {
@@ -879,7 +880,8 @@ impl<S: SetStore> Workload for Set<S> {
     fn spec(&self, aborted: bool) -> Spec {
         Spec {
             preset: Vec::new(),
-            name: |k| format!("key {k}"),
+            // (Sets have no list registers.)
+            name: |k| format!("register {k}"),
             log: None,
             aborted,
         }
