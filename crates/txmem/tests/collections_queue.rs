@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use proptest::prelude::*;
-use txmem::{atomically, TMVar, TQueue, TSem};
+use txmem::{atomically, Opacity, TMVar, TQueue, TSem, Transaction, TxError, TxOptions, TxResult};
 
 #[derive(Clone, Debug)]
 enum QOp {
@@ -208,4 +208,178 @@ fn semaphore_never_over_admits() {
     }
     assert_eq!(s.load(), 2);
     assert_eq!(atomically(|tx| s.available(tx)), 2);
+}
+
+/// What one look at a queue tells the transaction about the queue it
+/// started from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    Empty,
+    NotEmpty,
+    Full,
+    NotFull,
+}
+
+/// A look at the queue: its name and what it claims.
+type Look = (
+    &'static str,
+    for<'e> fn(&'e TQueue<u32>, &mut Transaction<'e>) -> TxResult<Claim>,
+);
+
+fn emptiness(some: bool) -> Claim {
+    if some {
+        Claim::NotEmpty
+    } else {
+        Claim::Empty
+    }
+}
+
+const EMPTINESS_LOOKS: [Look; 4] = [
+    ("peek", |q, tx| Ok(emptiness(q.peek(tx)?.is_some()))),
+    ("try_pop", |q, tx| Ok(emptiness(q.try_pop(tx)?.is_some()))),
+    ("is_empty", |q, tx| Ok(emptiness(!q.is_empty(tx)?))),
+    ("len", |q, tx| Ok(emptiness(q.len(tx)? > 0))),
+];
+
+/// Looks at a queue of capacity 1 (the value pushed is never seen again).
+const ROOM_LOOKS: [Look; 2] = [
+    ("try_push", |q, tx| {
+        Ok(match q.try_push(tx, 99)? {
+            Ok(()) => Claim::NotFull,
+            Err(_) => Claim::Full,
+        })
+    }),
+    ("len", |q, tx| {
+        Ok(if q.len(tx)? >= 1 {
+            Claim::Full
+        } else {
+            Claim::NotFull
+        })
+    }),
+];
+
+/// Every pair of looks a transaction made in an attempt, what the
+/// committed attempt saw, and what a run ending with a user error returned.
+struct TwoLooks {
+    attempts: Vec<(Claim, Option<Claim>)>,
+    committed: (Claim, Claim),
+    user_error: (Claim, Claim),
+}
+
+/// Runs `first`, then (in the first attempt only) lets another thread
+/// commit `interfere`, then runs `second`; once to a commit and once ending
+/// with a user error that carries both claims out.
+fn two_looks(
+    mode: Opacity,
+    make: &dyn Fn() -> TQueue<u32>,
+    first: Look,
+    interfere: &(dyn Fn(&TQueue<u32>) + Sync),
+    second: Look,
+) -> TwoLooks {
+    let opts = TxOptions::new().opacity(mode);
+    let q = make();
+    let mut attempts = Vec::new();
+    let committed = opts.run(|tx| {
+        let a = (first.1)(&q, tx)?;
+        attempts.push((a, None));
+        if attempts.len() == 1 {
+            thread::scope(|s| {
+                s.spawn(|| interfere(&q));
+            });
+        }
+        let b = (second.1)(&q, tx)?;
+        attempts.last_mut().unwrap().1 = Some(b);
+        Ok((a, b))
+    });
+    let q = make();
+    let mut calls = 0;
+    let user_error = opts
+        .try_run(|tx| {
+            let a = (first.1)(&q, tx)?;
+            calls += 1;
+            if calls == 1 {
+                thread::scope(|s| {
+                    s.spawn(|| interfere(&q));
+                });
+            }
+            let b = (second.1)(&q, tx)?;
+            Err::<(), _>(TxError::User((a, b)))
+        })
+        .unwrap_err();
+    TwoLooks {
+        attempts,
+        committed,
+        user_error,
+    }
+}
+
+/// Opacity of the queue's looks (issue 20, E): a look that found the queue
+/// empty (or full) and a later look of the same transaction must agree,
+/// although another thread commits a push (a pop) between them. In the
+/// opaque modes no attempt may see them disagree; in every mode neither
+/// the committed attempt nor one that returns a user error may.
+#[test]
+fn a_later_look_agrees_with_an_empty_or_full_queue_seen_before() {
+    let unbounded = || TQueue::new();
+    let full = || {
+        let q = TQueue::bounded(1);
+        atomically(|tx| q.push(tx, 1));
+        q
+    };
+    let push = |q: &TQueue<u32>| atomically(|tx| q.push(tx, 7));
+    let pop = |q: &TQueue<u32>| assert_eq!(atomically(|tx| q.try_pop(tx)), Some(1));
+    type Shape<'a> = (
+        &'a [Look],
+        &'a dyn Fn() -> TQueue<u32>,
+        &'a (dyn Fn(&TQueue<u32>) + Sync),
+        (Claim, Claim),
+    );
+    let shapes: [Shape; 2] = [
+        (
+            &EMPTINESS_LOOKS,
+            &unbounded,
+            &push,
+            (Claim::Empty, Claim::NotEmpty),
+        ),
+        (&ROOM_LOOKS, &full, &pop, (Claim::Full, Claim::NotFull)),
+    ];
+    let mut failures = Vec::new();
+    for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
+        for (looks, make, interfere, bad) in shapes {
+            for first in looks {
+                for second in looks {
+                    let r = two_looks(mode, make, *first, interfere, *second);
+                    let case = format!("{mode:?}: {} then {}", first.0, second.0);
+                    // The interference happens in the first attempt, after
+                    // the first look: it must have seen the old queue.
+                    assert_eq!(r.attempts[0].0, bad.0, "{case}: first look");
+                    if mode != Opacity::None {
+                        if let Some(n) = r
+                            .attempts
+                            .iter()
+                            .position(|&(a, b)| (a, b) == (bad.0, Some(bad.1)))
+                        {
+                            failures.push(format!(
+                                "{case}: attempt {} saw {:?} then {:?}",
+                                n + 1,
+                                bad.0,
+                                bad.1
+                            ));
+                        }
+                    }
+                    if r.committed == bad {
+                        failures.push(format!("{case}: committed having seen {bad:?}"));
+                    }
+                    if r.user_error == bad {
+                        failures.push(format!("{case}: returned {bad:?} with a user error"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "inconsistent looks:\n{}",
+        failures.join("\n")
+    );
 }

@@ -64,11 +64,17 @@ impl<T> Default for PushLog<T> {
 /// | operation | read set | write set |
 /// |---|---|---|
 /// | [`push`](Self::push) (unbounded, or bounded with room to spare) | nothing | the push item: the value is appended at commit |
-/// | [`push`](Self::push) on a bounded queue that looks full | push and pop versions (exact length) | as above, or `retry` if really full |
-/// | [`pop`](Self::pop) / [`try_pop`](Self::try_pop) of a committed element | the pop version | the pop item: the head advances at commit |
+/// | [`push`](Self::push) on a bounded queue that looks full, or once the push version is read | push and pop versions (exact length) | as above, or `retry` if really full |
+/// | [`pop`](Self::pop) / [`try_pop`](Self::try_pop) of a committed element | the pop version (and the push version again, once it is read) | the pop item: the head advances at commit |
 /// | pop on a queue with no committed element left | the pop **and push** versions (the queue is empty) | pops the transaction's own first push, if any |
 /// | [`peek`](Self::peek) | as pop, without removing | — |
 /// | [`len`](Self::len), [`is_empty`](Self::is_empty) | push and pop versions | — |
+///
+/// The push version, once read (the queue looked empty or full, or
+/// [`len`](Self::len) ran), is read again by every later look of the same
+/// transaction, so that no attempt sees an element that a push committed
+/// after the queue looked empty, or room that a pop made after it looked
+/// full.
 ///
 /// Conflicts, therefore: pushes never conflict with each other (they only
 /// serialize for an instant at commit, when they append); pops conflict
@@ -192,15 +198,25 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         let skip = self.own_pops(tx);
         let pop_id = tx.item(self, POP);
         let node = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
-        if !node.is_null() {
+        if !node.is_null() && !self.push_side_read(tx) {
             return Ok(Some(node));
         }
         // Empty as far as committed pushes go: make the emptiness part of
         // the read set through the push version (a concurrent committed push
-        // invalidates it), and look once more under that version.
+        // invalidates it), and look once more under that version. Once the
+        // push version is in the read set (an earlier look found the queue
+        // empty, or `len`), every look goes through here: a node the pop
+        // side finds may have been pushed since, and re-reading the push
+        // version aborts the attempt before it can see that node.
         let push_id = tx.item(self, PUSH);
         let node = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
         Ok((!node.is_null()).then_some(node))
+    }
+
+    /// True if this transaction has read the push version.
+    fn push_side_read(&self, tx: &Transaction<'_>) -> bool {
+        tx.find_item(self, PUSH)
+            .is_some_and(|id| tx.item_ref(id).is_read())
     }
 
     /// Appends `value` at the tail. Adds nothing to the read set (see the
@@ -227,12 +243,17 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
                 log.map_or((0, 0), |l| (l.values.len() as u64, l.own_pops))
             };
             // A racy estimate first: if there is clearly room, read nothing
-            // (commit re-checks under the push lock).
+            // (commit re-checks under the push lock). Not once the exact
+            // length is in the read set (an earlier push found the queue
+            // full, or `len`): the estimate could then show room that a pop
+            // committed since made, which that length contradicts.
             let estimate = self
                 .pushed
                 .load(Ordering::Acquire)
                 .saturating_sub(self.popped.load(Ordering::Acquire));
-            if estimate.saturating_sub(own_pops) + pending + 1 > self.capacity {
+            if self.push_side_read(tx)
+                || estimate.saturating_sub(own_pops) + pending + 1 > self.capacity
+            {
                 let len = self.len(tx)? as u64;
                 if len + 1 > self.capacity {
                     return Ok(Err(value));
