@@ -16,7 +16,7 @@ fn txmem() -> Command {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("txmem-bench-cli-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("txmem-cli-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

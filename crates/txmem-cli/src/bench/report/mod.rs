@@ -20,7 +20,7 @@ use txmem_elide::stats::AbortCounts;
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub suite: String,
-    /// txmem-bench's version.
+    /// The txmem-cli package's version.
     pub version: String,
     pub machine: Machine,
     pub settings: serde_json::Value,

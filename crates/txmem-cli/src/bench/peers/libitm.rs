@@ -38,7 +38,7 @@ impl Libitm {
         let mut h = DefaultHasher::new();
         SOURCE.hash(&mut h);
         version.hash(&mut h);
-        let dir = std::env::temp_dir().join(format!("txmem-bench-libitm-{:016x}", h.finish()));
+        let dir = std::env::temp_dir().join(format!("txmem-cli-libitm-{:016x}", h.finish()));
         let exe = dir.join("harness");
         if !exe.exists() {
             std::fs::create_dir_all(&dir)
