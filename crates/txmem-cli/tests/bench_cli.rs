@@ -2,7 +2,8 @@
 //! system with tiny durations (these tests check the plumbing and the
 //! result checks, never speed), writes valid JSON, CSV and SVG, rejects bad
 //! arguments with a message and the usage line, and reports a deliberately
-//! broken result check (`TXMEM_BENCH_BREAK_CHECK`) as a failure.
+//! broken result check (the hidden `--break-check` flag, compiled only with
+//! the `test-hooks` feature these tests turn on) as a failure.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -10,9 +11,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn txmem() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_txmem"));
-    c.env_remove("TXMEM_BENCH_BREAK_CHECK");
-    c
+    Command::new(env!("CARGO_BIN_EXE_txmem"))
 }
 
 fn tmp(name: &str) -> PathBuf {
@@ -475,11 +474,8 @@ fn a_broken_check_is_reported_as_a_failure() {
         ("intset", "hash/size=256/range=512/update=20%", "set holds"),
     ] {
         let out = txmem()
-            .env(
-                "TXMEM_BENCH_BREAK_CHECK",
-                "txmem,fast-stm,libitm,elided-rwlock",
-            )
             .args(["bench", suite, "--filter", filter, "--threads", "1"])
+            .args(["--break-check", "txmem,fast-stm,libitm,elided-rwlock"])
             .args(["--duration", "20ms", "--repeat", "2", "--no-progress"])
             .arg("--systems")
             .arg(systems.join(","))
@@ -592,16 +588,16 @@ fn the_set_peers_run_and_a_broken_check_fails_them() {
     for broken in [false, true] {
         let json = tmp(&format!("set-peers-{broken}.json"));
         let mut cmd = txmem();
+        cmd.args([
+            "bench",
+            "intset",
+            "--filter",
+            "size=256/range=512/update=20%",
+        ]);
         if broken {
-            cmd.env("TXMEM_BENCH_BREAK_CHECK", peers);
+            cmd.args(["--break-check", peers]);
         }
         let out = cmd
-            .args([
-                "bench",
-                "intset",
-                "--filter",
-                "size=256/range=512/update=20%",
-            ])
             .args(["--threads", "2", "--duration", "20ms", "--repeat", "2"])
             .args(["--no-progress", "--systems", peers, "--json"])
             .arg(&json)

@@ -1,9 +1,17 @@
-//! Command-line arguments of `txmem bench` and their parsers.
+//! The command line of `txmem bench`. Every value is parsed into its type
+//! here, by clap's value parsers, so a bad value is reported before
+//! anything runs, naming the value and what was expected.
 
-use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Args;
+use txmem::ContentionPolicy;
+
+use crate::harness::drive::ThreadList;
+use crate::harness::suites::Suite;
+use crate::harness::system::System;
+use crate::output::OutputFile;
 
 /// `txmem bench [SUITE] [options]`: run a benchmark suite side by side
 /// against peers and print throughput with ratios to txmem.
@@ -17,31 +25,32 @@ use clap::Args;
 )]
 pub struct BenchArgs {
     /// Suite to run: quick, micro, intset, bank or all.
-    pub suite: Option<String>,
+    #[arg(default_value_t = Suite::Quick, value_parser = Suite::from_str)]
+    pub suite: Suite,
 
     /// List suites, workloads and systems, then exit.
     #[arg(long)]
     pub list: bool,
 
     /// Thread counts, comma separated (default: 1, 2, 4, ... up to the core count).
-    #[arg(long, value_name = "N,N,..")]
-    pub threads: Option<String>,
+    #[arg(long, value_name = "N,N,..", value_parser = ThreadList::from_str)]
+    pub threads: Option<ThreadList>,
 
     /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 120ms).
-    #[arg(long, value_name = "TIME")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
 
-    /// Repeats per row; the table shows their median, min and max (default 3).
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<String>,
+    /// Repeats per row; the table shows their median, min and max.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_repeats)]
+    pub repeat: usize,
 
     /// Untimed warm-up before the repeats of each row (default: duration/5, at most 300ms).
-    #[arg(long, value_name = "TIME")]
-    pub warmup: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
 
     /// Only systems whose name is in this comma-separated list (e.g. txmem,mutex,libitm).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,..")]
-    pub systems: Option<Vec<String>>,
+    #[arg(long, value_delimiter = ',', value_name = "NAME,..", value_parser = System::from_str)]
+    pub systems: Option<Vec<System>>,
 
     /// Only workloads whose name contains this text (e.g. `tx=10`, `hash`).
     #[arg(long, value_name = "TEXT")]
@@ -49,25 +58,25 @@ pub struct BenchArgs {
 
     /// txmem's contention policy: immediate, backoff-exponential (default),
     /// backoff-linear, backoff-random, hourglass, karma, timestamp.
-    #[arg(long, value_name = "POLICY")]
-    pub contention: Option<String>,
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub contention: Option<ContentionPolicy>,
 
     /// Write results as JSON (the stable contract read by other tools).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
+    pub json: Option<OutputFile>,
 
     /// Write results as CSV (same columns as the JSON results).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
+    pub csv: Option<OutputFile>,
 
     /// Write an SVG plot: throughput against threads, one panel per workload.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
+    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
+    pub plot: Option<OutputFile>,
 
     /// Write the results as a Markdown table (a column per thread count),
     /// ready to paste into documentation.
-    #[arg(long, value_name = "FILE.md")]
-    pub markdown: Option<PathBuf>,
+    #[arg(long, value_name = "FILE.md", value_parser = OutputFile::from_str)]
+    pub markdown: Option<OutputFile>,
 
     /// Seed of the workload random generators (each thread derives its own).
     #[arg(long, default_value_t = 0x7478_6d65_6d, value_name = "N")]
@@ -76,36 +85,16 @@ pub struct BenchArgs {
     /// Never draw progress bars.
     #[arg(long)]
     pub no_progress: bool,
+
+    /// Test hook: corrupt these systems' state after the first timed
+    /// repeat, before its check, so that tests can prove a wrong result is
+    /// reported as a failure and never as a figure.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true, value_delimiter = ',', value_parser = System::from_str)]
+    pub break_check: Vec<System>,
 }
 
-// Values are parsed by `bench::run`, not by clap's value parsers: clap
-// prints the usage line only for structural errors, and the issue wants it
-// for every bad argument (main.rs, shared with `txmem sim`, uses `parse()`).
-
-/// A non-empty list of positive thread counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ThreadList(pub Vec<usize>);
-
-/// Parses `1,2,4`: positive counts, no duplicates, at most 1024.
-pub fn parse_threads(s: &str) -> Result<ThreadList, String> {
-    let mut out = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        let n: usize = part
-            .parse()
-            .map_err(|_| format!("`{part}` is not a thread count (expected e.g. 1,2,4)"))?;
-        if n == 0 || n > 1024 {
-            return Err(format!("thread count {n} out of range 1..=1024"));
-        }
-        if out.contains(&n) {
-            return Err(format!("thread count {n} given twice"));
-        }
-        out.push(n);
-    }
-    Ok(ThreadList(out))
-}
-
-/// Parses `2s`, `500ms`, `1.5s`, `100us`, `1m`.
+/// Parses `2s`, `500ms`, `1.5s`, `100us`, `1m`: above zero, at most a day.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s
@@ -134,13 +123,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-pub fn parse_repeat(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!("`{s}` is not a repeat count in 1..=1000")),
-    }
-}
-
 /// Formats a duration the way [`parse_duration`] reads it.
 pub fn fmt_duration(d: Duration) -> String {
     let ms = d.as_secs_f64() * 1e3;
@@ -149,6 +131,29 @@ pub fn fmt_duration(d: Duration) -> String {
     } else {
         format!("{}ms", (ms * 1000.0).round() / 1000.0)
     }
+}
+
+/// Parses a repeat count in 1..=1000.
+fn parse_repeats(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a repeat count in 1..=1000")),
+    }
+}
+
+/// Parses a contention policy by its name in txmem.
+fn parse_policy(name: &str) -> Result<ContentionPolicy, String> {
+    let all = ContentionPolicy::all();
+    all.iter()
+        .find(|p| p.name() == name)
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+            format!(
+                "unknown contention policy `{name}` (expected one of: {})",
+                names.join(", ")
+            )
+        })
 }
 
 #[cfg(test)]
@@ -168,11 +173,14 @@ mod tests {
     }
 
     #[test]
-    fn thread_lists() {
-        assert_eq!(parse_threads("1,2,4").unwrap(), ThreadList(vec![1, 2, 4]));
-        assert!(parse_threads("0").is_err());
-        assert!(parse_threads("1,,2").is_err());
-        assert!(parse_threads("2,2").is_err());
-        assert!(parse_threads("x").is_err());
+    fn repeats() {
+        assert_eq!(parse_repeats("3"), Ok(3));
+        assert!(parse_repeats("0").unwrap_err().contains("repeat count"));
+    }
+
+    #[test]
+    fn policies_by_name() {
+        assert!(parse_policy("karma").is_ok());
+        assert!(parse_policy("nope").unwrap_err().contains("karma"));
     }
 }

@@ -5,6 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::harness::rtm::rtm_verdict;
+
+/// The machine a report was measured on.
 #[derive(Clone, Debug, Serialize)]
 pub struct Machine {
     /// CPU model name from /proc/cpuinfo.
@@ -25,6 +28,7 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// Reads this machine's description.
     pub fn detect() -> Machine {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu = cpuinfo
@@ -82,23 +86,6 @@ impl Machine {
                 (true, why) => format!(", RTM reported but not used: {why}"),
             }
         )
-    }
-}
-
-/// `txmem-elide`'s verdict on RTM, in a word or two.
-pub(crate) fn rtm_verdict() -> String {
-    use txmem_elide::htm::{Rtm, RtmVerdict};
-    let d = Rtm::detection();
-    match d.verdict {
-        RtmVerdict::Usable => "usable".into(),
-        RtmVerdict::DisabledByEnvironment => "disabled by TXMEM_ELIDE_HTM".into(),
-        RtmVerdict::NotX86 => "not x86-64".into(),
-        RtmVerdict::NoRtmBit => "no-rtm-bit".into(),
-        RtmVerdict::AlwaysAbortBit => "always-abort-bit".into(),
-        RtmVerdict::ProbeFailed => format!(
-            "probe-failed ({}/{} committed)",
-            d.probe_commits, d.probe_attempts
-        ),
     }
 }
 

@@ -8,39 +8,29 @@
 //! placement of the CPUs its rounds ran in.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rand::rngs::SmallRng;
-use rand::SeedableRng;
 
-use crate::bench::peers::locks::ElisionCounts;
 use crate::bench::placement;
-use crate::bench::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
+use crate::bench::settings::Measurement;
+use crate::bench::stats::median;
+use crate::harness::drive::{run_threads, Budget};
+use crate::harness::peers::locks::ElisionCounts;
+use crate::harness::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
+use crate::harness::system::System;
 
 /// Set by the Ctrl-C handler: stop the current run, report what finished.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// True once Ctrl-C was pressed.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::Relaxed)
 }
 
-/// How every row is measured.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub threads: Vec<usize>,
-    pub duration: Duration,
-    pub repeats: usize,
-    pub warmup: Duration,
-    pub seed: u64,
-    /// Test hook: systems whose state is sabotaged before the first check.
-    pub sabotage: Vec<String>,
-    pub progress: bool,
-}
-
+/// How a row ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// Every repeat ran and passed its check.
     Ok,
     /// The check after timing failed (or the run panicked): no number.
     Failed(String),
@@ -51,10 +41,15 @@ pub enum Status {
 /// One measured row.
 #[derive(Clone, Debug)]
 pub struct Measured {
+    /// Suite name.
     pub suite: &'static str,
+    /// Workload name.
     pub workload: String,
-    pub system: String,
+    /// The system.
+    pub system: System,
+    /// What the system is (implementation, options).
     pub note: String,
+    /// Thread count.
     pub threads: usize,
     /// Operations per second of each completed repeat.
     pub samples: Vec<f64>,
@@ -68,49 +63,34 @@ pub struct Measured {
     /// this row's workload and thread count, `None` where the probe gave no
     /// figure (empty at one thread).
     pub round_trips_ns: Vec<Option<f64>>,
+    /// How the row ended.
     pub status: Status,
 }
 
 impl Measured {
+    /// Median ops/s over the repeats.
     pub fn median(&self) -> Option<f64> {
         median(&self.samples)
     }
+    /// Lowest ops/s of a repeat.
     pub fn min(&self) -> Option<f64> {
         self.samples.iter().copied().reduce(f64::min)
     }
+    /// Highest ops/s of a repeat.
     pub fn max(&self) -> Option<f64> {
         self.samples.iter().copied().reduce(f64::max)
     }
+    /// Aborted attempts per committed operation.
     pub fn aborts_per_commit(&self) -> Option<f64> {
         let a = self.aborts?;
         (self.ops > 0).then(|| a as f64 / self.ops as f64)
     }
 }
 
-/// Median (mean of the middle two for an even count).
-pub fn median(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
 /// Runs every case at every thread count, grouped by workload so that all
 /// systems of a workload run next to each other.
-pub fn run(plan: &Plan, s: &Settings) -> Vec<Measured> {
-    let mut order: Vec<&str> = Vec::new();
-    for c in &plan.cases {
-        if !order.contains(&c.workload.as_str()) {
-            order.push(&c.workload);
-        }
-    }
+pub fn run(plan: &Plan, s: &Measurement) -> Vec<Measured> {
+    let order = plan.workloads();
     let rows = (plan.cases.len() * s.threads.len()) as u64;
     // One progress step per repeat, so long rows move the bar too.
     let units = rows * s.repeats as u64;
@@ -185,22 +165,29 @@ struct Row<'a> {
     inst: Option<Box<dyn Instance>>,
     /// Tallies since the instance was built (what the checks compare against).
     total: Tally,
-    sabotage: bool,
+    /// The test hook breaks this row's check after its first repeat.
+    #[cfg(feature = "test-hooks")]
+    breaks_check: bool,
     m: Measured,
 }
 
 impl<'a> Row<'a> {
-    fn new(case: &'a Case, threads: usize, s: &Settings) -> Self {
+    fn new(
+        case: &'a Case,
+        threads: usize,
+        #[cfg_attr(not(feature = "test-hooks"), allow(unused_variables))] s: &Measurement,
+    ) -> Self {
         Row {
             case,
             threads,
             inst: None,
             total: Tally::default(),
-            sabotage: s.sabotage.iter().any(|x| x == &case.system || x == "all"),
+            #[cfg(feature = "test-hooks")]
+            breaks_check: s.break_check.contains(&case.system),
             m: Measured {
                 suite: case.suite,
                 workload: case.workload.clone(),
-                system: case.system.clone(),
+                system: case.system,
                 note: case.note.clone(),
                 threads,
                 samples: Vec::new(),
@@ -215,13 +202,17 @@ impl<'a> Row<'a> {
 
     /// Builds the instance and runs the untimed warm-up (external systems
     /// warm up in their own process at every repeat).
-    fn warm_up(&mut self, s: &Settings) {
+    fn warm_up(&mut self, s: &Measurement) {
         let Subject::InProcess(make) = &self.case.subject else {
             return;
         };
         let inst = make();
         if !s.warmup.is_zero() {
-            match run_threads(inst.as_ref(), self.threads, s.warmup, s.seed ^ 0x5741_524d) {
+            let budget = Budget::Time {
+                duration: s.warmup,
+                cancel: &INTERRUPTED,
+            };
+            match run_threads(inst.as_ref(), self.threads, budget, s.seed ^ 0x5741_524d) {
                 Ok((t, _)) => self.total.merge(&t),
                 Err(e) => self.m.status = Status::Failed(e),
             }
@@ -230,7 +221,7 @@ impl<'a> Row<'a> {
     }
 
     /// One timed repeat, followed by the workload's check.
-    fn repeat(&mut self, r: usize, s: &Settings) {
+    fn repeat(&mut self, r: usize, s: &Measurement) {
         let seed = s.seed.wrapping_add(r as u64);
         match &self.case.subject {
             Subject::InProcess(_) => {
@@ -241,7 +232,11 @@ impl<'a> Row<'a> {
                 let before = txmem::stats::snapshot();
                 let elision_before =
                     (counting == AbortCounting::Elision).then(ElisionCounts::snapshot);
-                let (t, elapsed) = match run_threads(inst, self.threads, s.duration, seed) {
+                let budget = Budget::Time {
+                    duration: s.duration,
+                    cancel: &INTERRUPTED,
+                };
+                let (t, elapsed) = match run_threads(inst, self.threads, budget, seed) {
                     Ok(x) => x,
                     Err(e) => {
                         self.m.status = Status::Failed(e);
@@ -256,7 +251,8 @@ impl<'a> Row<'a> {
                     self.m.status = Status::Interrupted;
                     return;
                 }
-                if self.sabotage && r == 0 {
+                #[cfg(feature = "test-hooks")]
+                if self.breaks_check && r == 0 {
                     inst.sabotage();
                 }
                 // The check comes after timing, so it costs the measurement
@@ -284,7 +280,8 @@ impl<'a> Row<'a> {
                     duration: s.duration,
                     warmup: s.warmup,
                     seed,
-                    sabotage: self.sabotage,
+                    #[cfg(feature = "test-hooks")]
+                    sabotage: self.breaks_check,
                 };
                 let res = run(&p);
                 if interrupted() {
@@ -317,84 +314,5 @@ impl<'a> Row<'a> {
             self.m.samples.clear();
         }
         self.m
-    }
-}
-
-/// Runs `inst` on `threads` threads for `duration` (cut short by Ctrl-C);
-/// returns the summed tallies and the time from the start signal until
-/// every thread stopped. A panic in a thread is an error.
-fn run_threads(
-    inst: &dyn Instance,
-    threads: usize,
-    duration: Duration,
-    seed: u64,
-) -> Result<(Tally, Duration), String> {
-    let stop = AtomicBool::new(false);
-    let start = Barrier::new(threads + 1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let (stop, start) = (&stop, &start);
-                scope.spawn(move || {
-                    let mut rng = SmallRng::seed_from_u64(
-                        seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    let mut t = Tally::default();
-                    start.wait();
-                    // At least one operation per thread, so a loaded
-                    // machine cannot produce an empty (zero) sample.
-                    loop {
-                        inst.op(&mut rng, &mut t);
-                        if stop.load(Ordering::Relaxed) {
-                            break;
-                        }
-                    }
-                    t
-                })
-            })
-            .collect();
-        start.wait();
-        let t0 = Instant::now();
-        let deadline = t0 + duration;
-        loop {
-            let now = Instant::now();
-            if now >= deadline || interrupted() {
-                break;
-            }
-            std::thread::sleep((deadline - now).min(Duration::from_millis(20)));
-        }
-        stop.store(true, Ordering::Relaxed);
-        let mut total = Tally::default();
-        let mut panicked = None;
-        for h in handles {
-            match h.join() {
-                Ok(t) => total.merge(&t),
-                Err(p) => {
-                    let msg = p
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| p.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".into());
-                    panicked = Some(format!("a worker thread panicked: {msg}"));
-                }
-            }
-        }
-        let elapsed = t0.elapsed();
-        match panicked {
-            Some(e) => Err(e),
-            None => Ok((total, elapsed)),
-        }
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::bench::report::{Report, ResultRow};
 
+/// The header: the JSON result fields, in order.
 pub const COLUMNS: [&str; 16] = [
     "workload",
     "system",
@@ -64,6 +65,7 @@ fn line(r: &ResultRow) -> String {
         .join(",")
 }
 
+/// The CSV text of the report.
 pub fn render(report: &Report) -> String {
     let mut out = COLUMNS.join(",");
     out.push('\n');
@@ -73,6 +75,7 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// Writes the CSV to `path`.
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     std::fs::write(path, render(report))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -115,6 +115,7 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// Writes the Markdown table to `path`.
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     std::fs::write(path, render(report))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))

@@ -1,5 +1,6 @@
 //! The report of a run and its renderings: terminal table, JSON (the stable
-//! contract of DESIGN.md §4), CSV (the same columns), Markdown and SVG plot.
+//! contract read by other tools), CSV (the same columns), Markdown and SVG
+//! plot.
 
 pub mod csv;
 pub mod json;
@@ -9,21 +10,27 @@ pub mod table;
 
 use serde::Serialize;
 
-use crate::bench::machine::Machine;
-use crate::bench::peers::locks::ElisionCounts;
-use crate::bench::placement;
-use crate::bench::runner::{median, Measured, Status};
-use crate::bench::spec::Skip;
 use txmem_elide::stats::AbortCounts;
+
+use crate::bench::machine::Machine;
+use crate::bench::placement;
+use crate::bench::runner::{Measured, Status};
+use crate::bench::stats::median;
+use crate::harness::peers::locks::ElisionCounts;
+use crate::harness::spec::Skip;
 
 /// Everything needed to rerun and compare a measurement.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The suite's name.
     pub suite: String,
     /// The txmem-cli package's version.
     pub version: String,
+    /// Where it ran.
     pub machine: Machine,
+    /// Every setting needed to rerun it.
     pub settings: serde_json::Value,
+    /// One row per (workload, system, threads).
     pub results: Vec<ResultRow>,
     /// Rows that could not run here, with the reason.
     pub skipped: Vec<Skip>,
@@ -36,12 +43,17 @@ pub struct Report {
 /// One row. The first eight fields are the contract; never rename them.
 #[derive(Clone, Debug, Serialize)]
 pub struct ResultRow {
+    /// Workload name.
     pub workload: String,
+    /// System name.
     pub system: String,
+    /// Thread count.
     pub threads: usize,
     /// Median over repeats; `null` when the row failed its check.
     pub ops_per_sec: Option<f64>,
+    /// Lowest ops/s of a repeat.
     pub ops_per_sec_min: Option<f64>,
+    /// Highest ops/s of a repeat.
     pub ops_per_sec_max: Option<f64>,
     /// Completed repeats.
     pub repeats: usize,
@@ -57,11 +69,13 @@ pub struct ResultRow {
     pub status: &'static str,
     /// Why the row failed.
     pub error: Option<String>,
+    /// Suite name.
     pub suite: String,
     /// Every repeat's ops/s.
     pub samples: Vec<f64>,
     /// Committed operations over the timed repeats.
     pub commits: u64,
+    /// Aborted attempts over the timed repeats, where the system reports them.
     pub aborts: Option<u64>,
     /// What the system is (implementation, options).
     pub note: String,
@@ -124,7 +138,7 @@ impl ResultRow {
         };
         ResultRow {
             workload: m.workload.clone(),
-            system: m.system.clone(),
+            system: m.system.name().to_string(),
             threads: m.threads,
             ops_per_sec: m.median(),
             ops_per_sec_min: m.min(),

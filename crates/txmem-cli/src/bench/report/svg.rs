@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::bench::report::Report;
 use crate::plot::{write_svg_with, Panel, PlotOptions, Series};
 
+/// Writes the plot to `path`; an error if no row succeeded.
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {
     let mut panels: Vec<Panel> = Vec::new();
     for r in report.results.iter().filter(|r| r.status == "ok") {

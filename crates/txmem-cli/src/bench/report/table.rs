@@ -9,6 +9,7 @@ fn ops(x: Option<f64>) -> String {
     x.map(human).unwrap_or_else(|| "-".into())
 }
 
+/// The table printed after a run.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -98,10 +99,10 @@ pub fn render(report: &Report) -> String {
     for s in &report.skipped {
         match seen
             .iter_mut()
-            .find(|(sys, why, _)| *sys == s.system && *why == s.reason)
+            .find(|(sys, why, _)| *sys == s.system.name() && *why == s.reason)
         {
             Some(e) => e.2 += 1,
-            None => seen.push((&s.system, &s.reason, 1)),
+            None => seen.push((s.system.name(), &s.reason, 1)),
         }
     }
     for (system, why, n) in seen {

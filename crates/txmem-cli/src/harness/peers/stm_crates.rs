@@ -9,8 +9,8 @@
 
 use std::cell::Cell;
 
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Word};
-use crate::bench::spec::{AbortCounting, Tally};
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
+use crate::harness::spec::{AbortCounting, Tally};
 
 macro_rules! stm_backend {
     ($name:ident, $krate:ident, $system:literal) => {
@@ -20,8 +20,7 @@ macro_rules! stm_backend {
         }
 
         impl $name {
-            pub const SYSTEM: &'static str = $system;
-
+            /// One variable per word of `layout`, with its initial value.
             pub fn new(layout: &Layout) -> Self {
                 $name {
                     vars: layout.init.iter().map(|&w| $krate::TVar::new(w)).collect(),

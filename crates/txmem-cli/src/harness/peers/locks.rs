@@ -18,9 +18,10 @@ use txmem_elide::htm::{DefaultHtm, Htm};
 use txmem_elide::stats::{AbortCounts, ElisionStats};
 use txmem_elide::{ElidedMutex, ElidedRwLock};
 
-use crate::bench::machine::rtm_verdict;
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Word};
-use crate::bench::spec::{AbortCounting, Tally};
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
+use crate::harness::rtm::rtm_verdict;
+use crate::harness::spec::{AbortCounting, Tally};
+use crate::harness::system::System;
 
 /// Which locking scheme a row uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +40,7 @@ pub enum LockKind {
 }
 
 impl LockKind {
+    /// Every scheme.
     pub const ALL: [LockKind; 5] = [
         LockKind::Mutex,
         LockKind::RwLock,
@@ -56,13 +58,14 @@ impl LockKind {
         LockKind::Fine,
     ];
 
-    pub fn system(self) -> &'static str {
+    /// The system of the rows that use this scheme.
+    pub fn system(self) -> System {
         match self {
-            LockKind::Mutex => "mutex",
-            LockKind::RwLock => "rwlock",
-            LockKind::ElidedMutex => "elided-mutex",
-            LockKind::ElidedRwLock => "elided-rwlock",
-            LockKind::Fine => "fine-locks",
+            LockKind::Mutex => System::Mutex,
+            LockKind::RwLock => System::RwLock,
+            LockKind::ElidedMutex => System::ElidedMutex,
+            LockKind::ElidedRwLock => System::ElidedRwLock,
+            LockKind::Fine => System::FineLocks,
         }
     }
 
@@ -116,6 +119,7 @@ enum Scheme {
     Fine(Vec<RawMutex>),
 }
 
+/// Words as atomics, under the locks of one [`LockKind`].
 pub struct Locked {
     words: Vec<AtomicU64>,
     scheme: Scheme,

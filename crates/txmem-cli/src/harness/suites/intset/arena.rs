@@ -1,89 +1,30 @@
-//! `intset`: integer sets in the style of TinySTM's intset benchmark.
-//! Three structures (sorted linked list, hash set, ordered set), initial
-//! sizes 256 and 4096, keys drawn from a range twice the size, update rates
-//! 0/20/50% (an update is an insert or a remove with equal odds; the rest
-//! are lookups). The word-backed rows build them as a sorted linked list, a
-//! hash set of sorted chains and a skip list; the other rows use a library's
-//! own set or map of the kind.
+//! The word arena: the intset structures built from 64-bit words, so that
+//! every word-backed system (txmem over `TArray` or `TWords`, the locks,
+//! `fast-stm`, `stm`) runs the same algorithm.
 //!
-//! The word-backed structures live in an arena with one node per possible
-//! key (node `k` is key `k`; word `k` is its `next` link, per level for the
-//! skip list), so no allocation happens inside transactions and every system
-//! runs the same algorithm. Traversals check that keys strictly increase
-//! and restart if not: systems without opacity (`fast-stm`, `stm`,
-//! `txmem-no-opacity`) may read an inconsistent state before they validate,
-//! and must not loop on it. The check after timing: every chain is sorted,
-//! every key is where it belongs, and the size equals the initial size plus
-//! the committed net inserts.
-//!
-//! Systems: `txmem` (and `txmem-revalidate`, `txmem-no-opacity`) are txmem's
-//! typed collections — `TListSet`, `THashMap`, `TBTreeMap` — which track one
-//! abstract item per operation ([`intset_typed`](super::intset_typed)).
-//! `txmem-tarray` and `txmem-words` run the word arena above through a
-//! `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
-//! comparison, where every `next` link walked is a tracked read. The set
-//! peers ([`peers::sets`](crate::bench::peers::sets)) are `dashmap`,
-//! `crossbeam-skiplist` and the std collection behind an `RwLock`
-//! (`rwlock-std`); the `mutex`/`rwlock`/`fine-locks` rows run the arena's
-//! algorithm under locks.
+//! One node per possible key (node `k` is key `k`; word `k` is its `next`
+//! link, per level for the skip list), so no allocation happens inside
+//! transactions. Traversals check that keys strictly increase and restart
+//! if not: systems without opacity (`fast-stm`, `stm`, `txmem-no-opacity`)
+//! may read an inconsistent state before they validate, and must not loop
+//! on it. The check after timing: every chain is sorted, every key is where
+//! it belongs, and the size equals the initial size plus the committed net
+//! inserts.
 
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
 
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Poke, Word, NIL};
-use crate::bench::peers::sets;
-use crate::bench::spec::{Plan, Tally};
-use crate::bench::suites::intset_typed as typed;
-use crate::bench::suites::SuiteConfig;
-use crate::bench::txmem_sys::{self, opacity_variants, Store};
-use crate::bench::workload::{add_rows, WordWorkload};
+#[cfg(feature = "test-hooks")]
+use crate::harness::mem::Poke;
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word, NIL};
+use crate::harness::spec::Tally;
+use crate::harness::suites::intset::workload::{record, IntSet, Kind, OpKind};
+use crate::harness::workload::WordWorkload;
 
-pub const SIZES: [usize; 2] = [256, 4096];
-pub const UPDATE_PERCENTS: [u32; 3] = [0, 20, 50];
 /// Skip-list levels: enough for 8192 keys with a 1/4 promotion rate.
 const MAX_LEVEL: usize = 8;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    List,
-    Hash,
-    Ordered,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::List, Kind::Hash, Kind::Ordered];
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::List => "list",
-            Kind::Hash => "hash",
-            Kind::Ordered => "ordered",
-        }
-    }
-}
-
-/// Parameters of one intset workload.
-#[derive(Clone, Copy, Debug)]
-pub struct IntSet {
-    pub kind: Kind,
-    pub size: usize,
-    pub range: usize,
-    pub update_percent: u32,
-    /// Seed of the initial contents (the same for every system).
-    pub seed: u64,
-}
-
+/// The arena's layout.
 impl IntSet {
-    pub fn name(&self) -> String {
-        format!(
-            "intset/{}/size={}/range={}/update={}%",
-            self.kind.name(),
-            self.size,
-            self.range,
-            self.update_percent
-        )
-    }
-
     /// Hash buckets: one per initial element (load factor about 1).
     fn buckets(&self) -> usize {
         self.size
@@ -98,87 +39,12 @@ impl IntSet {
     fn stride(&self) -> usize {
         self.range + 1
     }
-
-    /// The initial keys: `size` distinct keys from the range, sorted.
-    pub fn initial_keys(&self) -> Vec<usize> {
-        let mut all: Vec<usize> = (0..self.range).collect();
-        all.shuffle(&mut SmallRng::seed_from_u64(self.seed));
-        let mut keys = all[..self.size].to_vec();
-        keys.sort_unstable();
-        keys
-    }
-}
-
-impl IntSet {
-    /// The next operation: a uniform key; an update (insert or remove, even
-    /// odds) with probability `update_percent`, else a lookup.
-    #[inline]
-    pub fn draw(&self, rng: &mut SmallRng) -> (OpKind, usize) {
-        let key = rng.random_range(0..self.range);
-        let op = if rng.random_range(0..100) < self.update_percent {
-            if rng.random::<bool>() {
-                OpKind::Insert
-            } else {
-                OpKind::Remove
-            }
-        } else {
-            OpKind::Contains
-        };
-        (op, key)
-    }
-
-    /// Checks committed keys (any order) against the expected count; in
-    /// order if `sorted`.
-    pub fn check_keys(&self, keys: &[usize], sorted: bool, total: &Tally) -> Result<(), String> {
-        self.check_shape(keys, sorted)?;
-        let expected = self.size as i64 + total.delta;
-        if keys.len() as i64 != expected {
-            return Err(format!(
-                "set holds {} keys, expected {expected} (initial {} + net inserts {})",
-                keys.len(),
-                self.size,
-                total.delta
-            ));
-        }
-        Ok(())
-    }
-
-    /// Checks that committed keys are in the key range and distinct (and in
-    /// order if `sorted`), without counting them.
-    pub fn check_shape(&self, keys: &[usize], sorted: bool) -> Result<(), String> {
-        if let Some(k) = keys.iter().find(|&&k| k >= self.range) {
-            return Err(format!("key {k} outside the key range"));
-        }
-        if sorted {
-            if let Some(w) = keys.windows(2).find(|w| w[0] >= w[1]) {
-                return Err(format!("keys not strictly increasing at {}", w[1]));
-            }
-        } else {
-            let mut v = keys.to_vec();
-            v.sort_unstable();
-            if let Some(w) = v.windows(2).find(|w| w[0] == w[1]) {
-                return Err(format!("key {} present twice", w[0]));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Counts an operation and its effect on the set size.
-#[inline]
-pub fn record(tally: &mut Tally, op: OpKind, changed: bool) {
-    match (op, changed) {
-        (OpKind::Insert, true) => tally.delta += 1,
-        (OpKind::Remove, true) => tally.delta -= 1,
-        _ => {}
-    }
-    tally.ops += 1;
 }
 
 /// A key's skip-list height, a pure function of the key (so every system
 /// builds the same shape): 1 + (trailing zeros of a hash) / 2, i.e. each
 /// level keeps about a quarter of the one below.
-pub fn level_of(key: usize) -> usize {
+fn level_of(key: usize) -> usize {
     let h = (key as u64)
         .wrapping_add(1)
         .wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -191,13 +57,7 @@ pub fn level_of(key: usize) -> usize {
     1 + (tz / 2).min(MAX_LEVEL - 1)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpKind {
-    Contains,
-    Insert,
-    Remove,
-}
-
+/// One operation on the arena, run through a backend's [`Mem`].
 struct SetOp<'a> {
     set: &'a IntSet,
     op: OpKind,
@@ -416,6 +276,7 @@ impl WordWorkload for IntSet {
         Ok(())
     }
 
+    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B) {
         // Unlink the first key of the first chain without counting it.
         let heads = match self.kind {
@@ -448,71 +309,4 @@ fn link_sorted(words: &mut [Word], base: usize, head_word: usize, keys: &[usize]
         link = base + k;
     }
     words[link] = NIL;
-}
-
-/// Every intset workload of the suite (or of the quick selection).
-pub fn workloads(quick: bool, seed: u64) -> Vec<IntSet> {
-    let mut out = Vec::new();
-    for kind in Kind::ALL {
-        for size in SIZES {
-            for update_percent in UPDATE_PERCENTS {
-                let picked = match kind {
-                    Kind::List => size == 256,
-                    _ => size == 4096,
-                } && update_percent == 20;
-                if quick && !picked {
-                    continue;
-                }
-                out.push(IntSet {
-                    kind,
-                    size,
-                    range: 2 * size,
-                    update_percent,
-                    seed,
-                });
-            }
-        }
-    }
-    out
-}
-
-pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
-    for set in workloads(cfg.quick, cfg.seed) {
-        let name = set.name();
-        collection_rows(cfg, plan, &set);
-        sets::add(plan, set);
-        add_rows(
-            plan,
-            "intset",
-            &name,
-            &cfg.word_systems("txmem-tarray"),
-            move || set,
-        );
-        cfg.add_libitm(
-            plan,
-            "intset",
-            &name,
-            &[
-                "intset".to_string(),
-                set.kind.name().to_string(),
-                set.size.to_string(),
-                set.range.to_string(),
-                set.update_percent.to_string(),
-                set.seed.to_string(),
-            ],
-        );
-    }
-}
-
-/// Rows for txmem's own transactional collections: `txmem` (and its
-/// opacity variants) is the typed collection for the structure, and every
-/// set gets `txmem-direct`, whose lookups run outside any transaction.
-fn collection_rows(cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
-    for v in opacity_variants("txmem", Store::TArray, cfg.quick) {
-        let options = txmem_sys::options(&v, &cfg.policy);
-        typed::add(plan, &v.system, *set, options, false);
-        if v.system == "txmem" && !cfg.quick {
-            typed::add(plan, "txmem-direct", *set, options, true);
-        }
-    }
 }

@@ -10,7 +10,7 @@
 //! with no dynamic dispatch per access, and the comparison measures the
 //! synchronization, not differences between hand-written variants.
 
-use crate::bench::spec::{AbortCounting, Tally};
+use crate::harness::spec::{AbortCounting, Tally};
 
 /// The word every workload stores (signed values are stored two's-complement).
 pub type Word = u64;
@@ -69,11 +69,15 @@ pub struct Layout {
 }
 
 /// Writes one word (used to sabotage a state for the failure test).
+#[cfg(feature = "test-hooks")]
 pub struct Poke {
+    /// The word.
     pub index: usize,
+    /// Its new value.
     pub value: Word,
 }
 
+#[cfg(feature = "test-hooks")]
 impl Body for Poke {
     type Out = ();
     fn run<M: Mem>(&self, m: &mut M) -> Result<(), Conflict> {

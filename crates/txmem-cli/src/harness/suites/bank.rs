@@ -7,10 +7,13 @@
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Poke, Word};
-use crate::bench::spec::{Plan, Tally};
-use crate::bench::suites::SuiteConfig;
-use crate::bench::workload::{add_rows, sum_words, WordWorkload};
+#[cfg(feature = "test-hooks")]
+use crate::harness::mem::Poke;
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
+use crate::harness::spec::{Plan, Tally};
+use crate::harness::suites::config::SuiteConfig;
+use crate::harness::system::System;
+use crate::harness::workload::{add_rows, sum_words, WordWorkload};
 
 pub const ACCOUNTS: usize = 1024;
 pub const AUDIT_PERCENT: u32 = 20;
@@ -129,6 +132,7 @@ impl WordWorkload for Bank {
         Ok(())
     }
 
+    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B) {
         let v = b.load(0).wrapping_add(1);
         b.atomic(&mut Tally::default(), &Poke { index: 0, value: v });
@@ -141,9 +145,13 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
         audit_percent: AUDIT_PERCENT,
     };
     let name = bank.name();
-    add_rows(plan, "bank", &name, &cfg.word_systems("txmem"), move || {
-        bank
-    });
+    add_rows(
+        plan,
+        "bank",
+        &name,
+        &cfg.word_systems(System::Txmem),
+        move || bank,
+    );
     cfg.add_libitm(
         plan,
         "bank",

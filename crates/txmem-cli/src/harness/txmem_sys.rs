@@ -5,8 +5,9 @@
 
 use txmem::{Abort, ContentionPolicy, Opacity, TArray, TWords, Transaction, TxOptions, WordAddr};
 
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Word};
-use crate::bench::spec::{AbortCounting, Tally};
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
+use crate::harness::spec::{AbortCounting, Tally};
+use crate::harness::system::System;
 
 /// Where a word workload keeps its words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,21 +21,25 @@ pub enum Store {
 /// A txmem configuration that a row runs with.
 #[derive(Clone, Debug)]
 pub struct Variant {
-    /// System name: `txmem` or `txmem-<variant>`.
-    pub system: String,
+    /// The row's system.
+    pub system: System,
+    /// Opacity mode of its transactions.
     pub opacity: Opacity,
+    /// Where a word workload keeps its words.
     pub store: Store,
 }
 
 impl Variant {
-    pub fn new(system: &str, opacity: Opacity, store: Store) -> Variant {
+    /// The variant of `system` with TL2 opacity over `store`.
+    pub fn tl2(system: System, store: Store) -> Variant {
         Variant {
-            system: system.to_string(),
-            opacity,
+            system,
+            opacity: Opacity::Tl2,
             store,
         }
     }
 
+    /// The row's note: store and opacity mode.
     pub fn note(&self) -> String {
         let store = match self.store {
             Store::TArray => "TArray<u64>",
@@ -44,23 +49,22 @@ impl Variant {
     }
 }
 
-/// The names of txmem's opacity variants, after `prefix` (`txmem` for the
-/// reference row): `prefix`, `prefix-revalidate`, `prefix-no-opacity`.
-pub fn opacity_variants(prefix: &str, store: Store, quick: bool) -> Vec<Variant> {
-    let mut v = vec![Variant::new(prefix, Opacity::Tl2, store)];
-    if !quick {
-        v.push(Variant::new(
-            &format!("{prefix}-revalidate"),
-            Opacity::Revalidate,
+/// txmem's opacity variants of the family `base` (`txmem` or
+/// `txmem-tarray`): TL2, revalidation (not in the quick suite) and none.
+pub fn opacity_variants(base: System, store: Store, quick: bool) -> Vec<Variant> {
+    let modes: &[Opacity] = if quick {
+        &[Opacity::Tl2, Opacity::None]
+    } else {
+        &[Opacity::Tl2, Opacity::Revalidate, Opacity::None]
+    };
+    modes
+        .iter()
+        .map(|&opacity| Variant {
+            system: base.with_opacity(opacity),
+            opacity,
             store,
-        ));
-    }
-    v.push(Variant::new(
-        &format!("{prefix}-no-opacity"),
-        Opacity::None,
-        store,
-    ));
-    v
+        })
+        .collect()
 }
 
 /// The options of a variant under the run's contention policy.
@@ -70,12 +74,14 @@ pub fn options(variant: &Variant, policy: &ContentionPolicy) -> TxOptions {
         .contention(*policy)
 }
 
+/// Words in a typed `TArray<u64>`, one subobject per word.
 pub struct TxmemArray {
     words: TArray<Word>,
     options: TxOptions,
 }
 
 impl TxmemArray {
+    /// The words of `layout`, each operation run with `options`.
     pub fn new(layout: &Layout, options: TxOptions) -> Self {
         let init = &layout.init;
         TxmemArray {
@@ -144,6 +150,7 @@ pub struct TxmemUntyped {
 }
 
 impl TxmemUntyped {
+    /// The words of `layout`, each operation run with `options`.
     pub fn new(layout: &Layout, options: TxOptions) -> Self {
         let init = &layout.init;
         let words = TWords::new(init.len());

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 
+use crate::harness::system::System;
+
 /// Counts one thread accumulates while it runs a workload.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tally {
@@ -60,9 +62,10 @@ pub trait Instance: Sync {
     /// tallies since the instance was built (final totals, set contents).
     fn verify(&self, total: &Tally) -> Result<(), String>;
 
-    /// Deliberately breaks the state the check looks at (test hook, see
-    /// `INJECT_ENV` in `bench/mod.rs`), so a test can prove a wrong answer is
-    /// reported as a failure.
+    /// Deliberately breaks the state the check looks at, so a test can
+    /// prove that a wrong answer is reported as a failure (the
+    /// `--break-check` test hook).
+    #[cfg(feature = "test-hooks")]
     fn sabotage(&self);
 
     /// How aborts are counted.
@@ -72,18 +75,27 @@ pub trait Instance: Sync {
 /// Result of one external (child-process) run.
 #[derive(Clone, Debug)]
 pub struct ExternalRun {
+    /// Completed operations.
     pub ops: u64,
+    /// Attempts, where the child counts them.
     pub attempts: Option<u64>,
+    /// Timed length of the run, as the child measured it.
     pub elapsed: Duration,
 }
 
 /// Parameters of one external run.
 #[derive(Clone, Copy, Debug)]
 pub struct ExternalParams {
+    /// Worker threads.
     pub threads: usize,
+    /// Timed length.
     pub duration: Duration,
+    /// Untimed warm-up before it.
     pub warmup: Duration,
+    /// Seed of the workload's generators.
     pub seed: u64,
+    /// Break the state before the check (the `--break-check` test hook).
+    #[cfg(feature = "test-hooks")]
     pub sabotage: bool,
 }
 
@@ -104,51 +116,89 @@ pub struct Case {
     pub suite: &'static str,
     /// Workload with its parameters, e.g. `bank/accounts=1024/audit=20%`.
     pub workload: String,
-    /// `txmem`, `txmem-<variant>`, or the peer's name.
-    pub system: String,
+    /// The system that runs it.
+    pub system: System,
     /// Short description for `--list` and the JSON.
     pub note: String,
+    /// How the row runs.
     pub subject: Subject,
 }
 
 /// A row that cannot run here, with the reason (printed under the table).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Skip {
+    /// Workload name.
     pub workload: String,
-    pub system: String,
+    /// The system that cannot run it.
+    pub system: System,
+    /// Why, in one line.
     pub reason: String,
 }
 
 /// The cases and skips of a suite.
 #[derive(Default)]
 pub struct Plan {
+    /// Rows that run, in order.
     pub cases: Vec<Case>,
+    /// Rows that cannot run here.
     pub skips: Vec<Skip>,
 }
 
 impl Plan {
+    /// Adds an in-process row; `make` builds a fresh instance of it.
     pub fn case(
         &mut self,
         suite: &'static str,
         workload: &str,
-        system: &str,
+        system: System,
         note: &str,
         make: impl Fn() -> Box<dyn Instance> + Send + Sync + 'static,
     ) {
         self.cases.push(Case {
             suite,
             workload: workload.to_string(),
-            system: system.to_string(),
+            system,
             note: note.to_string(),
             subject: Subject::InProcess(Box::new(make)),
         });
     }
 
-    pub fn skip(&mut self, workload: &str, system: &str, reason: &str) {
+    /// Records a row that cannot run here, with the reason.
+    pub fn skip(&mut self, workload: &str, system: System, reason: &str) {
         self.skips.push(Skip {
             workload: workload.to_string(),
-            system: system.to_string(),
+            system,
             reason: reason.to_string(),
         });
+    }
+
+    /// Every system the plan names, run or skipped, sorted and once each.
+    pub fn systems(&self) -> Vec<System> {
+        let mut all: Vec<System> = self
+            .cases
+            .iter()
+            .map(|c| c.system)
+            .chain(self.skips.iter().map(|s| s.system))
+            .collect();
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// Keeps the rows whose system and workload `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(System, &str) -> bool) {
+        self.cases.retain(|c| keep(c.system, &c.workload));
+        self.skips.retain(|s| keep(s.system, &s.workload));
+    }
+
+    /// Workload names in the order their first row appears.
+    pub fn workloads(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for c in &self.cases {
+            if !out.contains(&c.workload.as_str()) {
+                out.push(&c.workload);
+            }
+        }
+        out
     }
 }

@@ -11,8 +11,9 @@ use std::sync::RwLock;
 
 use rand::rngs::SmallRng;
 
-use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
-use crate::bench::suites::intset::{record, IntSet, Kind, OpKind};
+use crate::harness::spec::{AbortCounting, Instance, Plan, Tally};
+use crate::harness::suites::intset::workload::{record, IntSet, Kind, OpKind};
+use crate::harness::system::System;
 
 /// What the benchmark needs from a set.
 trait PeerSet: Default + Send + Sync + 'static {
@@ -162,6 +163,7 @@ impl<S: PeerSet> Instance for Peer<S> {
         }
     }
 
+    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         // A key outside the range: caught by the check of every peer, even
         // one whose keys are not counted.
@@ -181,7 +183,7 @@ pub fn add(plan: &mut Plan, w: IntSet) {
         Kind::List => plan.case(
             "intset",
             &name,
-            "rwlock-std",
+            System::RwLockStd,
             "std sorted Vec<u64> behind std RwLock",
             move || Box::new(Peer::<RwLock<Vec<u64>>>::new(w)),
         ),
@@ -189,14 +191,14 @@ pub fn add(plan: &mut Plan, w: IntSet) {
             plan.case(
                 "intset",
                 &name,
-                "rwlock-std",
+                System::RwLockStd,
                 "std HashSet<u64> (SipHash) behind std RwLock",
                 move || Box::new(Peer::<RwLock<HashSet<u64>>>::new(w)),
             );
             plan.case(
                 "intset",
                 &name,
-                "dashmap",
+                System::Dashmap,
                 "dashmap DashSet<u64> (sharded RwLocks, SipHash)",
                 move || Box::new(Peer::<dashmap::DashSet<u64>>::new(w)),
             );
@@ -205,14 +207,14 @@ pub fn add(plan: &mut Plan, w: IntSet) {
             plan.case(
                 "intset",
                 &name,
-                "rwlock-std",
+                System::RwLockStd,
                 "std BTreeSet<u64> behind std RwLock",
                 move || Box::new(Peer::<RwLock<BTreeSet<u64>>>::new(w)),
             );
             plan.case(
                 "intset",
                 &name,
-                "crossbeam-skiplist",
+                System::CrossbeamSkiplist,
                 "crossbeam-skiplist SkipSet<u64> (lock-free; checked for order only)",
                 move || Box::new(Peer::<crossbeam_skiplist::SkipSet<u64>>::new(w)),
             );

@@ -3,11 +3,13 @@
 use rand::rngs::SmallRng;
 use txmem::ContentionPolicy;
 
-use crate::bench::mem::{Backend, Layout, Word};
-use crate::bench::peers::locks::{LockKind, Locked};
-use crate::bench::peers::stm_crates::{FastStm, StmCrate};
-use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
-use crate::bench::txmem_sys::{self, Store, TxmemArray, TxmemUntyped, Variant};
+use crate::harness::mem::{Backend, Layout, Word};
+use crate::harness::peers::locks::{LockKind, Locked};
+use crate::harness::peers::stm_crates::{FastStm, StmCrate};
+use crate::harness::spec::{AbortCounting, Instance, Plan, Tally};
+use crate::harness::system::System;
+use crate::harness::txmem_sys::{self, Store, TxmemArray, TxmemUntyped, Variant};
+use crate::harness::versions::peer_version;
 
 /// A workload over an array of words, runnable by every [`Backend`].
 pub trait WordWorkload: Send + Sync + 'static {
@@ -18,6 +20,7 @@ pub trait WordWorkload: Send + Sync + 'static {
     /// Checks the quiescent state against the summed tallies.
     fn verify<B: Backend>(&self, b: &B, total: &Tally) -> Result<(), String>;
     /// Breaks the state the check inspects (through `b.atomic`, uncounted).
+    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B);
 }
 
@@ -34,6 +37,7 @@ impl<W: WordWorkload, B: Backend> Instance for Pair<W, B> {
     fn verify(&self, total: &Tally) -> Result<(), String> {
         self.workload.verify(&self.backend, total)
     }
+    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         self.workload.sabotage(&self.backend)
     }
@@ -46,6 +50,7 @@ impl<W: WordWorkload, B: Backend> Instance for Pair<W, B> {
 pub struct Systems<'a> {
     /// txmem configurations.
     pub txmem: Vec<Variant>,
+    /// txmem's contention policy.
     pub policy: &'a ContentionPolicy,
     /// Lock peers to add.
     pub locks: &'a [LockKind],
@@ -69,7 +74,7 @@ pub fn add_rows<W, F>(
         let options = txmem_sys::options(v, systems.policy);
         let mk = make.clone();
         let store = v.store;
-        plan.case(suite, name, &v.system, &v.note(), move || {
+        plan.case(suite, name, v.system, &v.note(), move || {
             let workload = mk();
             let layout = workload.layout();
             match store {
@@ -105,8 +110,8 @@ pub fn add_rows<W, F>(
         plan.case(
             suite,
             name,
-            FastStm::SYSTEM,
-            "fast-stm 0.7 TVar<u64> per word",
+            System::FastStm,
+            &format!("fast-stm {} TVar<u64> per word", peer_version("fast-stm")),
             move || {
                 let workload = mk();
                 let backend = FastStm::new(&workload.layout());
@@ -117,8 +122,8 @@ pub fn add_rows<W, F>(
         plan.case(
             suite,
             name,
-            StmCrate::SYSTEM,
-            "stm 0.4 TVar<u64> per word",
+            System::Stm,
+            &format!("stm {} TVar<u64> per word", peer_version("stm")),
             move || {
                 let workload = mk();
                 let backend = StmCrate::new(&workload.layout());

@@ -11,8 +11,9 @@
 use rand::rngs::SmallRng;
 use txmem::{TBTreeMap, THashMap, TListSet, Transaction, TxOptions, TxResult};
 
-use crate::bench::spec::{AbortCounting, Instance, Plan, Tally};
-use crate::bench::suites::intset::{record, IntSet, Kind, OpKind};
+use crate::harness::spec::{AbortCounting, Instance, Plan, Tally};
+use crate::harness::suites::intset::workload::{record, IntSet, Kind, OpKind};
+use crate::harness::system::System;
 
 /// The operations the benchmark needs from a transactional set.
 trait TxSet: Send + Sync + 'static {
@@ -171,6 +172,7 @@ impl<S: TxSet> Instance for Typed<S> {
         Ok(())
     }
 
+    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         if let Some(&k) = self.set.keys().first() {
             self.options.run(|tx| self.set.remove(tx, k));
@@ -186,7 +188,7 @@ type MakeFn = fn(IntSet, TxOptions, bool) -> Box<dyn Instance>;
 
 /// Adds the typed-collection row named `system` for `w`; with
 /// `direct_reads`, its lookups run outside any transaction.
-pub fn add(plan: &mut Plan, system: &str, w: IntSet, options: TxOptions, direct_reads: bool) {
+pub fn add(plan: &mut Plan, system: System, w: IntSet, options: TxOptions, direct_reads: bool) {
     let name = w.name();
     let (ty, make): (&str, MakeFn) = match w.kind {
         Kind::List => (<TListSet<u64> as TxSet>::TYPE, |w, o, d| {

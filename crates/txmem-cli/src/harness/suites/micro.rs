@@ -9,10 +9,13 @@ use std::hint::black_box;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-use crate::bench::mem::{Backend, Body, Conflict, Layout, Mem, Poke, Word};
-use crate::bench::spec::{Plan, Tally};
-use crate::bench::suites::SuiteConfig;
-use crate::bench::workload::{add_rows, sum_words, WordWorkload};
+#[cfg(feature = "test-hooks")]
+use crate::harness::mem::Poke;
+use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
+use crate::harness::spec::{Plan, Tally};
+use crate::harness::suites::config::SuiteConfig;
+use crate::harness::system::System;
+use crate::harness::workload::{add_rows, sum_words, WordWorkload};
 
 pub const ARRAY: usize = 1_000_000;
 pub const TX_SIZES: [usize; 4] = [5, 10, 50, 100];
@@ -94,6 +97,7 @@ impl WordWorkload for Micro {
         Ok(())
     }
 
+    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B) {
         let v = b.load(0).wrapping_add(1);
         b.atomic(&mut Tally::default(), &Poke { index: 0, value: v });
@@ -112,7 +116,7 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
             plan,
             "micro",
             &name,
-            &cfg.word_systems("txmem"),
+            &cfg.word_systems(System::Txmem),
             move || micro,
         );
         cfg.add_libitm(

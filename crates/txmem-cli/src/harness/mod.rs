@@ -1,0 +1,105 @@
+//! The benchmark harness: what `txmem bench` measures and how threads drive
+//! it, shared with the criterion benches so that both measure the same
+//! code.
+//!
+//! A suite ([`suites`]) plans rows: a workload, a system, and how to build
+//! a fresh [`Instance`] of the pair. Word workloads (`micro`, `bank`, the
+//! intset arena) are written once over [`mem`]'s word memory and run by
+//! every word-backed system: txmem ([`txmem_sys`]), the locks and STM
+//! crates ([`peers`]); [`workload`] pairs them into rows. [`drive`] runs an
+//! instance on several threads for a time or an operation count.
+//!
+//! The public items below are what a criterion bench needs: the intset
+//! suite's rows, grouped by workload, and the driver.
+
+pub(crate) mod drive;
+pub(crate) mod mem;
+pub(crate) mod peers;
+pub(crate) mod rtm;
+pub(crate) mod spec;
+pub(crate) mod suites;
+pub(crate) mod system;
+pub(crate) mod txmem_sys;
+pub(crate) mod versions;
+pub(crate) mod workload;
+
+use txmem::ContentionPolicy;
+
+pub use drive::{run_threads, Budget, ThreadList};
+pub use spec::{AbortCounting, Instance, Tally};
+
+use spec::Subject;
+use suites::config::SuiteConfig;
+use suites::Suite;
+
+/// One row of a suite: a system ready to build a fresh instance of its
+/// workload.
+pub struct Row {
+    system: system::System,
+    make: Box<dyn Fn() -> Box<dyn Instance> + Send + Sync>,
+}
+
+impl Row {
+    /// The system's name, as `txmem bench` reports it.
+    pub fn system(&self) -> &'static str {
+        self.system.name()
+    }
+
+    /// A fresh instance, filled with the workload's initial contents.
+    pub fn build(&self) -> Box<dyn Instance> {
+        (self.make)()
+    }
+}
+
+/// One workload of the intset suite and its in-process rows.
+pub struct IntsetWorkload {
+    /// `list`, `hash` or `ordered`.
+    pub structure: &'static str,
+    /// Initial number of keys.
+    pub size: usize,
+    /// Percentage of operations that are inserts or removes.
+    pub update_percent: u32,
+    /// The name `txmem bench` reports it under.
+    pub name: String,
+    /// Its rows, in the order `txmem bench intset` runs them (libitm, which
+    /// runs in a child process, is left out).
+    pub rows: Vec<Row>,
+}
+
+/// Every workload of the full intset suite with the rows `txmem bench
+/// intset` measures, planned with the default contention policy and
+/// initial contents drawn from `seed`.
+pub fn intset_workloads(seed: u64) -> Vec<IntsetWorkload> {
+    let cfg = SuiteConfig {
+        quick: false,
+        policy: ContentionPolicy::DEFAULT,
+        seed,
+        libitm: Err("runs in a child process".into()),
+    };
+    let mut cases = Suite::Intset.plan(&cfg).cases;
+    suites::intset::workloads(false, seed)
+        .into_iter()
+        .map(|w| {
+            let name = w.name();
+            let (mine, rest): (Vec<_>, Vec<_>) = cases.drain(..).partition(|c| c.workload == name);
+            cases = rest;
+            let rows = mine
+                .into_iter()
+                .filter_map(|c| match c.subject {
+                    Subject::InProcess(make) => Some(Row {
+                        system: c.system,
+                        make,
+                    }),
+                    Subject::External(_) => None,
+                })
+                .collect();
+            IntsetWorkload {
+                structure: w.kind.name(),
+                size: w.size,
+                update_percent: w.update_percent,
+                name,
+                rows,
+            }
+        })
+        .collect()
+}
