@@ -15,17 +15,23 @@ use crate::harness::suites::config::SuiteConfig;
 use crate::harness::system::System;
 use crate::harness::workload::{add_rows, sum_words, WordWorkload};
 
+/// Accounts in the bank.
 pub const ACCOUNTS: usize = 1024;
+/// Percentage of operations that are audits.
 pub const AUDIT_PERCENT: u32 = 20;
 const INITIAL: i64 = 1000;
 
+/// Parameters of the bank workload.
 #[derive(Clone, Copy, Debug)]
 pub struct Bank {
+    /// Accounts.
     pub accounts: usize,
+    /// Percentage of operations that are audits.
     pub audit_percent: u32,
 }
 
 impl Bank {
+    /// The workload's name in reports.
     pub fn name(&self) -> String {
         format!(
             "bank/accounts={}/audit={}%",
@@ -139,6 +145,7 @@ impl WordWorkload for Bank {
     }
 }
 
+/// Adds the suite's rows.
 pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
     let bank = Bank {
         accounts: ACCOUNTS,

@@ -17,17 +17,23 @@ use crate::harness::suites::config::SuiteConfig;
 use crate::harness::system::System;
 use crate::harness::workload::{add_rows, sum_words, WordWorkload};
 
+/// Elements of the array.
 pub const ARRAY: usize = 1_000_000;
+/// Elements each transaction touches, one workload each.
 pub const TX_SIZES: [usize; 4] = [5, 10, 50, 100];
 const MAX_TX: usize = 128;
 
+/// Parameters of one micro workload.
 #[derive(Clone, Copy, Debug)]
 pub struct Micro {
+    /// Elements of the array.
     pub array: usize,
+    /// Elements each transaction touches.
     pub tx: usize,
 }
 
 impl Micro {
+    /// The workload's name in reports.
     pub fn name(&self) -> String {
         let array = if self.array.is_multiple_of(1_000_000) {
             format!("{}M", self.array / 1_000_000)
@@ -104,6 +110,7 @@ impl WordWorkload for Micro {
     }
 }
 
+/// Adds the suite's rows.
 pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
     for &tx in &TX_SIZES {
         if cfg.quick && tx != 10 {
