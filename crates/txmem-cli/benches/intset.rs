@@ -18,10 +18,7 @@
 //! throughput).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use txmem_cli::harness::{intset_workloads, run_threads, Budget, ThreadList};
-
-/// Seed of the initial contents, as `txmem bench` uses by default.
-const SEED: u64 = 0x7478_6d65_6d;
+use txmem_cli::harness::{intset_workloads, run_threads, Budget, ThreadList, DEFAULT_SEED};
 
 /// `TXMEM_BENCH_THREADS`, parsed as `txmem bench --threads` is, or 1 and 2.
 fn thread_counts() -> Vec<usize> {
@@ -36,7 +33,7 @@ fn thread_counts() -> Vec<usize> {
 
 fn intset(c: &mut Criterion) {
     let threads = thread_counts();
-    for w in intset_workloads(SEED) {
+    for w in intset_workloads(DEFAULT_SEED) {
         for &t in &threads {
             let mut g = c.benchmark_group(format!(
                 "intset/{}/n{}/u{}/t{t}",
@@ -47,7 +44,7 @@ fn intset(c: &mut Criterion) {
                 let inst = row.build();
                 g.bench_function(row.system(), |b| {
                     b.iter_custom(|iters| {
-                        run_threads(inst.as_ref(), t, Budget::Ops(iters), SEED ^ iters)
+                        run_threads(inst.as_ref(), t, Budget::Ops(iters), DEFAULT_SEED ^ iters)
                             .map(|(_, elapsed)| elapsed)
                             .unwrap_or_else(|e| panic!("{} {}: {e}", w.name, row.system()))
                     })

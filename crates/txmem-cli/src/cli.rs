@@ -25,6 +25,8 @@ struct Cli {
 }
 
 /// Subcommands.
+// One value per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run simulator experiments (caches, coherence, hardware TM) and parameter sweeps.

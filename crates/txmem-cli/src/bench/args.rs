@@ -11,6 +11,7 @@ use txmem::ContentionPolicy;
 use crate::harness::drive::ThreadList;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
+use crate::harness::DEFAULT_SEED;
 use crate::output::OutputFile;
 
 /// `txmem bench [SUITE] [options]`: run a benchmark suite side by side
@@ -79,7 +80,7 @@ pub struct BenchArgs {
     pub markdown: Option<OutputFile>,
 
     /// Seed of the workload random generators (each thread derives its own).
-    #[arg(long, default_value_t = 0x7478_6d65_6d, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
     pub seed: u64,
 
     /// Never draw progress bars.

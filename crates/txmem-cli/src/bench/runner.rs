@@ -4,8 +4,8 @@
 //! Throughput is committed operations per second; a row's figure is the
 //! median over its repeats. Before each round at two or more threads the
 //! runner times a cache line's round trip between two threads (see
-//! [`placement`](crate::bench::placement)), so that a report can tell which
-//! placement of the CPUs its rounds ran in.
+//! [`placement`]), so that a report can tell which placement of the CPUs
+//! its rounds ran in.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

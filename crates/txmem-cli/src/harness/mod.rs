@@ -2,12 +2,13 @@
 //! it, shared with the criterion benches so that both measure the same
 //! code.
 //!
-//! A suite ([`suites`]) plans rows: a workload, a system, and how to build
-//! a fresh [`Instance`] of the pair. Word workloads (`micro`, `bank`, the
-//! intset arena) are written once over [`mem`]'s word memory and run by
-//! every word-backed system: txmem ([`txmem_sys`]), the locks and STM
-//! crates ([`peers`]); [`workload`] pairs them into rows. [`drive`] runs an
-//! instance on several threads for a time or an operation count.
+//! A suite (`suites/`) plans rows: a workload, a system, and how to build a
+//! fresh [`Instance`] of the pair. Word workloads (`micro`, `bank`, the
+//! intset arena) are written once over a word memory (`mem.rs`) and run by
+//! every word-backed system: txmem (`txmem_sys.rs`), the locks and STM
+//! crates (`peers/`); `workload.rs` pairs them into rows. The driver
+//! ([`run_threads`]) runs an instance on several threads for a time or an
+//! operation count.
 //!
 //! The public items below are what a criterion bench needs: the intset
 //! suite's rows, grouped by workload, and the driver.
@@ -31,6 +32,10 @@ pub use spec::{AbortCounting, Instance, Tally};
 use spec::Subject;
 use suites::config::SuiteConfig;
 use suites::Suite;
+
+/// The seed `txmem bench` draws workloads from unless told otherwise
+/// (`txmem` in ASCII).
+pub const DEFAULT_SEED: u64 = 0x0074_786d_656d;
 
 /// One row of a suite: a system ready to build a fresh instance of its
 /// workload.

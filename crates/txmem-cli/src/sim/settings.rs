@@ -26,6 +26,8 @@ pub struct SimSettings {
 }
 
 /// What a run does.
+// One value per process: the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Job {
     /// List the experiments.
     List,
