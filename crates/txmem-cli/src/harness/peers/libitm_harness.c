@@ -1,5 +1,5 @@
 /* libitm harness for `txmem bench`: the micro, bank and intset workloads of
- * crates/txmem-cli/src/bench/suites/, written with GCC's
+ * crates/txmem-cli/src/harness/suites/, written with GCC's
  * __transaction_atomic and compiled with `gcc -O2 -fgnu-tm -pthread`.
  * Same data layout and algorithms as the Rust word workloads.
  *
