@@ -18,7 +18,7 @@
 //! throughput).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use txmem_cli::harness::{intset_workloads, run_threads, Budget, ThreadList, DEFAULT_SEED};
+use txmem_cli::harness::{intset_workloads, Budget, ThreadList, DEFAULT_SEED};
 
 /// `TXMEM_BENCH_THREADS`, parsed as `txmem bench --threads` is, or 1 and 2.
 fn thread_counts() -> Vec<usize> {
@@ -41,11 +41,10 @@ fn intset(c: &mut Criterion) {
             ));
             g.sample_size(10);
             for row in &w.rows {
-                let inst = row.build();
+                let set = row.build();
                 g.bench_function(row.system(), |b| {
                     b.iter_custom(|iters| {
-                        run_threads(inst.as_ref(), t, Budget::Ops(iters), DEFAULT_SEED ^ iters)
-                            .map(|(_, elapsed)| elapsed)
+                        set.run(t, Budget::Ops(iters), DEFAULT_SEED ^ iters)
                             .unwrap_or_else(|e| panic!("{} {}: {e}", w.name, row.system()))
                     })
                 });

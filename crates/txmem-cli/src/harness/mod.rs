@@ -3,11 +3,11 @@
 //! code.
 //!
 //! A suite (`suites/`) plans rows: a workload, a system, and how to build a
-//! fresh [`Instance`] of the pair. Word workloads (`micro`, `bank`, the
+//! fresh instance of the pair ([`Row`]). Word workloads (`micro`, `bank`, the
 //! intset arena) are written once over a word memory (`mem.rs`) and run by
 //! every word-backed system: txmem (`txmem_sys.rs`), the locks and STM
 //! crates (`peers/`); `workload.rs` pairs them into rows. The driver
-//! ([`run_threads`]) runs an instance on several threads for a time or an
+//! (`drive.rs`) runs an instance on several threads for a time or an
 //! operation count.
 //!
 //! The public items below are what a criterion bench needs: the intset
@@ -24,12 +24,13 @@ pub(crate) mod txmem_sys;
 pub(crate) mod versions;
 pub(crate) mod workload;
 
+use std::time::Duration;
+
 use txmem::ContentionPolicy;
 
-pub use drive::{run_threads, Budget, ThreadList};
-pub use spec::{AbortCounting, Instance, Tally};
+pub use drive::{Budget, ThreadList};
 
-use spec::Subject;
+use spec::{Instance, Subject};
 use suites::config::SuiteConfig;
 use suites::Suite;
 
@@ -51,8 +52,22 @@ impl Row {
     }
 
     /// A fresh instance, filled with the workload's initial contents.
-    pub fn build(&self) -> Box<dyn Instance> {
-        (self.make)()
+    pub fn build(&self) -> Prepared {
+        Prepared((self.make)())
+    }
+}
+
+/// A row's instance, ready to run: its structure holds the workload's
+/// initial contents (and whatever earlier runs left in it).
+pub struct Prepared(Box<dyn Instance>);
+
+impl Prepared {
+    /// Runs the workload on `threads` threads within `budget`, thread `i`
+    /// drawing its operations from a generator seeded with `seed` and `i`.
+    /// Returns the time from the start signal until the last thread
+    /// finished; `Err` if a thread panicked.
+    pub fn run(&self, threads: usize, budget: Budget<'_>, seed: u64) -> Result<Duration, String> {
+        drive::run_threads(self.0.as_ref(), threads, budget, seed).map(|(_, elapsed)| elapsed)
     }
 }
 
