@@ -1,0 +1,187 @@
+//! The command line of `txmem bench`. Every value is parsed into its type
+//! here, by clap's value parsers, so a bad value is reported before
+//! anything runs, naming the value and what was expected.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use clap::Args;
+use txmem::ContentionPolicy;
+
+use crate::harness::drive::ThreadList;
+use crate::harness::suites::Suite;
+use crate::harness::system::System;
+use crate::harness::DEFAULT_SEED;
+use crate::output::OutputFile;
+
+/// `txmem bench [SUITE] [options]`: run a benchmark suite side by side
+/// against peers and print throughput with ratios to txmem.
+///
+/// With no suite, runs a quick mixed selection (about a minute).
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "Suites: quick (default), micro, intset, bank, all. `--list` shows every workload and system.\n\
+                  Use a release build for real numbers: cargo run --release -- bench micro\n\
+                  libitm rows need gcc with libitm (CC_LIBITM picks the compiler; ITM_DEFAULT_METHOD is passed on)."
+)]
+pub struct BenchArgs {
+    /// Suite to run: quick, micro, intset, bank or all.
+    #[arg(default_value_t = Suite::Quick, value_parser = Suite::from_str)]
+    pub suite: Suite,
+
+    /// List suites, workloads and systems, then exit.
+    #[arg(long)]
+    pub list: bool,
+
+    /// Thread counts, comma separated (default: 1, 2, 4, ... up to the core count).
+    #[arg(long, value_name = "N,N,..", value_parser = ThreadList::from_str)]
+    pub threads: Option<ThreadList>,
+
+    /// Timed length of each repeat, e.g. 2s, 500ms, 1.5s (default 1s; quick: 120ms).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Repeats per row; the table shows their median, min and max.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_repeats)]
+    pub repeat: usize,
+
+    /// Untimed warm-up before the repeats of each row (default: duration/5, at most 300ms).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+
+    /// Only systems whose name is in this comma-separated list (e.g. txmem,mutex,libitm).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,..", value_parser = System::from_str)]
+    pub systems: Option<Vec<System>>,
+
+    /// Only workloads whose name contains this text (e.g. `tx=10`, `hash`).
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+
+    /// txmem's contention policy: immediate, backoff-exponential (default),
+    /// backoff-linear, backoff-random, hourglass, karma, timestamp.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
+    pub contention: Option<ContentionPolicy>,
+
+    /// Write results as JSON (the stable contract read by other tools).
+    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
+    pub json: Option<OutputFile>,
+
+    /// Write results as CSV (same columns as the JSON results).
+    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
+    pub csv: Option<OutputFile>,
+
+    /// Write an SVG plot: throughput against threads, one panel per workload.
+    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
+    pub plot: Option<OutputFile>,
+
+    /// Write the results as a Markdown table (a column per thread count),
+    /// ready to paste into documentation.
+    #[arg(long, value_name = "FILE.md", value_parser = OutputFile::from_str)]
+    pub markdown: Option<OutputFile>,
+
+    /// Seed of the workload random generators (each thread derives its own).
+    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
+    pub seed: u64,
+
+    /// Never draw progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+
+    /// Test hook: corrupt these systems' state after the first timed
+    /// repeat, before its check, so that tests can prove a wrong result is
+    /// reported as a failure and never as a figure.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true, value_delimiter = ',', value_parser = System::from_str)]
+    pub break_check: Vec<System>,
+}
+
+/// Parses `2s`, `500ms`, `1.5s`, `100us`, `1m`: above zero, at most a day.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration (expected e.g. 2s, 500ms)"))?;
+    let secs = match unit.trim() {
+        "s" | "sec" | "" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        other => {
+            return Err(format!(
+                "unknown time unit `{other}` in `{s}` (use s, ms, us, m)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 24.0 * 3600.0 {
+        return Err(format!(
+            "duration `{s}` out of range (above 0, at most a day)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats a duration the way [`parse_duration`] reads it.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms >= 1000.0 && (ms / 1000.0).fract() == 0.0 {
+        format!("{}s", ms / 1000.0)
+    } else {
+        format!("{}ms", (ms * 1000.0).round() / 1000.0)
+    }
+}
+
+/// Parses a repeat count in 1..=1000.
+fn parse_repeats(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!("`{s}` is not a repeat count in 1..=1000")),
+    }
+}
+
+/// Parses a contention policy by its name in txmem.
+fn parse_policy(name: &str) -> Result<ContentionPolicy, String> {
+    let all = ContentionPolicy::all();
+    all.iter()
+        .find(|p| p.name() == name)
+        .cloned()
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|p| p.name()).collect();
+            format!(
+                "unknown contention policy `{name}` (expected one of: {})",
+                names.join(", ")
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("50ms").unwrap(), Duration::from_millis(50));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3 weeks").is_err());
+        assert_eq!(fmt_duration(Duration::from_millis(50)), "50ms");
+        assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
+    }
+
+    #[test]
+    fn repeats() {
+        assert_eq!(parse_repeats("3"), Ok(3));
+        assert!(parse_repeats("0").unwrap_err().contains("repeat count"));
+    }
+
+    #[test]
+    fn policies_by_name() {
+        assert!(parse_policy("karma").is_ok());
+        assert!(parse_policy("nope").unwrap_err().contains("karma"));
+    }
+}

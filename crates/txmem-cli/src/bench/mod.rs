@@ -1,0 +1,175 @@
+//! `txmem bench`: benchmark suites run side by side against peers.
+//!
+//! A run goes through four steps, one function each: [`select`] plans the
+//! suite and keeps the rows `--systems` and `--filter` ask for; [`measure`]
+//! runs them ([`runner`]); [`assemble`] builds the report; [`export`]
+//! prints the table and writes the files.
+//!
+//! Layout: [`args`] (the command line, parsed into types) and [`settings`]
+//! (its defaults filled in); [`runner`] (threads, warm-up, repeats, medians,
+//! checks) with [`placement`] (where the threads ran) and [`stats`];
+//! [`report`] (table, JSON, CSV, Markdown, SVG) with [`metadata`] and
+//! [`machine`]; [`list`] (`--list`). What the rows measure is the
+//! [`harness`](crate::harness), shared with the criterion benches.
+
+pub mod args;
+mod list;
+mod machine;
+mod metadata;
+mod placement;
+mod report;
+mod runner;
+mod settings;
+mod stats;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::failure::Failure;
+use crate::harness::peers::libitm::Libitm;
+use crate::harness::spec::Plan;
+use crate::harness::suites::config::SuiteConfig;
+use crate::harness::suites::Suite;
+use crate::harness::system::System;
+use args::BenchArgs;
+use machine::Machine;
+use report::Report;
+use runner::Measured;
+use settings::{Outputs, Settings};
+
+/// Exit status when a row failed its result check.
+const EXIT_CHECK_FAILED: u8 = 1;
+/// Exit status after Ctrl-C (128 + SIGINT).
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Runs `txmem bench` and returns the process exit status: 0, 1 if a row
+/// failed its check, 130 after Ctrl-C.
+pub fn run(args: BenchArgs) -> Result<u8, Failure> {
+    let machine = Machine::detect();
+    let settings = Settings::new(args, machine.cores);
+    let libitm = prepare_libitm(&settings);
+    let cfg = SuiteConfig {
+        quick: settings.suite == Suite::Quick,
+        policy: settings.policy,
+        seed: settings.measure.seed,
+        libitm: libitm.clone(),
+    };
+    if settings.list {
+        list::print(&cfg);
+        return Ok(0);
+    }
+    let plan = select(&settings, &cfg)?;
+    let date = machine::utc_now();
+    let measured = measure(&plan, &settings);
+    let report = assemble(&settings, machine, date, &plan, &measured, &libitm);
+    export(&report, &settings.outputs)?;
+    Ok(exit_status(&report))
+}
+
+/// Compiles the libitm harness if the run may use it; otherwise, or if it
+/// cannot be built, the reason its rows are skipped.
+fn prepare_libitm(settings: &Settings) -> Result<Arc<Libitm>, String> {
+    let wanted = settings
+        .systems
+        .as_ref()
+        .is_none_or(|s| s.contains(&System::Libitm));
+    if wanted {
+        Libitm::prepare().map(Arc::new)
+    } else {
+        Err("not selected".to_string())
+    }
+}
+
+/// Plans the suite and keeps the rows of the systems and workloads asked
+/// for. A system the suite does not run, or a selection that leaves no row,
+/// is a usage error.
+fn select(settings: &Settings, cfg: &SuiteConfig) -> Result<Plan, Failure> {
+    let suite = settings.suite;
+    let mut plan = suite.plan(cfg);
+    if let Some(wanted) = &settings.systems {
+        let known = plan.systems();
+        if let Some(bad) = wanted.iter().find(|s| !known.contains(s)) {
+            let names: Vec<&str> = known.iter().map(|s| s.name()).collect();
+            return Err(Failure::Usage(format!(
+                "system `{bad}` does not run in suite {suite} (its systems: {})",
+                names.join(", ")
+            )));
+        }
+        plan.retain(|system, _| wanted.contains(&system));
+    }
+    if let Some(f) = &settings.filter {
+        plan.retain(|_, workload| workload.contains(f.as_str()));
+    }
+    if plan.cases.is_empty() {
+        return Err(Failure::Usage(format!(
+            "no benchmark rows match (suite {suite}, --systems/--filter); see `txmem bench --list`"
+        )));
+    }
+    Ok(plan)
+}
+
+/// Runs the plan. The first Ctrl-C lets the current repeat finish and the
+/// run report what ran; a second exits at once.
+fn measure(plan: &Plan, settings: &Settings) -> Vec<Measured> {
+    let _ = ctrlc::set_handler(|| {
+        if runner::INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+        eprintln!("\ninterrupted: stopping after the current run (Ctrl-C again to quit now)");
+    });
+    runner::run(plan, &settings.measure)
+}
+
+/// The report of the measured rows.
+fn assemble(
+    settings: &Settings,
+    machine: Machine,
+    date: String,
+    plan: &Plan,
+    measured: &[Measured],
+    libitm: &Result<Arc<Libitm>, String>,
+) -> Report {
+    Report {
+        suite: settings.suite.name().to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        machine,
+        settings: metadata::settings_json(settings, libitm),
+        results: report::rows(measured),
+        skipped: plan.skips.clone(),
+        date,
+        interrupted: runner::interrupted(),
+    }
+}
+
+/// Prints the table, then writes each requested file (all of them, even
+/// after one fails; the last failure is returned).
+fn export(report: &Report, outputs: &Outputs) -> Result<(), Failure> {
+    print!("{}", report::table::render(report));
+    type Writer = fn(&std::path::Path, &Report) -> Result<(), String>;
+    let files: [(&Option<_>, Writer); 4] = [
+        (&outputs.json, report::json::write),
+        (&outputs.csv, report::csv::write),
+        (&outputs.plot, report::svg::write),
+        (&outputs.markdown, report::markdown::write),
+    ];
+    let mut failed = None;
+    for (file, write) in files {
+        let Some(file) = file else { continue };
+        match write(file.path(), report) {
+            Ok(()) => eprintln!("wrote {file}"),
+            Err(e) => failed = Some(Failure::Run(e)),
+        }
+    }
+    failed.map_or(Ok(()), Err)
+}
+
+/// The exit status a finished report calls for.
+fn exit_status(report: &Report) -> u8 {
+    if report.interrupted {
+        EXIT_INTERRUPTED
+    } else if report.any_failed() {
+        EXIT_CHECK_FAILED
+    } else {
+        0
+    }
+}

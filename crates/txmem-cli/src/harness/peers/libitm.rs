@@ -1,0 +1,148 @@
+//! GCC's libitm as a peer: the C harness `libitm_harness.c` (embedded in
+//! the binary) is compiled at run time with `gcc -O2 -fgnu-tm -pthread`
+//! into a cache directory, then run as a child process per repeat. Doing it
+//! at run time rather than in `build.rs` keeps the build independent of
+//! gcc: where gcc or libitm is missing, the rows are skipped with the
+//! compiler's reason.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::harness::spec::{ExternalParams, ExternalRun};
+
+const SOURCE: &str = include_str!("libitm_harness.c");
+
+/// A compiled harness.
+pub struct Libitm {
+    exe: PathBuf,
+    gcc: String,
+    method: String,
+}
+
+impl Libitm {
+    /// Compiles the harness (or reuses a cached build of the same source by
+    /// the same compiler). `Err` says in one line why libitm cannot run.
+    pub fn prepare() -> Result<Libitm, String> {
+        let gcc = std::env::var("CC_LIBITM").unwrap_or_else(|_| "gcc".into());
+        let version = Command::new(&gcc).arg("--version").output().map_err(|e| {
+            format!("no C compiler `{gcc}` ({e}); set CC_LIBITM to a gcc with libitm")
+        })?;
+        let version = String::from_utf8_lossy(&version.stdout)
+            .lines()
+            .next()
+            .unwrap_or("gcc")
+            .to_string();
+        let mut h = DefaultHasher::new();
+        SOURCE.hash(&mut h);
+        version.hash(&mut h);
+        let dir = std::env::temp_dir().join(format!("txmem-cli-libitm-{:016x}", h.finish()));
+        let exe = dir.join("harness");
+        if !exe.exists() {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            // Build under a private name and rename, so concurrent runs
+            // never execute a half-written file.
+            let src = dir.join(format!("harness-{}.c", std::process::id()));
+            let tmp = dir.join(format!("harness-{}.tmp", std::process::id()));
+            std::fs::write(&src, SOURCE)
+                .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+            let out = Command::new(&gcc)
+                .args(["-O2", "-fgnu-tm", "-pthread", "-o"])
+                .arg(&tmp)
+                .arg(&src)
+                .output()
+                .map_err(|e| format!("cannot run {gcc}: {e}"))?;
+            std::fs::remove_file(&src).ok();
+            if !out.status.success() {
+                let err = String::from_utf8_lossy(&out.stderr);
+                let first = err
+                    .lines()
+                    .find(|l| l.contains("error"))
+                    .unwrap_or("compilation failed");
+                return Err(format!("`{gcc} -fgnu-tm` failed: {}", first.trim()));
+            }
+            std::fs::rename(&tmp, &exe).map_err(|e| format!("cannot install harness: {e}"))?;
+        }
+        let method =
+            std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| default_method().into());
+        Ok(Libitm {
+            exe,
+            gcc: version,
+            method,
+        })
+    }
+
+    /// The compiler's version line.
+    pub fn compiler(&self) -> &str {
+        &self.gcc
+    }
+
+    /// The TM method libitm uses (`ITM_DEFAULT_METHOD`, or libitm's default).
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Runs one repeat: `args` name the workload (see the harness usage).
+    pub fn run(&self, args: &[String], p: &ExternalParams) -> Result<ExternalRun, String> {
+        // The harness's last argument breaks its check (the test hook).
+        #[cfg(feature = "test-hooks")]
+        let sabotage = p.sabotage;
+        #[cfg(not(feature = "test-hooks"))]
+        let sabotage = false;
+        let ms = |d: Duration| d.as_millis().max(1).to_string();
+        let out = Command::new(&self.exe)
+            .args(args)
+            .arg(p.threads.to_string())
+            .arg(ms(p.duration))
+            .arg(if p.warmup.is_zero() {
+                "0".into()
+            } else {
+                ms(p.warmup)
+            })
+            .arg(p.seed.to_string())
+            .arg(if sabotage { "1" } else { "0" })
+            .output()
+            .map_err(|e| format!("cannot run libitm harness: {e}"))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let line = stdout.lines().next().unwrap_or("").trim();
+        if let Some(msg) = line.strip_prefix("fail ") {
+            return Err(msg.to_string());
+        }
+        let field = |name: &str| -> Option<u64> {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+                .and_then(|v| v.parse().ok())
+        };
+        match (line.starts_with("ok "), field("ops"), field("elapsed_ns")) {
+            (true, Some(ops), Some(ns)) => Ok(ExternalRun {
+                ops,
+                attempts: field("attempts"),
+                elapsed: Duration::from_nanos(ns),
+            }),
+            _ => Err(format!(
+                "libitm harness failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
+    }
+}
+
+/// What libitm picks without `ITM_DEFAULT_METHOD`: serial-irrevocable while
+/// one thread is registered; with more, its HTM method (RTM, falling back to
+/// serial mode) on a CPU with RTM, else `ml_wt`.
+fn default_method() -> &'static str {
+    use txmem_elide::htm::{Rtm, RtmVerdict};
+    match Rtm::detection().verdict {
+        RtmVerdict::Usable | RtmVerdict::DisabledByEnvironment => {
+            "default (serialirr with 1 thread, htm with more: RTM with a serial fallback)"
+        }
+        RtmVerdict::NotX86 | RtmVerdict::NoRtmBit => {
+            "default (serialirr with 1 thread, ml_wt otherwise)"
+        }
+        _ => "default (serialirr with 1 thread; with more, htm if libitm finds RTM, else ml_wt)",
+    }
+}

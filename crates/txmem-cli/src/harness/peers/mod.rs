@@ -1,0 +1,6 @@
+//! Peers run by several suites: locks, the STM crates and libitm. (The set
+//! peers, which only `intset` runs, live with that suite.)
+
+pub mod libitm;
+pub mod locks;
+pub mod stm_crates;

@@ -1,0 +1,18 @@
+//! The `txmem` command of the txmem toolkit (`txmem bench`, `txmem sim`),
+//! and the benchmark harness it measures with.
+//!
+//! The harness is public so that the criterion benches of this crate
+//! measure exactly the rows `txmem bench` measures: see [`harness`]. The
+//! rest is the command: [`run`] parses the arguments and runs a subcommand.
+
+#![warn(missing_docs)]
+
+mod bench;
+mod cli;
+mod failure;
+pub mod harness;
+mod output;
+mod plot;
+mod sim;
+
+pub use cli::run;
