@@ -1,7 +1,7 @@
 //! Transactions: the tracking set, the read protocol and the public API that
 //! datatypes and programs use inside `atomically`.
 
-mod commit;
+pub(crate) mod commit;
 mod index;
 mod run;
 mod savepoint;

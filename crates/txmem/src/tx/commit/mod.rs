@@ -1,13 +1,15 @@
 //! The commit protocol (STO): lock the write set, take a commit version,
 //! validate the read set, install, and wake blocked `retry`ers.
 
+pub(crate) mod lock;
+
 use super::TxState;
 use crate::clock::{self, ClockWord};
 use crate::error::AbortCause;
-use crate::object::{Commit, LockOutcome};
 use crate::options::Opacity;
 use crate::version::VERSION_STEP;
 use crate::wait;
+use lock::{Commit, LockOutcome};
 
 /// The commit version of a commit that does not tick the clock: one past
 /// the clock word `clock`, read after locking. (Installs publish it, or one
