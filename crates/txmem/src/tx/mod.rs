@@ -12,6 +12,7 @@ pub(crate) use single::commit_single;
 
 use std::cell::{Cell, OnceCell};
 use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
 use crossbeam_epoch::Guard;
@@ -41,6 +42,54 @@ pub struct ItemId(usize);
 
 type Handler = Box<dyn FnOnce()>;
 
+/// One entry of the tracking set: an item and the object it belongs to.
+///
+/// The object pointer is the runtime's (it calls the object's commit steps
+/// through it); the item is the object's. The entry derefs to its item, so
+/// the protocol reads an entry's flags as the item's.
+//
+// The item comes first, so that a pointer to the entry is a pointer to its
+// item: the commit steps and checks get the item without an offset added.
+#[repr(C)]
+pub(crate) struct Entry {
+    item: Item,
+    pub(crate) object: NonNull<dyn TObject>,
+}
+
+// One cache line per entry.
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+
+impl Entry {
+    #[inline]
+    fn new(object: NonNull<dyn TObject>, key: u64) -> Self {
+        Entry {
+            item: Item::new(key),
+            object,
+        }
+    }
+
+    /// The address identifying the entry's object.
+    #[inline]
+    pub(crate) fn object_addr(&self) -> usize {
+        self.object.as_ptr() as *const () as usize
+    }
+}
+
+impl Deref for Entry {
+    type Target = Item;
+    #[inline(always)]
+    fn deref(&self) -> &Item {
+        &self.item
+    }
+}
+
+impl DerefMut for Entry {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Item {
+        &mut self.item
+    }
+}
+
 crate::sync::protocol_static! {
     /// Serializes irrevocable transactions: at most one runs at a time.
     static IRREVOCABLE_TOKEN: crate::sync::TokenLock = crate::sync::TokenLock::new(());
@@ -49,7 +98,7 @@ crate::sync::protocol_static! {
 /// The state of one thread's transaction, reused across transactions so that
 /// a steady-state transaction allocates nothing.
 pub(crate) struct TxState {
-    items: Vec<Item>,
+    items: Vec<Entry>,
     index: ItemIndex,
     indexed: bool,
     /// True once `item_mut` handed out an item: until then the transaction
@@ -113,7 +162,7 @@ impl TxState {
     }
 
     #[inline]
-    fn key_of(items: &[Item]) -> impl Fn(usize) -> (usize, u64) + '_ {
+    fn key_of(items: &[Entry]) -> impl Fn(usize) -> (usize, u64) + '_ {
         move |p| (items[p].object_addr(), items[p].key())
     }
 
@@ -150,7 +199,7 @@ impl TxState {
         if pos == self.items.capacity() || pos >= index::item_index_cutoff() {
             return self.insert_slow(object, key);
         }
-        self.items.push(Item::new(object, key));
+        self.items.push(Entry::new(object, key));
         pos
     }
 
@@ -162,7 +211,7 @@ impl TxState {
             return p;
         }
         let pos = self.items.len();
-        self.items.push(Item::new(object, key));
+        self.items.push(Entry::new(object, key));
         self.index.insert(addr, key, pos, Self::key_of(&self.items));
         pos
     }
@@ -173,7 +222,7 @@ impl TxState {
     #[inline(never)]
     fn insert_slow(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
         let pos = self.items.len();
-        self.items.push(Item::new(object, key));
+        self.items.push(Entry::new(object, key));
         if self.items.len() > index::item_index_cutoff() {
             self.index
                 .build(self.items.len(), Self::key_of(&self.items));

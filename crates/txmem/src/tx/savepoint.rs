@@ -53,7 +53,8 @@ pub(super) fn roll_back(st: &mut TxState) {
             let obj = unsafe { item.object.as_ref() };
             obj.cleanup(item, false);
         }
-        item.restore_flags(item.flags() & READ);
+        let kept = item.flags() & READ;
+        item.restore_flags(kept);
         item.value.clear();
     }
     for saved in sp.log.into_iter().rev() {
