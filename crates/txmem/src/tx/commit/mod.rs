@@ -3,10 +3,10 @@
 
 pub(crate) mod lock;
 
-use super::TxState;
 use crate::clock::{self, ClockWord};
 use crate::error::AbortCause;
 use crate::options::Opacity;
+use crate::tx::state::TxState;
 use crate::version::VERSION_STEP;
 use crate::wait;
 use lock::{Commit, LockOutcome};
