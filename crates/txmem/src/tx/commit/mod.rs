@@ -1,5 +1,7 @@
 //! The commit protocol (STO): lock the write set, take a commit version,
-//! validate the read set, install, and wake blocked `retry`ers.
+//! validate the read set, install, and wake blocked `retry`ers. The part an
+//! object takes in it (the commit context, lock outcomes, the standard lock
+//! step) is in [`lock`].
 
 pub(crate) mod lock;
 
