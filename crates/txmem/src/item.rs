@@ -239,8 +239,8 @@ impl std::fmt::Debug for ItemValue {
 // can forward them to the loads: at the start of an aligned 16-byte store.
 // Loads that began inside such a store, as in the order Rust picked, waited
 // for it to retire and cost an increment transaction a fifth of its time.
-// The tracking-set entry puts the 16-byte object pointer after the item, so
-// every field keeps its position within a 16-byte store.
+// The tracking-set entry puts the 16-byte object pointer in front of the
+// item, so these offsets are the ones measured with the pointer in front.
 #[repr(C)]
 pub struct Item {
     key: u64,
@@ -261,7 +261,7 @@ pub struct Item {
     _not_sync: PhantomData<Cell<()>>,
 }
 
-// With its object pointer, an entry fills one cache line.
+// With its object pointer, an entry is a cache line's size.
 const _: () = assert!(std::mem::size_of::<Item>() == 48);
 
 impl Item {

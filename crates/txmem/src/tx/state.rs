@@ -31,23 +31,28 @@ pub(super) type Handler = Box<dyn FnOnce()>;
 /// through it); the item is the object's. The entry derefs to its item, so
 /// the protocol reads an entry's flags as the item's.
 //
-// The item comes first, so that a pointer to the entry is a pointer to its
-// item: the commit steps and checks get the item without an offset added.
+// The object pointer comes first: the item's fields then sit at the offsets
+// their placement was measured at, relative to the wide stores that write
+// a new entry and to cache lines (see `Item`).
+// With the item first, a pointer to the entry would be a pointer to the
+// item and the commit loops would save an address add per call, but at the
+// buffer alignment glibc gives (32 mod 64) one of those stores would
+// straddle two lines.
 #[repr(C)]
 pub(super) struct Entry {
-    item: Item,
     pub(super) object: NonNull<dyn TObject>,
+    item: Item,
 }
 
-// One cache line per entry.
+// A cache line's size per entry.
 const _: () = assert!(std::mem::size_of::<Entry>() == 64);
 
 impl Entry {
     #[inline]
     fn new(object: NonNull<dyn TObject>, key: u64) -> Self {
         Entry {
-            item: Item::new(key),
             object,
+            item: Item::new(key),
         }
     }
 
