@@ -143,6 +143,31 @@ impl ThreadContext {
         self.seed.set(seed);
         seed
     }
+
+    /// Enters a transaction: marks the thread busy and sets up the call state.
+    #[inline(always)]
+    pub(super) fn enter(
+        &self,
+        options: Option<&TxOptions>,
+        site: &'static Location<'static>,
+    ) -> ActiveGuard<'_> {
+        if self.active.replace(true) {
+            nested_transaction();
+        }
+        let active = ActiveGuard(self);
+        // SAFETY: the thread is now active; nothing else references the call
+        // state.
+        let call = unsafe { &mut *self.call.get() };
+        call.mode = match options {
+            Some(o) => Mode::of(o),
+            None => self.default_mode(),
+        };
+        match self.counters() {
+            Some(c) => call.record = c.recorder(site),
+            None => call.record.stats = std::ptr::null(),
+        }
+        active
+    }
 }
 
 impl Counters {
@@ -201,6 +226,18 @@ impl ActiveGuard<'_> {
         self.0.active.set(false);
         std::mem::forget(self);
     }
+    /// Leaves the transaction (its last attempt is over) and runs the
+    /// handlers its outcome kept.
+    #[inline(always)]
+    pub(super) fn leave(self) {
+        // SAFETY: the attempt is over and holds no reference into the state.
+        let st = unsafe { &mut *self.0.state.get() };
+        let handlers = st.take_ready_handlers();
+        self.release();
+        if let Some(handlers) = handlers {
+            run_handlers(handlers);
+        }
+    }
 }
 
 impl Drop for ActiveGuard<'_> {
@@ -219,48 +256,6 @@ impl Drop for ActiveGuard<'_> {
         drop(st.take_ready_handlers());
         end_retrying(call);
         self.0.active.set(false);
-    }
-}
-
-impl ThreadContext {
-    /// Enters a transaction: marks the thread busy and sets up the call state.
-    #[inline(always)]
-    pub(super) fn enter(
-        &self,
-        options: Option<&TxOptions>,
-        site: &'static Location<'static>,
-    ) -> ActiveGuard<'_> {
-        if self.active.replace(true) {
-            nested_transaction();
-        }
-        let active = ActiveGuard(self);
-        // SAFETY: the thread is now active; nothing else references the call
-        // state.
-        let call = unsafe { &mut *self.call.get() };
-        call.mode = match options {
-            Some(o) => Mode::of(o),
-            None => self.default_mode(),
-        };
-        match self.counters() {
-            Some(c) => call.record = c.recorder(site),
-            None => call.record.stats = std::ptr::null(),
-        }
-        active
-    }
-}
-
-impl ActiveGuard<'_> {
-    /// Leaves the transaction (its last attempt is over) and runs the
-    /// handlers its outcome kept.
-    #[inline(always)]
-    pub(super) fn leave(self) {
-        // SAFETY: the attempt is over and holds no reference into the state.
-        let st = unsafe { &mut *self.0.state.get() };
-        let handlers = st.take_ready_handlers();
-        self.release();
-        if let Some(handlers) = handlers {
-            run_handlers(handlers);
-        }
     }
 }
 
