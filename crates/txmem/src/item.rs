@@ -1,19 +1,26 @@
 //! Transaction items: one per (object, subobject key) a transaction touched.
+//!
+//! An item is what an object records about one of its subobjects (flags,
+//! the version read, the pending write); it does not point back to its
+//! object. The runtime pairs each item with its object in the tracking set
+//! (`tx::state::Entry`), so that the dependency runs one way: the
+//! [`TObject`](crate::TObject) trait takes items, and items know nothing of
+//! objects.
 
 use std::any::TypeId;
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::mem::{self, MaybeUninit};
-use std::ptr::{self, NonNull};
-
-use crate::object::TObject;
+use std::ptr;
 
 /// Item flag: the transaction read this subobject; `read_version` is valid.
 pub const READ: u32 = 1 << 0;
 /// Item flag: the transaction writes this subobject; the write value is set.
 pub const WRITE: u32 = 1 << 1;
 /// Item flag: the item's lock is held (set by the runtime after a successful
-/// [`TObject::lock`]).
+/// [`TObject::lock`](crate::TObject::lock)).
 pub const LOCKED: u32 = 1 << 2;
-/// Item flag: call [`TObject::cleanup`] for this item when the transaction ends.
+/// Item flag: call [`TObject::cleanup`](crate::TObject::cleanup) for this item when the transaction ends.
 pub const NEEDS_CLEANUP: u32 = 1 << 3;
 /// First flag bit free for the object's own use (bits 8..32).
 pub const USER_FLAG0: u32 = 1 << 8;
@@ -223,8 +230,8 @@ impl std::fmt::Debug for ItemValue {
 /// object, with what the transaction did to it.
 ///
 /// Objects create items through [`Transaction::item`](crate::Transaction::item)
-/// and interpret their fields in their [`TObject`] callbacks. The runtime
-/// guarantees at most one item per (object, key).
+/// and interpret their fields in their [`TObject`](crate::TObject)
+/// callbacks. The runtime guarantees at most one item per (object, key).
 //
 // `repr(C)` because the field order is a matter of speed. A new item is
 // written with a few wide zeroing stores, and the words read right after
@@ -232,9 +239,10 @@ impl std::fmt::Debug for ItemValue {
 // can forward them to the loads: at the start of an aligned 16-byte store.
 // Loads that began inside such a store, as in the order Rust picked, waited
 // for it to retire and cost an increment transaction a fifth of its time.
+// The tracking-set entry puts the 16-byte object pointer in front of the
+// item, so these offsets are the ones measured with the pointer in front.
 #[repr(C)]
 pub struct Item {
-    pub(crate) object: NonNull<dyn TObject>,
     key: u64,
     pub(crate) read_version: u64,
     /// The pending write value (or other per-item state of the object).
@@ -247,31 +255,26 @@ pub struct Item {
     runtime: u8,
     /// The object-specific bits (`USER_FLAG0` and up; the low byte is zero).
     user: u32,
+    /// `Send` but not `Sync`, as when the item held its object's pointer:
+    /// its value may be of any type, and the item never leaves its
+    /// transaction's thread.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
-// One cache line per item.
-const _: () = assert!(std::mem::size_of::<Item>() == 64);
-
-// SAFETY: an `Item` only lives inside its transaction's thread-local state;
-// the object pointer refers to a `TObject`, which is `Sync`.
-unsafe impl Send for Item {}
+// With its object pointer, an entry is a cache line's size.
+const _: () = assert!(std::mem::size_of::<Item>() == 48);
 
 impl Item {
-    pub(crate) fn new(object: NonNull<dyn TObject>, key: u64) -> Self {
+    #[inline]
+    pub(crate) fn new(key: u64) -> Self {
         Item {
-            object,
             key,
             runtime: 0,
             user: 0,
             read_version: 0,
             value: ItemValue::EMPTY,
+            _not_sync: PhantomData,
         }
-    }
-
-    /// The address identifying the item's object.
-    #[inline]
-    pub(crate) fn object_addr(&self) -> usize {
-        self.object.as_ptr() as *const () as usize
     }
 
     /// The subobject key given when the item was created.
@@ -406,7 +409,6 @@ impl Item {
 impl std::fmt::Debug for Item {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Item")
-            .field("object", &(self.object_addr() as *const ()))
             .field("key", &self.key)
             .field("flags", &format_args!("{:#b}", self.flags()))
             .field("read_version", &self.read_version)

@@ -165,8 +165,9 @@ pub use collections::{
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};
 pub use item::Item;
-pub use object::{Commit, LockOutcome, TObject};
+pub use object::TObject;
 pub use options::{set_default_options, Opacity, TxOptions, DEFAULT_SERIALIZE_AFTER};
+pub use tx::commit::lock::{Commit, LockOutcome};
 pub use tx::{atomically, try_atomically, ItemId, Transaction};
 
 /// Knobs for measuring the runtime's internal thresholds (not needed in

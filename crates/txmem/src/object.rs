@@ -1,10 +1,12 @@
-//! The trait through which transactional objects take part in commit.
-
-use crossbeam_epoch::Guard;
-use std::cell::OnceCell;
+//! [`TObject`], the trait a datatype implements to take part in
+//! transactions.
+//!
+//! The commit context and lock outcome its methods take are defined with
+//! the commit protocol (`tx::commit::lock`) and re-exported here, so that an
+//! object implementation finds everything it names in one place.
 
 use crate::item::Item;
-use crate::version::{TVersion, LOCK_SPINS};
+pub(crate) use crate::tx::commit::lock::{Commit, LockOutcome};
 
 /// A transactional object: a datatype whose operations a transaction tracks as
 /// [`Item`]s, one per logical subobject (a key the object chooses).
@@ -56,124 +58,5 @@ pub trait TObject: Sync {
     /// [`NEEDS_CLEANUP`](crate::item::NEEDS_CLEANUP).
     fn cleanup(&self, item: &mut Item, committed: bool) {
         let _ = (item, committed);
-    }
-}
-
-/// The result of [`TObject::lock`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LockOutcome {
-    /// The lock is held by this transaction now.
-    Acquired,
-    /// Another transaction holds the lock.
-    Busy,
-    /// The item was read and its version changed: the transaction must abort.
-    Stale,
-}
-
-/// What the runtime tells an object during commit (and during validation
-/// while the transaction runs).
-pub struct Commit<'a> {
-    pub(crate) version: u64,
-    pub(crate) irrevocable: bool,
-    pub(crate) guard: &'a OnceCell<Guard>,
-}
-
-impl<'a> Commit<'a> {
-    /// The commit version to publish in the versions of installed items.
-    /// Only meaningful inside [`TObject::install`].
-    ///
-    /// Publish at least this version (as [`TVersion::next_after`] does):
-    /// opaque readers accept a version without revalidating only when it is
-    /// at most their snapshot bound, which is sound because every version a
-    /// commit publishes is above the clock value it read after locking.
-    #[inline]
-    pub fn version(&self) -> u64 {
-        self.version
-    }
-
-    /// True if the transaction is irrevocable: its locks must be acquired
-    /// even if that means waiting.
-    #[inline]
-    pub fn must_succeed(&self) -> bool {
-        self.irrevocable
-    }
-
-    /// An epoch guard, pinned on first use, for retiring memory that the
-    /// install replaces (`guard.defer_destroy(old)`).
-    #[inline]
-    pub fn guard(&self) -> &Guard {
-        self.guard.get_or_init(crossbeam_epoch::pin)
-    }
-
-    /// The standard lock step for an item protected by `version`: if the item
-    /// was read, lock only if the version is unchanged; otherwise lock with a
-    /// bounded spin (unbounded when irrevocable). On success the item's
-    /// `read_version` holds the word as it was before locking, which
-    /// [`TVersion::next_after`] and [`TVersion::unlock_unchanged`] take.
-    #[inline]
-    pub fn lock_version(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
-        // Fast path: one compare-and-swap when nobody holds the lock.
-        if item.is_read() {
-            if version.try_lock_at(item.read_version()) {
-                return LockOutcome::Acquired;
-            }
-        } else {
-            let cur = version.load();
-            if !TVersion::is_locked(cur) && version.try_lock_at(cur) {
-                item.remember_version(cur);
-                return LockOutcome::Acquired;
-            }
-        }
-        self.lock_version_contended(version, item)
-    }
-
-    /// [`lock_version`](Self::lock_version) after its first attempt failed.
-    #[cold]
-    #[inline(never)]
-    fn lock_version_contended(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
-        if item.is_read() {
-            let seen = item.read_version();
-            loop {
-                if version.try_lock_at(seen) {
-                    return LockOutcome::Acquired;
-                }
-                // Locked at the version we read: another transaction is
-                // committing and may still leave it unchanged; wait for it.
-                // Unlocked at that version again: it left it unchanged just
-                // now; try again. Anything else means the read is stale.
-                let now = version.load();
-                if now == seen {
-                    continue;
-                }
-                if now != seen | crate::version::LOCK_BIT {
-                    return LockOutcome::Stale;
-                }
-                if !self.wait_for_unlock(version) {
-                    return LockOutcome::Busy;
-                }
-            }
-        }
-        loop {
-            if let Some(prev) = version.lock_bounded() {
-                item.remember_version(prev);
-                return LockOutcome::Acquired;
-            }
-            if !self.irrevocable {
-                return LockOutcome::Busy;
-            }
-            crate::sync::yield_now();
-        }
-    }
-
-    fn wait_for_unlock(&self, version: &TVersion) -> bool {
-        let mut spins = 0;
-        while TVersion::is_locked(version.load()) {
-            if !self.irrevocable && spins >= LOCK_SPINS {
-                return false;
-            }
-            spins += 1;
-            crate::sync::spin_hint();
-        }
-        true
     }
 }

@@ -2,22 +2,8 @@
 //! keeping what it read (a transaction that retries in both branches must
 //! wake on a change to anything either branch read).
 
-use super::TxState;
-use crate::item::{ItemValue, NEEDS_CLEANUP, READ};
-
-struct Saved {
-    pos: usize,
-    flags: u32,
-    read_version: u64,
-    value: ItemValue,
-}
-
-pub(super) struct Savepoint {
-    len: usize,
-    commit_handlers: usize,
-    abort_handlers: usize,
-    log: Vec<Saved>,
-}
+use super::state::{Saved, Savepoint, TxState};
+use crate::item::{NEEDS_CLEANUP, READ};
 
 pub(super) fn push(st: &mut TxState) {
     st.rare = true;
@@ -53,7 +39,8 @@ pub(super) fn roll_back(st: &mut TxState) {
             let obj = unsafe { item.object.as_ref() };
             obj.cleanup(item, false);
         }
-        item.restore_flags(item.flags() & READ);
+        let kept = item.flags() & READ;
+        item.restore_flags(kept);
         item.value.clear();
     }
     for saved in sp.log.into_iter().rev() {

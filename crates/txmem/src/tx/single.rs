@@ -38,7 +38,7 @@ pub(crate) fn commit_single<P, R>(
     install: impl FnOnce(P) -> R,
 ) -> R {
     assert!(
-        !super::run::in_transaction(),
+        !super::context::in_transaction(),
         "txmem: single-operation writes (store/swap/update) run as transactions of their own; \
          inside a transaction use the operations that take the `&mut Transaction`"
     );

@@ -1,13 +1,17 @@
 //! The commit protocol (STO): lock the write set, take a commit version,
-//! validate the read set, install, and wake blocked `retry`ers.
+//! validate the read set, install, and wake blocked `retry`ers. The part an
+//! object takes in it (the commit context, lock outcomes, the standard lock
+//! step) is in [`lock`].
 
-use super::TxState;
+pub(crate) mod lock;
+
 use crate::clock::{self, ClockWord};
 use crate::error::AbortCause;
-use crate::object::{Commit, LockOutcome};
 use crate::options::Opacity;
+use crate::tx::state::TxState;
 use crate::version::VERSION_STEP;
 use crate::wait;
+use lock::{Commit, LockOutcome};
 
 /// The commit version of a commit that does not tick the clock: one past
 /// the clock word `clock`, read after locking. (Installs publish it, or one

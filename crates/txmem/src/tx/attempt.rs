@@ -1,0 +1,124 @@
+//! The life of one attempt: [`begin`](TxState::begin) sets it up (waiting
+//! for the hourglass, taking irrevocability, choosing the snapshot bound);
+//! [`finish`](TxState::finish) ends it, committed or not (cleanups, the
+//! epoch guard, irrevocability, the handlers kept for the outcome).
+//!
+//! Why `finish` tests one `rare` flag: an ordinary attempt used none of the
+//! index, savepoints, handlers or irrevocability, and ends with one branch.
+
+use super::state::TxState;
+use crate::clock;
+use crate::options::Opacity;
+
+impl TxState {
+    /// Prepares an attempt: hourglass, irrevocability, snapshot bound.
+    /// `irrevocable`: run this attempt irrevocably; `requested`: because the
+    /// program asked (not because the runtime serialized a starving one);
+    /// `holds_hourglass`: this transaction holds the hourglass, so it does not
+    /// wait for it.
+    ///
+    /// The TL2 snapshot bound is usually not read from the clock here: the
+    /// attempt keeps the last clock value this thread saw (its last commit
+    /// version or snapshot extension). Any clock value read before the
+    /// attempt's first read is a sound bound; an older one only makes a read
+    /// of a newer version extend the snapshot (which reads the clock then).
+    /// Most transactions of a large working set read nothing that changed
+    /// since, and skip a read of the clock's cache line, which moves to every
+    /// committing writer's core. Once a kept bound proves stale (the last
+    /// attempt extended its snapshot or aborted), the next attempt reads the
+    /// clock, so that transactions over fast-changing data do not extend
+    /// (and revalidate) in every attempt.
+    #[inline]
+    pub(crate) fn begin(
+        &mut self,
+        opacity: Opacity,
+        irrevocable: bool,
+        requested: bool,
+        holds_hourglass: bool,
+    ) {
+        if clock::hourglass_held() && !holds_hourglass {
+            clock::wait_hourglass_released();
+        }
+        if self.stale_start {
+            self.stale_start = false;
+            self.start = clock::now().time();
+        }
+        self.opacity = opacity;
+        self.wants_irrevocable = false;
+        self.user_irrevocable = requested;
+        if irrevocable && self.irrevocable.is_none() {
+            self.acquire_irrevocability();
+            // The snapshot must not predate the commits that finished
+            // before the gate closed.
+            self.start = clock::now().time();
+        }
+    }
+
+    /// Ends an attempt: drops items (running cleanups), releases the guard
+    /// and irrevocability, and keeps the handlers for the outcome, if any
+    /// (take them with `take_ready_handlers`).
+    #[inline]
+    pub(crate) fn finish(&mut self, committed: bool) {
+        if self.mutated {
+            // Unrolled for one item, as in `commit`.
+            if self.items.len() == 1 {
+                self.drop_items(1, committed);
+            } else {
+                self.drop_all_items(committed);
+            }
+        } else {
+            debug_assert!(self
+                .items
+                .iter()
+                .all(|it| !it.value.is_set() && !it.has(crate::item::NEEDS_CLEANUP)));
+        }
+        // SAFETY: every item's value is empty (read-only attempts never set
+        // one; `drop_items` cleared them) and an entry has no other drop
+        // glue, so forgetting the entries drops nothing.
+        unsafe { self.items.set_len(0) };
+        // Collections pin the epoch in most transactions: unpin inline.
+        if self.guard.get().is_some() {
+            self.unpin();
+        }
+        if self.rare {
+            self.finish_extras(committed);
+        }
+    }
+
+    #[inline(never)]
+    fn unpin(&mut self) {
+        drop(self.guard.take());
+    }
+
+    #[cold]
+    fn finish_extras(&mut self, committed: bool) {
+        self.rare = false;
+        if self.indexed {
+            self.index.clear();
+            self.indexed = false;
+        }
+        self.savepoints.clear();
+        self.release_irrevocability();
+        self.keep_handlers(committed);
+    }
+
+    #[inline(never)]
+    fn drop_all_items(&mut self, committed: bool) {
+        self.drop_items(self.items.len(), committed);
+    }
+
+    /// Runs the cleanups and drops the pending values of the first `n`
+    /// items (the items themselves are forgotten by the caller).
+    #[inline(always)]
+    fn drop_items(&mut self, n: usize, committed: bool) {
+        for it in self.items[..n].iter_mut() {
+            if it.has(crate::item::NEEDS_CLEANUP) {
+                // SAFETY: objects outlive the transaction.
+                let obj = unsafe { it.object.as_ref() };
+                obj.cleanup(it, committed);
+            }
+            it.value.clear();
+        }
+        self.mutated = false;
+    }
+}

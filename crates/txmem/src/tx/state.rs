@@ -1,0 +1,240 @@
+//! `TxState`, what one thread keeps for its transactions, and the tracking
+//! set: one entry per (object, key) the running attempt touched.
+//!
+//! Why one reused state per thread: a steady-state transaction then
+//! allocates nothing (the vectors keep their capacity), and reaching it is a
+//! thread-local access. The state is plain data with the tracking set's
+//! lookup; each protocol step adds its methods in its own file (`read`,
+//! `irrevocable`, `attempt`, `commit`, ...).
+//!
+//! Why a scan before an index: see `index`.
+
+use std::cell::OnceCell;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use crossbeam_epoch::Guard;
+
+use super::commit::lock::Commit;
+use super::index::{self, ItemIndex};
+use crate::item::{Item, ItemValue};
+use crate::object::TObject;
+use crate::options::Opacity;
+
+/// A handler registered with `on_commit` or `on_abort`, its borrows erased
+/// (see `handlers`).
+pub(super) type Handler = Box<dyn FnOnce()>;
+
+/// One entry of the tracking set: an item and the object it belongs to.
+///
+/// The object pointer is the runtime's (it calls the object's commit steps
+/// through it); the item is the object's. The entry derefs to its item, so
+/// the protocol reads an entry's flags as the item's.
+//
+// The object pointer comes first: the item's fields then sit at the offsets
+// their placement was measured at, relative to the wide stores that write
+// a new entry and to cache lines (see `Item`).
+// With the item first, a pointer to the entry would be a pointer to the
+// item and the commit loops would save an address add per call, but at the
+// buffer alignment glibc gives (32 mod 64) one of those stores would
+// straddle two lines.
+#[repr(C)]
+pub(super) struct Entry {
+    pub(super) object: NonNull<dyn TObject>,
+    item: Item,
+}
+
+// A cache line's size per entry.
+const _: () = assert!(std::mem::size_of::<Entry>() == 64);
+
+impl Entry {
+    #[inline]
+    fn new(object: NonNull<dyn TObject>, key: u64) -> Self {
+        Entry {
+            object,
+            item: Item::new(key),
+        }
+    }
+
+    /// The address identifying the entry's object.
+    #[inline]
+    pub(super) fn object_addr(&self) -> usize {
+        self.object.as_ptr() as *const () as usize
+    }
+}
+
+impl Deref for Entry {
+    type Target = Item;
+    #[inline(always)]
+    fn deref(&self) -> &Item {
+        &self.item
+    }
+}
+
+impl DerefMut for Entry {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Item {
+        &mut self.item
+    }
+}
+
+/// An open `or_else` branch: the tracking set's length and handler counts
+/// when it began, and the items it changed that predate it (see
+/// `savepoint`).
+pub(super) struct Savepoint {
+    pub(super) len: usize,
+    pub(super) commit_handlers: usize,
+    pub(super) abort_handlers: usize,
+    pub(super) log: Vec<Saved>,
+}
+
+/// An item as it was before a branch first changed it.
+pub(super) struct Saved {
+    pub(super) pos: usize,
+    pub(super) flags: u32,
+    pub(super) read_version: u64,
+    pub(super) value: ItemValue,
+}
+
+/// The state of one thread's transaction, reused across transactions so that
+/// a steady-state transaction allocates nothing.
+pub(crate) struct TxState {
+    pub(super) items: Vec<Entry>,
+    pub(super) index: ItemIndex,
+    pub(super) indexed: bool,
+    /// True once `item_mut` handed out an item: until then the transaction
+    /// holds no write and no item needs cleanup (the read-only fast path).
+    pub(super) mutated: bool,
+    /// True once the attempt used anything rare that `finish` must undo: the
+    /// item index, a savepoint, a handler, irrevocability. One flag, so that
+    /// an ordinary attempt ends with one test.
+    pub(super) rare: bool,
+    /// Snapshot bound for TL2 opacity, kept from one attempt to the next
+    /// (see [`begin`](Self::begin)).
+    pub(super) start: u64,
+    /// The kept bound proved stale (an attempt had to extend its snapshot,
+    /// or aborted): the next attempt takes its bound from the clock.
+    pub(super) stale_start: bool,
+    pub(super) opacity: Opacity,
+    /// Held while the attempt runs irrevocably (see `irrevocable`).
+    pub(super) irrevocable: Option<crate::sync::Token>,
+    /// Set by `become_irrevocable` when the attempt must restart irrevocably.
+    pub(super) wants_irrevocable: bool,
+    /// True once the program itself asked for irrevocability in this
+    /// attempt (as opposed to the runtime serializing a starving transaction).
+    pub(super) user_irrevocable: bool,
+    pub(super) guard: OnceCell<Guard>,
+    pub(super) on_commit: Vec<Handler>,
+    pub(super) on_abort: Vec<Handler>,
+    /// The handlers `finish` kept for the attempt's outcome, to run once the
+    /// transaction is left.
+    pub(super) ready: Vec<Handler>,
+    pub(super) savepoints: Vec<Savepoint>,
+}
+
+impl TxState {
+    pub(crate) const fn new() -> Self {
+        TxState {
+            items: Vec::new(),
+            index: ItemIndex::new(),
+            indexed: false,
+            mutated: false,
+            rare: false,
+            start: 0,
+            stale_start: true,
+            opacity: Opacity::Tl2,
+            irrevocable: None,
+            wants_irrevocable: false,
+            user_irrevocable: false,
+            guard: OnceCell::new(),
+            on_commit: Vec::new(),
+            on_abort: Vec::new(),
+            ready: Vec::new(),
+            savepoints: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub(super) fn commit_ctx(&self, version: u64) -> Commit<'_> {
+        Commit {
+            version,
+            irrevocable: self.irrevocable.is_some(),
+            guard: &self.guard,
+        }
+    }
+
+    #[inline]
+    fn key_of(items: &[Entry]) -> impl Fn(usize) -> (usize, u64) + '_ {
+        move |p| (items[p].object_addr(), items[p].key())
+    }
+
+    #[inline(always)]
+    pub(super) fn find(&self, addr: usize, key: u64) -> Option<usize> {
+        if self.indexed {
+            self.index.find(addr, key, Self::key_of(&self.items))
+        } else {
+            self.items
+                .iter()
+                .position(|it| it.object_addr() == addr && it.key() == key)
+        }
+    }
+
+    /// The position of the item for (`object`, `key`), created if missing.
+    ///
+    /// The common case, a small unindexed set with room to grow, is a short
+    /// scan and a push; creating the index, growing the vector and indexed
+    /// lookups are out of line.
+    #[inline(always)]
+    pub(super) fn find_or_insert(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        if self.indexed {
+            return self.find_or_insert_indexed(object, key);
+        }
+        let addr = object.as_ptr() as *const () as usize;
+        if let Some(p) = self
+            .items
+            .iter()
+            .position(|it| it.object_addr() == addr && it.key() == key)
+        {
+            return p;
+        }
+        let pos = self.items.len();
+        if pos == self.items.capacity() || pos >= index::item_index_cutoff() {
+            return self.insert_slow(object, key);
+        }
+        self.items.push(Entry::new(object, key));
+        pos
+    }
+
+    /// [`find_or_insert`](Self::find_or_insert) once the items are indexed.
+    #[inline(never)]
+    fn find_or_insert_indexed(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        let addr = object.as_ptr() as *const () as usize;
+        if let Some(p) = self.index.find(addr, key, Self::key_of(&self.items)) {
+            return p;
+        }
+        let pos = self.items.len();
+        self.items.push(Entry::new(object, key));
+        self.index.insert(addr, key, pos, Self::key_of(&self.items));
+        pos
+    }
+
+    /// Appends a new item when the vector must grow or the set crosses the
+    /// index cutoff (then indexes it).
+    #[cold]
+    #[inline(never)]
+    fn insert_slow(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
+        let pos = self.items.len();
+        self.items.push(Entry::new(object, key));
+        if self.items.len() > index::item_index_cutoff() {
+            self.index
+                .build(self.items.len(), Self::key_of(&self.items));
+            self.indexed = true;
+            self.rare = true;
+        }
+        pos
+    }
+
+    pub(crate) fn item_count(&self) -> usize {
+        self.items.len()
+    }
+}

@@ -1,0 +1,242 @@
+//! [`Transaction`], the handle a transaction's closure gets: the public API
+//! that programs and datatypes use inside `atomically`.
+//!
+//! Each method is the public face of a step defined elsewhere in `tx`: the
+//! tracking set (`state`), the read protocol (`read`), irrevocability
+//! (`irrevocable`), `or_else` (`savepoint`), handlers (`handlers`). The
+//! wrappers on the read path are `#[inline(always)]`, like the steps they
+//! call, so a datatype's read compiles to one inlined sequence.
+
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use crossbeam_epoch::Guard;
+
+use super::handlers::erase_handler;
+use super::savepoint;
+use super::state::TxState;
+use crate::error::{Abort, AbortCause, TxResult};
+use crate::item::Item;
+use crate::object::TObject;
+use crate::options::Opacity;
+use crate::version::TVersion;
+
+/// A handle to an item of the current transaction (its position in the
+/// tracking set), returned by [`Transaction::item`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemId(usize);
+
+/// A running transaction, handed to the closure of [`atomically`](crate::atomically).
+///
+/// Datatype operations take `&mut Transaction` and return [`TxResult`];
+/// propagate aborts with `?`. The lifetime `'env` is the environment of the
+/// `atomically` call: every transactional object the transaction touches must
+/// outlive the whole call, which the borrow checker enforces.
+#[repr(transparent)]
+pub struct Transaction<'env> {
+    st: TxState,
+    _env: PhantomData<Cell<&'env ()>>,
+}
+
+impl<'env> Transaction<'env> {
+    #[inline]
+    pub(crate) fn from_state(st: &mut TxState) -> &mut Transaction<'env> {
+        // SAFETY: `Transaction` is a transparent wrapper around `TxState`;
+        // the lifetime only restricts what the caller may register.
+        unsafe { &mut *(st as *mut TxState as *mut Transaction<'env>) }
+    }
+
+    /// Returns the item for (`object`, `key`), creating it if the
+    /// transaction has not touched that subobject yet. There is exactly one
+    /// item per (object, key).
+    #[inline(always)]
+    pub fn item<O: TObject + 'env>(&mut self, object: &'env O, key: u64) -> ItemId {
+        let dynref: &'env (dyn TObject + 'env) = object;
+        // SAFETY: only the lifetime bound of the trait object is erased; the
+        // item never outlives 'env because `atomically` clears the tracking
+        // set before it returns (and on unwind).
+        let erased: NonNull<dyn TObject> = unsafe {
+            std::mem::transmute::<NonNull<dyn TObject + 'env>, NonNull<dyn TObject + 'static>>(
+                NonNull::from(dynref),
+            )
+        };
+        ItemId(self.st.find_or_insert(erased, key))
+    }
+
+    /// Looks up the item for (`object`, `key`) without creating it.
+    #[inline]
+    pub fn find_item<O: TObject>(&self, object: &O, key: u64) -> Option<ItemId> {
+        self.st
+            .find(object as *const O as *const () as usize, key)
+            .map(ItemId)
+    }
+
+    /// The item behind `id`.
+    #[inline(always)]
+    pub fn item_ref(&self, id: ItemId) -> &Item {
+        &self.st.items[id.0]
+    }
+
+    /// The item behind `id`, mutably.
+    #[inline(always)]
+    pub fn item_mut(&mut self, id: ItemId) -> &mut Item {
+        self.st.mutated = true;
+        if !self.st.savepoints.is_empty() {
+            savepoint::log_before_change(&mut self.st, id.0);
+        }
+        &mut self.st.items[id.0]
+    }
+
+    /// The standard transactional read of a value protected by `version`.
+    ///
+    /// Calls `load` between two reads of the version word until both agree
+    /// and the word is unlocked (a lock held past a bounded spin aborts with
+    /// [`AbortCause::LockBusy`]), records the read in item `id`, and applies
+    /// the transaction's opacity check. A second read of the same item must
+    /// see the same version, or the attempt aborts.
+    #[inline(always)]
+    pub fn observe<R>(
+        &mut self,
+        id: ItemId,
+        version: &TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<R> {
+        self.st.observe(id.0, version, load)
+    }
+
+    /// Records a read of item `id` at a version word the caller obtained
+    /// itself (for objects with their own read protocol), with the same
+    /// repeated-read and opacity checks as [`observe`](Self::observe).
+    #[inline(always)]
+    pub fn record_read(&mut self, id: ItemId, word: u64) -> TxResult<()> {
+        self.st.record_read(id.0, word)
+    }
+
+    /// Aborts the attempt: return the value with `?` or `Err(..)`. The
+    /// runtime retries the transaction (counted as [`AbortCause::Explicit`]).
+    /// To give up instead, use [`try_atomically`](crate::try_atomically) with
+    /// your own error.
+    pub fn abort(&self) -> Abort {
+        Abort::new(AbortCause::Explicit)
+    }
+
+    /// Blocks until something this transaction read changes, then reruns it
+    /// (Haskell STM's `retry`): `return Err(tx.retry())`. The thread sleeps
+    /// without spinning and is woken by the commit that changes one of the
+    /// objects read. Panics in an irrevocable transaction, and if nothing
+    /// was read (the wait could never end).
+    pub fn retry(&self) -> Abort {
+        Abort::new(AbortCause::Retry)
+    }
+
+    /// `retry` unless `condition` holds (Haskell's `check`/`guard`).
+    ///
+    /// ```
+    /// # use txmem::{atomically, TBox};
+    /// let stock = TBox::new(3u32);
+    /// let left = atomically(|tx| {
+    ///     let n = stock.get(tx)?;
+    ///     tx.check(n > 0)?; // waits for stock instead of going negative
+    ///     stock.set(tx, n - 1)?;
+    ///     Ok(n - 1)
+    /// });
+    /// assert_eq!(left, 2);
+    /// ```
+    #[inline]
+    pub fn check(&self, condition: bool) -> TxResult<()> {
+        if condition {
+            Ok(())
+        } else {
+            Err(self.retry())
+        }
+    }
+
+    /// Runs `first`; if it calls [`retry`](Self::retry), undoes its effects
+    /// and runs `second` instead (Haskell's `orElse`). If both retry, the
+    /// transaction waits for a change to anything either branch read.
+    /// Handlers registered inside a rolled-back branch are discarded.
+    ///
+    /// ```
+    /// # use txmem::{atomically, TBox};
+    /// let a = TBox::new(0u32);
+    /// let b = TBox::new(5u32);
+    /// let taken = atomically(|tx| {
+    ///     tx.or_else(
+    ///         |tx| { let n = a.get(tx)?; tx.check(n > 0)?; a.set(tx, n - 1)?; Ok("a") },
+    ///         |tx| { let n = b.get(tx)?; tx.check(n > 0)?; b.set(tx, n - 1)?; Ok("b") },
+    ///     )
+    /// });
+    /// assert_eq!(taken, "b");
+    /// ```
+    pub fn or_else<R>(
+        &mut self,
+        first: impl FnOnce(&mut Self) -> TxResult<R>,
+        second: impl FnOnce(&mut Self) -> TxResult<R>,
+    ) -> TxResult<R> {
+        savepoint::push(&mut self.st);
+        match first(self) {
+            Err(a) if a.cause() == AbortCause::Retry => {
+                savepoint::roll_back(&mut self.st);
+                second(self)
+            }
+            other => {
+                savepoint::release(&mut self.st);
+                other
+            }
+        }
+    }
+
+    /// Registers `f` to run once, after this transaction commits (after its
+    /// locks are released). Use it for I/O and wake-ups that must not happen
+    /// if the transaction aborts.
+    pub fn on_commit(&mut self, f: impl FnOnce() + 'env) {
+        self.st.rare = true;
+        self.st.on_commit.push(erase_handler(Box::new(f)));
+    }
+
+    /// Registers `f` to run once if this attempt aborts (after the abort is
+    /// final; the transaction is then retried and may register it again).
+    pub fn on_abort(&mut self, f: impl FnOnce() + 'env) {
+        self.st.rare = true;
+        self.st.on_abort.push(erase_handler(Box::new(f)));
+    }
+
+    /// Makes the transaction irrevocable: from now on it cannot abort, so it
+    /// may perform actions that cannot be undone. No other transaction
+    /// commits a write while it runs. If reads made before this call are no
+    /// longer valid, or another transaction is irrevocable at the moment
+    /// (waiting for it here could deadlock with it), the attempt aborts and
+    /// restarts irrevocably from the beginning (so code before this call
+    /// must not have done anything irreversible).
+    pub fn become_irrevocable(&mut self) -> TxResult<()> {
+        self.st.become_irrevocable()
+    }
+
+    /// True if the transaction runs irrevocably.
+    pub fn is_irrevocable(&self) -> bool {
+        self.st.irrevocable.is_some()
+    }
+
+    /// The opacity mode of this transaction.
+    pub fn opacity(&self) -> Opacity {
+        self.st.opacity
+    }
+
+    /// The number of items (distinct subobjects touched) so far.
+    pub fn len(&self) -> usize {
+        self.st.items.len()
+    }
+
+    /// True if the transaction has touched nothing yet.
+    pub fn is_empty(&self) -> bool {
+        self.st.items.is_empty()
+    }
+
+    /// An epoch guard pinned for the rest of the transaction, for objects
+    /// that hand out references to epoch-managed memory.
+    #[inline]
+    pub fn guard(&self) -> &Guard {
+        self.st.guard.get_or_init(crossbeam_epoch::pin)
+    }
+}
