@@ -26,6 +26,8 @@ trait Sorted: Sync + Default {
     fn del<'env>(&'env self, tx: &mut Transaction<'env>, x: u64) -> TxResult<bool>;
     fn has<'env>(&'env self, tx: &mut Transaction<'env>, x: u64) -> TxResult<bool>;
     fn all<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<u64>>;
+    fn within<'env>(&'env self, tx: &mut Transaction<'env>, lo: u64, hi: u64)
+        -> TxResult<Vec<u64>>;
     fn committed(&self) -> Vec<u64>;
 }
 
@@ -43,6 +45,14 @@ impl Sorted for TListSet<u64> {
     }
     fn all<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<u64>> {
         self.to_vec(tx)
+    }
+    fn within<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        lo: u64,
+        hi: u64,
+    ) -> TxResult<Vec<u64>> {
+        self.range(tx, lo..=hi)
     }
     fn committed(&self) -> Vec<u64> {
         self.snapshot()
@@ -62,6 +72,14 @@ impl Sorted for TList<u64> {
     }
     fn all<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<u64>> {
         self.to_vec(tx)
+    }
+    fn within<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        lo: u64,
+        hi: u64,
+    ) -> TxResult<Vec<u64>> {
+        self.range(tx, lo..=hi)
     }
     fn committed(&self) -> Vec<u64> {
         self.snapshot()
@@ -176,12 +194,49 @@ fn b_interval_read<L: Sorted>(mode: Opacity) -> Result<(), String> {
     Ok(())
 }
 
+/// The same with a range scan: T1 scans `b..=b+9` and sees `b` and `b+8`,
+/// inserts `b+1`, T2 commits `b+5`, T1 scans again.
+fn b_range_scan<L: Sorted>(mode: Opacity) -> Result<(), String> {
+    let b = 100;
+    let l: L = filled(&[b - 10, b, b + 8, b + 20]);
+    let first = AtomicBool::new(true);
+    let (before, after) = opts(mode).run(|tx| {
+        let before = l.within(tx, b, b + 9)?;
+        l.ins(tx, b + 1)?;
+        if first.swap(false, Ordering::SeqCst) {
+            commit_elsewhere(&l, mode, |tx, l| l.ins(tx, b + 5));
+        }
+        Ok((before, l.within(tx, b, b + 9)?))
+    });
+    let mut expected = before.clone();
+    expected.push(b + 1);
+    expected.sort();
+    if after != expected {
+        return Err(format!(
+            "{} {mode:?}: a committed transaction scanned {before:?}, inserted {}, then scanned {after:?}",
+            L::NAME,
+            b + 1
+        ));
+    }
+    Ok(())
+}
+
 #[test]
 fn b_own_insert_keeps_point_reads_protected() {
     every_mode(|mode| {
         [
             b_point_read::<TListSet<u64>>(mode),
             b_point_read::<TList<u64>>(mode),
+        ]
+    });
+}
+
+#[test]
+fn b_own_insert_keeps_range_scans_protected() {
+    every_mode(|mode| {
+        [
+            b_range_scan::<TListSet<u64>>(mode),
+            b_range_scan::<TList<u64>>(mode),
         ]
     });
 }

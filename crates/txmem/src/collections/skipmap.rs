@@ -553,7 +553,9 @@ where
                     unsafe { SNode::link(node, level) }.store(nx, Ordering::Relaxed);
                 }
             }
-            let new_gap = self.link_after(&pos, node);
+            let new_gap = self
+                .link_after(&pos, node)
+                .expect("gap words change only under the structure lock");
             for (level, &p) in preds.iter().enumerate().take(height).skip(1) {
                 self.next(p, level).store(node, Ordering::Release);
             }
@@ -830,7 +832,8 @@ where
         // its removal, and nodes come from `SNode::alloc` (freed by
         // `free_node`); `K, V: Send` let the collector
         // drop it elsewhere.
-        unsafe { self.splice_out(pred0, np, cv, guard) };
+        let done = unsafe { self.try_splice_out(pred0, np, cv, guard) };
+        assert!(done, "gap words change only under the structure lock");
     }
 }
 
