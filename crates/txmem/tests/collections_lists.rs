@@ -407,6 +407,16 @@ fn first_last_and_ranges_of_an_empty_and_a_changing_list() {
     );
 }
 
+/// Sets its flag when dropped: a checker that panics still stops the
+/// threads it checks (or the scope would wait for them forever).
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 const MODES: [Opacity; 3] = [Opacity::Tl2, Opacity::Revalidate, Opacity::None];
 
 /// A small xorshift generator (deterministic per seed).
@@ -454,6 +464,7 @@ fn set_moves_keep_every_read_consistent() {
                     }
                 });
             }
+            let _stop = StopOnDrop(&stop);
             let mut r = 7u64;
             for _ in 0..rounds {
                 let (lo, hi) = (next(&mut r) % SPACE, next(&mut r) % SPACE);
@@ -474,7 +485,6 @@ fn set_moves_keep_every_read_consistent() {
                     "{mode:?}: a committed read saw {seen:?}"
                 );
             }
-            stop.store(true, Ordering::Relaxed);
         });
         assert_eq!(
             bad_attempts.load(Ordering::Relaxed),
@@ -614,6 +624,7 @@ fn alternating_commits_are_seen_whole() {
                     small = !small;
                 }
             });
+            let _stop = StopOnDrop(&stop);
             for _ in 0..rounds {
                 let (a, b) = opts.run(|tx| Ok((set.to_vec(tx)?, list.to_vec(tx)?)));
                 assert!(
@@ -622,7 +633,6 @@ fn alternating_commits_are_seen_whole() {
                 );
                 assert_eq!(a, b, "{mode:?}: the set and the list disagree");
             }
-            stop.store(true, Ordering::Relaxed);
         });
     }
 }
