@@ -564,6 +564,17 @@ pub(super) trait GapChain: NodeCollection {
         'restart: loop {
             let mut pred = start();
             loop {
+                // Walk by links alone: any path of links is sorted and
+                // leads back into the chain (see "Reaching nodes safely"),
+                // so only the node the walk stops at needs its gap read.
+                // (An inner loop, so that the compiler sees `pred` is a
+                // node, not the head, on every step after the first.)
+                let mut nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
+                // SAFETY: reached through published links while pinned.
+                while !nx.is_null() && before(unsafe { &*nx }) {
+                    pred = nx;
+                    nx = self.link0(pred).load(Ordering::Acquire);
+                }
                 let g = self.gap(pred);
                 let w = g.load();
                 if TVersion::is_locked(w) {
@@ -573,8 +584,9 @@ pub(super) trait GapChain: NodeCollection {
                 if w & UNLINKED != 0 {
                     continue 'restart;
                 }
+                // The successor again, now that the gap word is known.
                 let nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
-                // SAFETY: reached through published links while pinned.
+                // SAFETY: as above.
                 if !nx.is_null() && before(unsafe { &*nx }) {
                     pred = nx;
                     continue;
