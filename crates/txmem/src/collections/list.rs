@@ -72,16 +72,22 @@
 //!   read, so it serializes at its validation, as the STO protocol has it.
 //!   (Read-only transactions in the opaque modes skip that validation; the
 //!   next two points serialize them at their snapshot.)
-//! * **Opacity, [`Opacity::Tl2`](crate::Opacity::Tl2).** A word newer than
-//!   the snapshot bound makes the runtime revalidate every read, which
-//!   fails on a word read before a commit that is also newer. A word at or
-//!   below the bound was installed before the bound was read from the clock,
-//!   hence after the commit locked all its words: its other words are
-//!   locked (the read waits) or installed when this transaction reads them.
-//!   Gaps obey the same rule for removals (a gap's version is never older
-//!   than a removal committed in its interval, since a new node's gap starts
-//!   at its predecessor's version). Gap bumps made by links are not commits
-//!   and change no contents; they only invalidate reads.
+//! * **Opacity, [`Opacity::Tl2`](crate::Opacity::Tl2).** Take a commit C
+//!   whose words the attempt reads. If the attempt reads a word C
+//!   installed at a version above its snapshot bound, the runtime
+//!   revalidates every earlier read first, and a word read before C locked
+//!   it fails that check. If the version is at or below the bound, C's
+//!   commit version is too, so the bound was read from the clock after C
+//!   read it, which C does only once it holds all its locks: every read the
+//!   attempt makes after reading its bound finds C's words locked (and
+//!   waits) or installed, and reads made before a bound that an extension
+//!   moved forward were revalidated after it. Either way no attempt goes on with a view that
+//!   mixes words from before and after C. Gaps follow the same rule for
+//!   removals: a gap's version is never older than a removal committed in
+//!   its interval (an unlink bumps the predecessor's gap to at least the
+//!   commit version, and a new node's gap starts at its predecessor's
+//!   version). Gap bumps made by links are not commits and change no
+//!   contents; they only invalidate reads.
 //! * **Opacity, [`Opacity::Revalidate`](crate::Opacity::Revalidate).** Each
 //!   read revalidates the whole read set, so after every read all recorded
 //!   words are current at once: the attempt has seen the list as it was at
