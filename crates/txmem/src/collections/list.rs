@@ -119,6 +119,9 @@ use super::node::{
 use super::size::SizeCounter;
 use super::{below_start, placeholder_in_the_way, struct_wait, within_end};
 
+/// A list node: its state (commit lock, inserting and deleted flags), the
+/// gap version of the interval up to its successor, its element and its
+/// link.
 pub(super) struct LNode<T> {
     state: TVersion,
     gap: TVersion,
@@ -184,8 +187,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         self.locate(ptr::null, |n| n.value < *x)
     }
 
-    /// The first node, from `start`, whose value is not below the start of
-    /// `range`.
+    /// The position before a range that starts at `start`: the last node
+    /// below the range, with its gap word and successor.
     #[inline]
     fn locate_start(&self, start: Bound<&T>) -> Pos<LNode<T>> {
         let before = below_start(start);

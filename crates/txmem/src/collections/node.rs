@@ -617,13 +617,14 @@ pub(super) trait GapChain: NodeCollection {
 
     /// Reads the gap after `n` consistently with its successor, records it
     /// and returns the successor: one step of a scan. The caller is pinned
-    /// and reached `n` from a gap it recorded.
+    /// and reached `n` while pinned.
     ///
     /// A node unlinked since the scan stepped onto it is passed over
     /// without a record when it is an abandoned placeholder (its unlink
     /// changed no committed contents and left its predecessor's gap as the
-    /// scan recorded it; its frozen link leads to where the predecessor
-    /// links now), and in an irrevocable scan (which relies on no gap). Any
+    /// scan recorded it, and its frozen link points where the predecessor's
+    /// link pointed right after the unlink), and in an irrevocable scan
+    /// (which relies on no gap). Any
     /// other unlink means that something the scan recorded has changed: the
     /// attempt aborts.
     fn record_gap_after<'env>(
