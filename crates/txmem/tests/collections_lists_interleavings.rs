@@ -406,3 +406,68 @@ fn d_iteration_never_sees_half_a_commit() {
         [a, b, c, d]
     });
 }
+
+// ---- an abandoned placeholder must not take a committed change with it ----
+
+/// Another transaction X links a placeholder `b+1` between `b` and `b+3`
+/// and stays open. T1 lists the elements (recording the gaps of `b` and of
+/// the placeholder). T2 commits `remove(b+3)`, whose predecessor is the
+/// placeholder, so the change lands in the placeholder's gap. X gives up,
+/// and its placeholder is unlinked: the interval after `b` now spans what
+/// the placeholder's gap covered. T1 then reads `b+3`. Unless unlinking the
+/// placeholder carries its gap's change over to `b`'s gap, T1's read of
+/// `b`'s gap still looks current, and T1 commits having listed `b+3` and
+/// then read it as absent.
+fn abandoned_placeholder<L: Sorted>(mode: Opacity) -> Result<(), String> {
+    let b = 100;
+    let l: L = filled(&[b, b + 3, b + 8]);
+    let linked = AtomicBool::new(false);
+    let give_up = AtomicBool::new(false);
+    let first = AtomicBool::new(true);
+    let (listed, present) = thread::scope(|s| {
+        let x = s.spawn(|| {
+            opts(mode).try_run(|tx| {
+                l.ins(tx, b + 1)?;
+                linked.store(true, Ordering::SeqCst);
+                wait_for(&give_up, "the signal to give up");
+                Err::<(), _>(txmem::TxError::User(()))
+            })
+        });
+        wait_for(&linked, "the placeholder");
+        let seen = opts(mode).run(|tx| {
+            let listed = l.all(tx)?;
+            if first.swap(false, Ordering::SeqCst) {
+                commit_elsewhere(&l, mode, |tx, l| {
+                    assert!(l.del(tx, b + 3)?);
+                    Ok(())
+                });
+                give_up.store(true, Ordering::SeqCst);
+            }
+            while !x.is_finished() {
+                thread::yield_now();
+            }
+            Ok((listed, l.has(tx, b + 3)?))
+        });
+        assert!(x.join().unwrap().is_err());
+        seen
+    });
+    if listed.contains(&(b + 3)) != present {
+        return Err(format!(
+            "{} {mode:?}: a committed transaction listed {listed:?}, then read {} as present={present}",
+            L::NAME,
+            b + 3
+        ));
+    }
+    assert_eq!(l.committed(), vec![b, b + 8]);
+    Ok(())
+}
+
+#[test]
+fn an_abandoned_placeholder_keeps_the_changes_committed_in_its_gap() {
+    every_mode(|mode| {
+        [
+            abandoned_placeholder::<TListSet<u64>>(mode),
+            abandoned_placeholder::<TList<u64>>(mode),
+        ]
+    });
+}

@@ -75,7 +75,8 @@ pub(super) trait NodeCollection: TObject + Sized {
 
     /// Unlinks `node` from the structure and retires it. With a commit
     /// version, the structure versions around it are bumped to at least that
-    /// version; without one (an abandoned placeholder) they need not change.
+    /// version; without one (an abandoned placeholder) they move past the
+    /// versions of the structure the node covered (see `GapChain`).
     fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
 
     /// Frees a node that is unlinked and unreachable (by default a `Box`;
@@ -524,10 +525,12 @@ pub(super) struct Pos<N> {
 ///   removal's commit version, and the node's own gap too, flagged
 ///   [`UNLINKED`]; a search standing on such a node starts again.
 /// * Unlinking an abandoned placeholder (whose insert never committed)
-///   leaves the predecessor's gap as it was: no transaction ever saw the
-///   node as present, so reads of the interval stay valid. An unchanged gap
-///   therefore means no committed change in the interval, not an unchanged
-///   successor.
+///   bumps its predecessor's gap past the placeholder's own gap version.
+///   No transaction saw the placeholder as present, but while it was linked
+///   its gap took the changes committed in the interval after it (a
+///   removal of its successor bumps the placeholder's gap, not the
+///   predecessor's); the predecessor's gap now covers that interval and
+///   must not look older than those changes.
 ///
 /// So a gap's version is never older than a committed removal in its
 /// interval. That is what lets an opaque reader accept a gap word at or
@@ -619,14 +622,11 @@ pub(super) trait GapChain: NodeCollection {
     /// and returns the successor: one step of a scan. The caller is pinned
     /// and reached `n` while pinned.
     ///
-    /// A node unlinked since the scan stepped onto it is passed over
-    /// without a record when it is an abandoned placeholder (its unlink
-    /// changed no committed contents and left its predecessor's gap as the
-    /// scan recorded it, and its frozen link points where the predecessor's
-    /// link pointed right after the unlink), and in an irrevocable scan
-    /// (which relies on no gap). Any
-    /// other unlink means that something the scan recorded has changed: the
-    /// attempt aborts.
+    /// A node unlinked since the scan stepped onto it is passed over only
+    /// in an irrevocable scan (which relies on no gap). Any other unlink,
+    /// even of an abandoned placeholder, moved the predecessor's gap that
+    /// the scan recorded, and the frozen link may skip changes committed
+    /// after the scan's snapshot: the attempt aborts.
     fn record_gap_after<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -641,9 +641,7 @@ pub(super) trait GapChain: NodeCollection {
                 continue;
             }
             if w & UNLINKED != 0 {
-                // SAFETY: reached while pinned (callers pass scanned nodes).
-                let abandoned = Self::state(unsafe { &*n }).load() & INSERTING != 0;
-                if abandoned || tx.is_irrevocable() {
+                if tx.is_irrevocable() {
                     return Ok(self.link0(n).load(Ordering::Acquire) as *const Self::Node);
                 }
                 return Err(inconsistent());
@@ -763,10 +761,20 @@ pub(super) trait GapChain: NodeCollection {
         self.link0(pred)
             .store(self.link0(np).load(Ordering::Relaxed), Ordering::Release);
         ngap.unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
-        match cv {
-            Some(cv) => pgap.unlock_to(TVersion::next_after(pw, cv)),
-            None => pgap.unlock_unchanged(pw),
-        }
+        // The predecessor's gap now covers `np`'s interval too, so it must
+        // move past every change that interval saw. For a committed removal
+        // the commit version does that. An abandoned placeholder changed no
+        // committed contents itself, but while it was linked, commits may
+        // have changed the interval after it (a removal of its successor
+        // bumps *its* gap): a reader that recorded the predecessor's gap
+        // and the placeholder's could otherwise find the predecessor's gap
+        // unchanged and miss them. So its unlink bumps the predecessor's
+        // gap past its own gap's version as well.
+        let past = match cv {
+            Some(cv) => cv,
+            None => TVersion::version_of(nw),
+        };
+        pgap.unlock_to(TVersion::next_after(pw, past));
         // SAFETY: unreachable from the chain now, and retired only by the
         // owner of its removal (per the contract).
         unsafe { retire::<Self>(guard, np) };
