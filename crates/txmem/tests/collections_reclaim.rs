@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::thread;
 
-use txmem::{atomically, TBTreeMap, THashMap, TListSet, TQueue};
+use txmem::{atomically, try_atomically, TBTreeMap, THashMap, TList, TListSet, TQueue, TxError};
 
 static LIVE: AtomicI64 = AtomicI64::new(0);
 
@@ -171,4 +171,94 @@ fn btree_churn_frees_replaced_contents_and_entries() {
         thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(LIVE_KEYS.load(Ordering::SeqCst), 0);
+}
+
+static LIVE_ELEMS: AtomicI64 = AtomicI64::new(0);
+
+/// A list element that counts live instances (its own counter, as above).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Elem(u64);
+impl Elem {
+    fn new(v: u64) -> Self {
+        LIVE_ELEMS.fetch_add(1, Ordering::SeqCst);
+        Elem(v)
+    }
+}
+impl Clone for Elem {
+    fn clone(&self) -> Self {
+        Elem::new(self.0)
+    }
+}
+impl Drop for Elem {
+    fn drop(&mut self) {
+        LIVE_ELEMS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The live element count once the epoch collector has caught up.
+fn live_elems(expected: i64) -> i64 {
+    for _ in 0..200 {
+        flush();
+        let n = LIVE_ELEMS.load(Ordering::SeqCst);
+        if n <= expected {
+            return n;
+        }
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    LIVE_ELEMS.load(Ordering::SeqCst)
+}
+
+#[test]
+fn list_placeholders_and_removals_free_every_node() {
+    // Every way a list node leaves its list: a placeholder abandoned by an
+    // aborted insert, an own insert removed again (both unlinked in
+    // cleanup), a committed removal (unlinked at commit), and a removal
+    // whose element the same transaction inserts again.
+    let s: TListSet<Elem> = TListSet::new();
+    let l: TList<Elem> = TList::new();
+    thread::scope(|sc| {
+        for t in 0..2u64 {
+            let (s, l) = (&s, &l);
+            sc.spawn(move || {
+                for i in 0..400u64 {
+                    let k = i % 23 + 100 * t;
+                    let r: Result<(), ()> = try_atomically(|tx| {
+                        s.insert(tx, Elem::new(k + 1000))?;
+                        l.insert(tx, Elem::new(k))?;
+                        Err(TxError::User(()))
+                    });
+                    assert!(r.is_err());
+                    atomically(|tx| {
+                        s.insert(tx, Elem::new(k))?;
+                        l.insert(tx, Elem::new(k))?;
+                        l.insert(tx, Elem::new(k + 500))?;
+                        assert!(l.remove(tx, &Elem::new(k + 500))?);
+                        Ok(())
+                    });
+                    atomically(|tx| {
+                        s.remove(tx, &Elem::new(k))?;
+                        if l.remove(tx, &Elem::new(k))? && i % 3 == 0 {
+                            l.insert(tx, Elem::new(k))?;
+                        }
+                        Ok(())
+                    });
+                    // Readers' clones are dropped right away.
+                    atomically(|tx| {
+                        s.range(tx, ..)?;
+                        l.get(tx, &Elem::new(k)).map(drop)
+                    });
+                }
+            });
+        }
+    });
+    assert_eq!(s.snapshot(), vec![]);
+    let held = l.load_len() as i64;
+    assert_eq!(held, l.snapshot().len() as i64);
+    assert_eq!(
+        live_elems(held),
+        held,
+        "list nodes left unfreed after churn and epoch flush"
+    );
+    drop((s, l));
+    assert_eq!(live_elems(0), 0);
 }

@@ -2,22 +2,110 @@
 //!
 //! Each node has a *state* version (commit lock; *inserting* and *deleted*
 //! flags) and a *gap* version covering the interval between it and its
-//! successor. The list head has a gap version too. Structural changes take
-//! one short list-wide lock (a list is O(n) to search anyway); readers
-//! traverse without locks and validate against gap versions. The element
-//! count lives in a share-locked size counter (`collections::size`), whose version
-//! doubles as the *list version* that iteration and `len` read.
+//! successor; the list head has a gap version too. The element count lives
+//! in a share-locked size counter (the crate's `collections::size`), which
+//! only `len` and `is_empty` read.
 //!
 //! Item keys: a node's state is keyed by its address, the gap after a node
 //! by `address | 1` (the head's gap by 1), the size counter by 2.
+//!
+//! # Structural changes
+//!
+//! There is no list-wide lock. A node's link changes only while its gap
+//! word is locked (the word's own lock bit):
+//!
+//! * an insert links its placeholder after the node `p` that its search
+//!   ended on by locking `p`'s gap *at the word the search saw*; if the gap
+//!   moved meanwhile, it searches again;
+//! * an unlink (of a node whose removal committed, or of an abandoned
+//!   placeholder) finds the node's predecessor, locks the predecessor's gap
+//!   and then the node's own gap, splices, flags the node's gap *unlinked*
+//!   and retires the node through the epoch. If either lock is busy it
+//!   releases what it holds and starts over.
+//!
+//! Whoever holds a gap lock holds it for a pointer splice and waits for
+//! nothing meanwhile, so there is no deadlock, and a reader or writer that
+//! finds a gap locked simply waits for it. Inserts and removes at different
+//! places touch different gap words and proceed in parallel.
+//!
+//! Searches read links without locks, pinned to the epoch for the whole
+//! operation (a transaction stays pinned for its whole attempt). A node is
+//! retired only once it is unlinked, and a search only ever reaches nodes
+//! that were linked at some moment after it pinned (the successor of a
+//! linked node is linked; an unlinked node keeps the successor it had when
+//! it was unlinked, and nothing is linked after it since: its gap is
+//! flagged), so no search reaches freed memory.
+//!
+//! # Why transactions see whole commits
+//!
+//! Every committed change of a list's contents changes a word that each
+//! read depending on it recorded:
+//!
+//! * an insert links its placeholder (flagged *inserting*, invisible to
+//!   others) at execution time, which bumps the gap version of its
+//!   predecessor; it becomes visible when its commit clears the flag in the
+//!   node's state;
+//! * a removal sets the *deleted* flag in the node's state at commit, then
+//!   unlinks the node (bumping the gaps around it to at least the commit
+//!   version).
+//!
+//! A lookup records the state of the node it finds (or, when the element is
+//! absent, the gap where it would be and the states of invisible nodes
+//! equal to it); a scan (`range`, `to_vec`, `first`, `last`) records the
+//! state of every node it passes and every gap it crosses. An insert into a
+//! scanned interval therefore changes a gap the scan recorded (if linked
+//! after the scan passed) or the state of a placeholder it recorded (if
+//! linked before); a removal or an insert's commit changes a node state it
+//! recorded. A transaction that read an interval and then inserts into it
+//! keeps the whole interval covered: its read of the predecessor's gap moves
+//! to the gap's new version and a read of the new node's gap is added.
+//!
+//! Node states are read with [`Transaction::observe`], which waits for (or,
+//! past a bound, aborts at) a locked state. A commit locks every node state
+//! it changes before it installs any and publishes versions of at least its
+//! commit version, so a read of a state sees it before the commit or after
+//! its install, never half-way, and a transaction whose reads straddle a
+//! commit has read one word before it and another after it. Then:
+//!
+//! * **Serializability.** A committing transaction validates every word it
+//!   recorded; all still current means that no commit changed anything it
+//!   read, so it serializes at its validation, as the STO protocol has it.
+//!   (Read-only transactions in the opaque modes skip that validation; the
+//!   next two points serialize them at their snapshot.)
+//! * **Opacity, [`Opacity::Tl2`](crate::Opacity::Tl2).** Take a commit C
+//!   whose words the attempt reads. If the attempt reads a word C
+//!   installed at a version above its snapshot bound, the runtime
+//!   revalidates every earlier read first, and a word read before C locked
+//!   it fails that check. If the version is at or below the bound, C's
+//!   commit version is too, so the bound was read from the clock after C
+//!   read it, which C does only once it holds all its locks: every read the
+//!   attempt makes after reading its bound finds C's words locked (and
+//!   waits) or installed, and reads made before a bound that an extension
+//!   moved forward were revalidated after it. Either way no attempt goes on with a view that
+//!   mixes words from before and after C. Gaps follow the same rule for
+//!   removals: a gap's version is never older than a removal committed in
+//!   its interval (an unlink bumps the predecessor's gap to at least the
+//!   commit version, and a new node's gap starts at its predecessor's
+//!   version). Gap bumps made by links are not commits and change no
+//!   contents; they only invalidate reads.
+//! * **Opacity, [`Opacity::Revalidate`](crate::Opacity::Revalidate).** Each
+//!   read revalidates the whole read set, so after every read all recorded
+//!   words are current at once: the attempt has seen the list as it was at
+//!   that moment.
+//!
+//! [`Opacity::None`](crate::Opacity::None) promises nothing while an attempt
+//! runs; every committing transaction, read-only or not, is validated.
+//!
+//! `len` reads the size counter, whose version every committed insert or
+//! remove with a non-zero net change bumps (under a share lock held from the
+//! commit's lock phase to its install), with the same version rules.
 
 use std::fmt;
+use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
-use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 
 use crate::error::TxResult;
 use crate::item::Item;
@@ -26,11 +114,14 @@ use crate::tx::Transaction;
 use crate::version::TVersion;
 
 use super::node::{
-    node_tobject, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING,
+    node_tobject, GapChain, NodeCollection, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING, UNLINKED,
 };
 use super::size::SizeCounter;
-use super::{placeholder_in_the_way, struct_wait};
+use super::{below_start, placeholder_in_the_way, struct_wait, within_end};
 
+/// A list node: its state (commit lock, inserting and deleted flags), the
+/// gap version of the interval up to its successor, its element and its
+/// link.
 pub(super) struct LNode<T> {
     state: TVersion,
     gap: TVersion,
@@ -38,11 +129,36 @@ pub(super) struct LNode<T> {
     next: AtomicPtr<LNode<T>>,
 }
 
+impl<T> LNode<T> {
+    /// A placeholder for `value`, not linked yet.
+    fn placeholder(value: T) -> Box<Self> {
+        let node = Box::new(LNode {
+            state: TVersion::new(),
+            gap: TVersion::new(),
+            value,
+            next: AtomicPtr::new(ptr::null_mut()),
+        });
+        // Not shared yet.
+        node.state.set_flags_locked(INSERTING);
+        node
+    }
+}
+
+/// What an insert into a set found among the nodes equal to its element.
+enum Found {
+    /// A node visible to the transaction: nothing to insert.
+    Present,
+    /// None visible: link a placeholder.
+    Absent,
+    /// An irrevocable transaction waited for another one's placeholder:
+    /// search again.
+    Again,
+}
+
 /// The shared implementation of [`TList`] and [`TListSet`].
 pub(crate) struct SortedList<T> {
     head_gap: TVersion,
     head_next: AtomicPtr<LNode<T>>,
-    structure: CachePadded<Mutex<()>>,
     size: SizeCounter,
     dups: bool,
 }
@@ -59,7 +175,6 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         SortedList {
             head_gap: TVersion::new(),
             head_next: AtomicPtr::new(ptr::null_mut()),
-            structure: CachePadded::new(Mutex::new(())),
             size: SizeCounter::new(0),
             dups,
         }
@@ -70,6 +185,38 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     #[inline]
     fn locate_value(&self, x: &T) -> Pos<LNode<T>> {
         self.locate(ptr::null, |n| n.value < *x)
+    }
+
+    /// The position before a range that starts at `start`: the last node
+    /// below the range, with its gap word and successor.
+    #[inline]
+    fn locate_start(&self, start: Bound<&T>) -> Pos<LNode<T>> {
+        let before = below_start(start);
+        self.locate(ptr::null, |n| before(&n.value))
+    }
+
+    /// Whether node `np` is visible to the transaction: its own insert is
+    /// (unless it removed it again), its own removal is not; otherwise the
+    /// node's committed state decides, and the read is recorded. The caller
+    /// is pinned and reached `np` from the list.
+    #[inline]
+    fn visible<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        np: *const LNode<T>,
+    ) -> TxResult<bool> {
+        let id = tx.item(self, np as u64);
+        let flags = tx.item_ref(id).flags();
+        if flags & F_REMOVE != 0 {
+            return Ok(false);
+        }
+        if flags & F_INSERT != 0 {
+            return Ok(true);
+        }
+        // SAFETY: reached while pinned.
+        let n = unsafe { &*np };
+        tx.observe(id, &n.state, || ())?;
+        Ok(tx.item_ref(id).read_version() & (INSERTING | DELETED) == 0)
     }
 
     /// The first node equal to `x` visible to this transaction, starting at
@@ -88,198 +235,327 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             if n.value != *x {
                 break;
             }
-            match tx.find_item(self, cur as u64) {
-                Some(id) => {
-                    let it = tx.item_ref(id);
-                    if it.has(F_INSERT) && !it.has(F_REMOVE) {
-                        return Ok(Some(cur));
-                    }
-                    if !it.has(F_INSERT) && !it.has(F_REMOVE) {
-                        let word = tx
-                            .observe(id, &n.state, || ())
-                            .map(|()| tx.item_ref(id).read_version())?;
-                        if word & (INSERTING | DELETED) == 0 {
-                            return Ok(Some(cur));
-                        }
-                    }
-                }
-                None => {
-                    let id = tx.item(self, cur as u64);
-                    tx.observe(id, &n.state, || ())?;
-                    if tx.item_ref(id).read_version() & (INSERTING | DELETED) == 0 {
-                        return Ok(Some(cur));
-                    }
-                }
+            if self.visible(tx, cur)? {
+                return Ok(Some(cur));
             }
             cur = n.next.load(Ordering::Acquire);
         }
         Ok(None)
     }
 
-    fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
+    /// The node holding `x` as the transaction sees it; when there is none,
+    /// the gap where `x` would be is recorded.
+    fn find<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        x: &T,
+    ) -> TxResult<Option<*const LNode<T>>> {
         let _ = tx.guard();
         let pos = self.locate_value(x);
-        if self.first_visible(tx, &pos, x)?.is_some() {
-            return Ok(true);
+        let found = self.first_visible(tx, &pos, x)?;
+        if found.is_none() {
+            self.record_gap(tx, pos.pred, pos.gap)?;
         }
-        self.record_gap(tx, pos.pred, pos.gap)?;
-        Ok(false)
+        Ok(found)
+    }
+
+    fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
+        Ok(self.find(tx, x)?.is_some())
+    }
+
+    fn get<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<Option<T>> {
+        // SAFETY: found while pinned; the transaction stays pinned.
+        Ok(self.find(tx, x)?.map(|np| unsafe { &*np }.value.clone()))
+    }
+
+    /// For a set: whether the transaction sees an element equal to `x` among
+    /// the nodes from `pos.next`. Another transaction's placeholder for it
+    /// wins (the attempt aborts), whether or not this transaction has read
+    /// it before: otherwise both inserts could commit.
+    fn present<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        pos: &Pos<LNode<T>>,
+        x: &T,
+        spins: &mut u32,
+    ) -> TxResult<Found> {
+        let mut cur = pos.next;
+        while !cur.is_null() {
+            // SAFETY: reached from `locate`'s result while pinned.
+            let n = unsafe { &*cur };
+            if n.value != *x {
+                break;
+            }
+            let flags = tx
+                .find_item(self, cur as u64)
+                .map_or(0, |id| tx.item_ref(id).flags());
+            if flags & (F_INSERT | F_REMOVE) == 0 && n.state.load() & INSERTING != 0 {
+                placeholder_in_the_way(tx, spins)?;
+                return Ok(Found::Again);
+            }
+            if self.visible(tx, cur)? {
+                return Ok(Found::Present);
+            }
+            cur = n.next.load(Ordering::Acquire);
+        }
+        Ok(Found::Absent)
     }
 
     /// Inserts `x`; for sets only if absent. Returns whether it inserted.
     fn insert<'env>(&'env self, tx: &mut Transaction<'env>, x: T) -> TxResult<bool> {
         let _ = tx.guard();
         let mut spins = 0;
-        'look: loop {
-            let pos = self.locate_value(&x);
+        let mut value = Some(x);
+        // Allocated once a link is due, and kept across retries.
+        let mut node: Option<Box<LNode<T>>> = None;
+        loop {
+            let x = match (&node, &value) {
+                (Some(n), _) => &n.value,
+                (None, Some(v)) => v,
+                (None, None) => unreachable!("the element is in the node or in `value`"),
+            };
+            let pos = self.locate_value(x);
             if !self.dups {
-                // Revive our own removal, or report presence.
-                let mut cur = pos.next;
-                while !cur.is_null() {
-                    // SAFETY: as in `first_visible`.
-                    let n = unsafe { &*cur };
-                    if n.value != x {
-                        break;
-                    }
-                    if let Some(id) = tx.find_item(self, cur as u64) {
-                        if tx.item_ref(id).has(F_REMOVE) {
-                            let item = tx.item_mut(id);
-                            item.clear_flags(F_REMOVE);
-                            if item.has(F_INSERT) {
-                                item.mark_write();
-                            } else {
-                                // A committed node: back to a plain read.
-                                item.clear_write();
-                            }
-                            self.size_delta(tx, 1);
-                            return Ok(true);
-                        }
-                    } else if n.state.load() & INSERTING != 0 {
-                        placeholder_in_the_way(tx, &mut spins)?;
-                        continue 'look;
-                    }
-                    cur = n.next.load(Ordering::Acquire);
-                }
-                if self.first_visible(tx, &pos, &x)?.is_some() {
-                    return Ok(false);
+                match self.present(tx, &pos, x, &mut spins)? {
+                    Found::Present => return Ok(false),
+                    Found::Again => continue,
+                    Found::Absent => {}
                 }
             }
-            // Link a placeholder after `pos.pred` if nothing changed there.
-            let guard = self.structure.lock();
-            if self.gap(pos.pred).load() != pos.gap {
-                drop(guard);
-                struct_wait(&mut spins);
-                continue;
+            let fresh = match node.take() {
+                Some(n) => n,
+                None => LNode::placeholder(value.take().expect("not moved yet")),
+            };
+            let np = Box::into_raw(fresh);
+            match self.link_after(&pos, np) {
+                Some(new_gap) => {
+                    self.adopt_link(tx, &pos, np, new_gap);
+                    return Ok(true);
+                }
+                None => {
+                    // SAFETY: `np` came from `Box::into_raw` just above and
+                    // was not linked: still ours alone.
+                    node = Some(unsafe { Box::from_raw(np) });
+                    struct_wait(&mut spins);
+                }
             }
-            let node = Box::into_raw(Box::new(LNode {
-                state: TVersion::new(),
-                gap: TVersion::new(),
-                value: x,
-                next: AtomicPtr::new(self.link0(pos.pred).load(Ordering::Relaxed)),
-            }));
-            // SAFETY: not shared yet.
-            unsafe { &*node }.state.set_flags_locked(INSERTING);
-            let new_gap = self.link_after(&pos, node);
-            drop(guard);
-            // Our own read of this gap stays valid (thesis §5).
-            self.adopt_placeholder(tx, node, pos.pred as u64 | 1, pos.gap, new_gap);
-            return Ok(true);
         }
     }
 
     fn remove<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
-        let _ = tx.guard();
-        let pos = self.locate_value(x);
-        match self.first_visible(tx, &pos, x)? {
+        match self.find(tx, x)? {
             Some(np) => {
                 self.mark_removed(tx, np);
                 Ok(true)
             }
-            None => {
-                self.record_gap(tx, pos.pred, pos.gap)?;
-                Ok(false)
-            }
+            None => Ok(false),
         }
     }
 
-    /// Every element visible to the transaction, in order. Reads only the
-    /// list version.
-    fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
+    /// Visits, in order, the elements visible to the transaction within
+    /// `start..end`, calling `visit` until it returns `false`. Records the
+    /// gap before the range, then the state of every node and the gap after
+    /// every node visited (up to where the visit stopped).
+    fn scan<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        start: Bound<&T>,
+        end: Bound<&T>,
+        mut visit: impl FnMut(&T) -> bool,
+    ) -> TxResult<()> {
         let _ = tx.guard();
-        let id = tx.item(self, super::node::SIZE_KEY);
-        let (_, nodes) = self.size.observe_with(tx, id, || {
-            let mut v = Vec::new();
-            let mut cur = self.head_next.load(Ordering::Acquire) as *const LNode<T>;
-            while !cur.is_null() {
-                // SAFETY: reached from the head while pinned.
-                let n = unsafe { &*cur };
-                v.push((cur, n.state.load()));
-                cur = n.next.load(Ordering::Acquire);
+        let pos = self.locate_start(start);
+        self.record_gap(tx, pos.pred, pos.gap)?;
+        let within = within_end(end);
+        let mut cur = pos.next;
+        while !cur.is_null() {
+            // SAFETY: reached from recorded gaps while pinned.
+            let n = unsafe { &*cur };
+            if !within(&n.value) {
+                break;
             }
-            v
-        })?;
-        let mut out = Vec::with_capacity(nodes.len());
-        for (np, word) in nodes {
-            let visible = match tx.find_item(self, np as u64) {
-                Some(id) => {
-                    let it = tx.item_ref(id);
-                    if it.has(F_REMOVE) {
-                        false
-                    } else {
-                        it.has(F_INSERT) || word & (INSERTING | DELETED) == 0
-                    }
-                }
-                None => word & (INSERTING | DELETED) == 0,
-            };
-            if visible {
-                // SAFETY: collected while pinned.
-                out.push(unsafe { &*np }.value.clone());
+            if self.visible(tx, cur)? && !visit(&n.value) {
+                return Ok(());
             }
+            cur = self.record_gap_after(tx, cur)?;
         }
+        Ok(())
+    }
+
+    fn range<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: impl RangeBounds<T>,
+    ) -> TxResult<Vec<T>> {
+        let mut out = Vec::new();
+        self.scan(tx, range.start_bound(), range.end_bound(), |v| {
+            out.push(v.clone());
+            true
+        })?;
         Ok(out)
     }
 
-    /// Committed elements, outside any transaction (consistent snapshot).
-    fn snapshot(&self) -> Vec<T> {
+    fn first<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        let mut first = None;
+        self.scan(tx, Bound::Unbounded, Bound::Unbounded, |v| {
+            first = Some(v.clone());
+            false
+        })?;
+        Ok(first)
+    }
+
+    /// The last element. Only the tail of the list matters: the last node
+    /// that looks visible is found without recording anything, then its
+    /// state and everything after it are recorded. If that node turns out
+    /// invisible, the whole list is scanned instead.
+    fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        let _ = tx.guard();
+        let mut candidate: *const LNode<T> = ptr::null();
+        let mut cur = self.head_next.load(Ordering::Acquire) as *const LNode<T>;
+        while !cur.is_null() {
+            // SAFETY: reached from the head while pinned.
+            let n = unsafe { &*cur };
+            let looks_visible = match tx.find_item(self, cur as u64) {
+                Some(id) => {
+                    let flags = tx.item_ref(id).flags();
+                    flags & F_REMOVE == 0
+                        && (flags & F_INSERT != 0 || n.state.load() & (INSERTING | DELETED) == 0)
+                }
+                None => n.state.load() & (INSERTING | DELETED) == 0,
+            };
+            if looks_visible {
+                candidate = cur;
+            }
+            cur = n.next.load(Ordering::Acquire);
+        }
+        if !candidate.is_null() && self.visible(tx, candidate)? {
+            let mut last = candidate;
+            let mut cur = self.record_gap_after(tx, candidate)?;
+            while !cur.is_null() {
+                if self.visible(tx, cur)? {
+                    last = cur;
+                }
+                cur = self.record_gap_after(tx, cur)?;
+            }
+            // SAFETY: reached while pinned; the transaction stays pinned.
+            return Ok(Some(unsafe { &*last }.value.clone()));
+        }
+        let mut last = None;
+        self.scan(tx, Bound::Unbounded, Bound::Unbounded, |v| {
+            last = Some(v.clone());
+            true
+        })?;
+        Ok(last)
+    }
+
+    // ---- committed reads, outside any transaction ----
+
+    /// The committed element equal to `x`, if any, at one moment: either a
+    /// node read as committed and present, or a moment at which the gap
+    /// where `x` would be and the states of every node equal to it were as
+    /// read (a double collect).
+    fn committed_get(&self, x: &T) -> Option<T> {
         let _g = crossbeam_epoch::pin();
         let mut spins = 0;
-        loop {
-            // The list version is stable and unshared around the traversal.
-            let w1 = self.size.load_word();
-            if w1.is_some() {
-                let mut out = Vec::new();
-                let mut cur = self.head_next.load(Ordering::Acquire) as *const LNode<T>;
-                while !cur.is_null() {
-                    // SAFETY: reached from the head while pinned.
-                    let n = unsafe { &*cur };
-                    if n.state.load() & (INSERTING | DELETED) == 0 {
-                        out.push(n.value.clone());
-                    }
-                    cur = n.next.load(Ordering::Acquire);
+        // Allocates only when invisible nodes equal to `x` are met.
+        let mut seen: Vec<(&TVersion, u64)> = Vec::new();
+        'search: loop {
+            seen.clear();
+            let pos = self.locate_value(x);
+            let mut cur = pos.next;
+            while !cur.is_null() {
+                // SAFETY: reached from the head while pinned.
+                let n = unsafe { &*cur };
+                if n.value != *x {
+                    break;
                 }
-                if self.size.load_word() == w1 {
-                    return out;
+                let w = n.state.load();
+                if TVersion::is_locked(w) {
+                    struct_wait(&mut spins);
+                    continue 'search;
                 }
+                if w & (INSERTING | DELETED) == 0 {
+                    return Some(n.value.clone());
+                }
+                seen.push((&n.state, w));
+                cur = n.next.load(Ordering::Acquire);
+            }
+            if self.gap(pos.pred).load() == pos.gap && seen.iter().all(|&(v, w)| v.load() == w) {
+                return None;
             }
             struct_wait(&mut spins);
         }
     }
 
-    fn contains_committed(&self, x: &T) -> bool {
+    /// The committed elements within `start..end`, in order (only the first
+    /// one if `first_only`), at one moment: every gap and node state read is
+    /// checked unchanged after the traversal (a double collect; versions
+    /// only grow, and every committed change moves one of them).
+    fn committed_scan(&self, start: Bound<&T>, end: Bound<&T>, first_only: bool) -> Vec<T> {
         let _g = crossbeam_epoch::pin();
-        let mut cur = self.head_next.load(Ordering::Acquire) as *const LNode<T>;
-        while !cur.is_null() {
-            // SAFETY: reached from the head while pinned.
-            let n = unsafe { &*cur };
-            if n.value > *x {
-                break;
+        let within = within_end(end);
+        let mut spins = 0;
+        let mut seen: Vec<(&TVersion, u64)> = Vec::new();
+        let mut out = Vec::new();
+        'scan: loop {
+            seen.clear();
+            out.clear();
+            let pos = self.locate_start(start);
+            seen.push((self.gap(pos.pred), pos.gap));
+            let mut cur = pos.next;
+            while !cur.is_null() {
+                // SAFETY: reached from the head while pinned.
+                let n = unsafe { &*cur };
+                if !within(&n.value) {
+                    break;
+                }
+                let w = n.state.load();
+                if TVersion::is_locked(w) {
+                    struct_wait(&mut spins);
+                    continue 'scan;
+                }
+                seen.push((&n.state, w));
+                if w & (INSERTING | DELETED) == 0 {
+                    out.push(n.value.clone());
+                    if first_only {
+                        break;
+                    }
+                }
+                let g = n.gap.load();
+                if TVersion::is_locked(g) || g & UNLINKED != 0 {
+                    struct_wait(&mut spins);
+                    continue 'scan;
+                }
+                let next = n.next.load(Ordering::Acquire);
+                if n.gap.load() != g {
+                    continue 'scan;
+                }
+                seen.push((&n.gap, g));
+                cur = next;
             }
-            if n.value == *x && n.state.load() & (INSERTING | DELETED) == 0 {
-                return true;
+            if seen.iter().all(|&(v, w)| v.load() == w) {
+                return out;
             }
-            cur = n.next.load(Ordering::Acquire);
+            struct_wait(&mut spins);
         }
-        false
+    }
+
+    fn committed_range(&self, range: impl RangeBounds<T>) -> Vec<T> {
+        self.committed_scan(range.start_bound(), range.end_bound(), false)
+    }
+
+    fn committed_first(&self) -> Option<T> {
+        self.committed_scan(Bound::Unbounded, Bound::Unbounded, true)
+            .pop()
+    }
+
+    fn committed_last(&self) -> Option<T> {
+        self.committed_scan(Bound::Unbounded, Bound::Unbounded, false)
+            .pop()
+    }
+
+    fn committed_len(&self) -> usize {
+        self.size.load().max(0) as usize
     }
 }
 
@@ -302,23 +578,34 @@ impl<T: Ord + Clone + Send + Sync + 'static> NodeCollection for SortedList<T> {
             .still_valid(item.read_version(), false)
     }
 
-    /// Unlinks `np` under the structure lock. With a commit version, the
-    /// gaps around it are bumped to at least that version.
+    /// Unlinks `np`: finds its predecessor, then splices it out under the
+    /// two gap locks, starting over (after a wait, holding nothing) while
+    /// either is busy. With a commit version, the gaps around it are bumped
+    /// to at least that version.
     fn unlink(&self, np: *const LNode<T>, cv: Option<u64>, guard: &Guard) {
-        let _s = self.structure.lock();
-        let mut pred: *const LNode<T> = ptr::null();
+        let mut spins = 0;
         loop {
-            let nx = self.link0(pred).load(Ordering::Relaxed) as *const LNode<T>;
-            assert!(!nx.is_null(), "txmem: list node missing from its list");
-            if ptr::eq(nx, np) {
-                break;
+            // A walk from the head never passes `np`, which stays linked
+            // until this unlink (see the module docs on searches).
+            let mut pred: *const LNode<T> = ptr::null();
+            loop {
+                let next = self.link0(pred).load(Ordering::Acquire) as *const LNode<T>;
+                assert!(!next.is_null(), "txmem: list node missing from its list");
+                if ptr::eq(next, np) {
+                    break;
+                }
+                pred = next;
             }
-            pred = nx;
+            // SAFETY: the caller owns the removal of `np` (a committed
+            // removal being installed, or its own abandoned placeholder in
+            // cleanup), which is linked; `pred` was reached while pinned by
+            // `guard`; list nodes are boxed (the default `free_node`), and
+            // `T: Send` lets the collector drop them elsewhere.
+            if unsafe { self.try_splice_out(pred, np, cv, guard) } {
+                return;
+            }
+            struct_wait(&mut spins);
         }
-        // SAFETY: `np` is linked right after `pred` (found above), we hold
-        // the structure lock, the caller owns its removal, and list nodes
-        // are boxed; `T: Send` lets the collector drop it elsewhere.
-        unsafe { self.splice_out(pred, np, cv, guard) };
     }
 }
 
@@ -328,8 +615,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> GapChain for SortedList<T> {
         if n.is_null() {
             &self.head_gap
         } else {
-            // SAFETY: callers pass nodes reached while pinned (or under the
-            // structure lock).
+            // SAFETY: callers pass nodes reached while pinned (or their own
+            // node, not shared yet).
             &unsafe { &*n }.gap
         }
     }
@@ -361,24 +648,41 @@ impl<T> Drop for SortedList<T> {
 
 /// A transactional sorted set (a sorted linked list without duplicates).
 ///
+/// Elements are compared with `Ord`; an element may carry more than its
+/// ordering key (a key-value pair ordered by key, say), and
+/// [`get`](Self::get) returns the stored element equal to a probe.
+///
+/// What each operation adds to the transaction:
+///
 /// | operation | read set | write set |
 /// |---|---|---|
-/// | [`insert`](Self::insert) of an absent element | nothing | the new node (a placeholder linked now), +1 size |
+/// | [`insert`](Self::insert) of an absent element | nothing (but see below) | the new node (a placeholder linked now), +1 size |
 /// | `insert` of a present element (returns `false`) | the element's node | — |
-/// | [`remove`](Self::remove) of a present element | the element's node | the node (unlinked at commit), −1 size |
-/// | [`contains`](Self::contains) / `remove`, element present | the element's node | — |
-/// | `contains` / `remove`, element absent | the gap before where it would be | — |
-/// | [`len`](Self::len), [`to_vec`](Self::to_vec) | the list version | — |
+/// | [`remove`](Self::remove) of a present element | the element's node | the node (deleted and unlinked at commit), −1 size |
+/// | [`contains`](Self::contains) / [`get`](Self::get), element present | the element's node | — |
+/// | `contains` / `get` / `remove`, element absent | the gap where it would be (and any invisible nodes equal to it) | — |
+/// | [`range`](Self::range) / [`to_vec`](Self::to_vec) | every node in the range and every gap from the one before it to the one after its last node | — |
+/// | [`first`](Self::first) | every node and gap from the head to the first element | — |
+/// | [`last`](Self::last) | the last element's node and every node and gap after it | — |
+/// | [`len`](Self::len) / [`is_empty`](Self::is_empty) | the size counter | — |
 ///
 /// Inserts of distinct elements never conflict (the thesis' placeholder
 /// technique: the insert links its node at execution time and reads
 /// nothing). Linking bumps the gap version of the preceding node, which
-/// invalidates concurrent absent reads of that interval (no phantoms). A
-/// transaction that read an interval and then inserts into it updates its
-/// own read instead of aborting. Iteration and `len` read one list-wide
-/// version that every committed insert or remove changes: cheap to track,
-/// at the price of conflicting with any concurrent committed update (the
-/// thesis' trade-off for whole-list traversals).
+/// invalidates concurrent reads of that interval (no phantoms). A
+/// transaction that read an interval and then inserts into it keeps it
+/// covered instead of aborting itself: its gap read moves to the new
+/// version, and it also reads the new node's gap, so an insert committed by
+/// another transaction after the new node still conflicts. Iteration
+/// conflicts only with commits that change the part of the list it went
+/// through; `len` with any commit that changes the size.
+///
+/// **Removing, then inserting an equal element in one transaction**: the
+/// insert stores the new element in a new node and returns `true`; the
+/// removed node is still deleted at commit. So `remove(&x)` followed by
+/// `insert(y)` with `y == x` leaves `y` in the set, not `x` (they may
+/// differ beyond the ordering key), and other transactions that read `x`
+/// conflict with the commit.
 ///
 /// ```
 /// use txmem::{atomically, TListSet};
@@ -386,6 +690,8 @@ impl<T> Drop for SortedList<T> {
 /// atomically(|tx| { s.insert(tx, 3)?; s.insert(tx, 1)?; s.insert(tx, 2) });
 /// assert!(!atomically(|tx| s.insert(tx, 2)));
 /// assert_eq!(atomically(|tx| s.to_vec(tx)), vec![1, 2, 3]);
+/// assert_eq!(atomically(|tx| s.range(tx, 2..)), vec![2, 3]);
+/// assert_eq!(atomically(|tx| s.last(tx)), Some(3));
 /// assert!(atomically(|tx| s.remove(tx, &1)));
 /// assert_eq!(s.snapshot(), vec![2, 3]);
 /// ```
@@ -406,41 +712,80 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
             inner: SortedList::new(false),
         }
     }
-    /// Inserts `x` if absent; returns whether it did.
+    /// Inserts `x` if no equal element is present; returns whether it did.
     pub fn insert<'env>(&'env self, tx: &mut Transaction<'env>, x: T) -> TxResult<bool> {
         self.inner.insert(tx, x)
     }
-    /// Removes `x`; returns whether it was present.
+    /// Removes the element equal to `x`; returns whether there was one.
     pub fn remove<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         self.inner.remove(tx, x)
     }
-    /// True if `x` is present.
+    /// True if an element equal to `x` is present.
     pub fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         self.inner.contains(tx, x)
     }
-    /// The number of elements (reads the list version).
+    /// The stored element equal to `x` (a clone), if any.
+    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<Option<T>> {
+        self.inner.get(tx, x)
+    }
+    /// The elements within `range`, in order (clones), with phantom
+    /// protection: an element inserted into the range by a transaction
+    /// committing meanwhile makes this one abort.
+    pub fn range<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: impl RangeBounds<T>,
+    ) -> TxResult<Vec<T>> {
+        self.inner.range(tx, range)
+    }
+    /// The smallest element.
+    pub fn first<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        self.inner.first(tx)
+    }
+    /// The largest element (a walk of the whole list).
+    pub fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        self.inner.last(tx)
+    }
+    /// The number of elements (reads the size counter).
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
         self.inner.tx_len(tx)
     }
-    /// True if the set is empty (reads the list version).
+    /// True if the set is empty (reads the size counter).
     pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
         Ok(self.inner.tx_len(tx)? == 0)
     }
-    /// The elements in order (reads the list version).
+    /// Every element in order: [`range`](Self::range) over everything.
     pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
-        self.inner.to_vec(tx)
+        self.inner.range(tx, ..)
     }
-    /// The committed elements, outside any transaction (consistent).
+    /// The committed elements, outside any transaction (as of one moment).
     pub fn snapshot(&self) -> Vec<T> {
-        self.inner.snapshot()
+        self.inner.committed_range(..)
     }
-    /// True if `x` is committed, outside any transaction.
+    /// True if an element equal to `x` is committed, outside any transaction.
     pub fn contains_committed(&self, x: &T) -> bool {
-        self.inner.contains_committed(x)
+        self.inner.committed_get(x).is_some()
+    }
+    /// The committed element equal to `x`, outside any transaction.
+    pub fn get_committed(&self, x: &T) -> Option<T> {
+        self.inner.committed_get(x)
+    }
+    /// The committed elements within `range`, outside any transaction (as
+    /// of one moment).
+    pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
+        self.inner.committed_range(range)
+    }
+    /// The smallest committed element, outside any transaction.
+    pub fn first_committed(&self) -> Option<T> {
+        self.inner.committed_first()
+    }
+    /// The largest committed element, outside any transaction.
+    pub fn last_committed(&self) -> Option<T> {
+        self.inner.committed_last()
     }
     /// The committed number of elements, outside any transaction.
     pub fn load_len(&self) -> usize {
-        self.inner.size.load().max(0) as usize
+        self.inner.committed_len()
     }
 }
 
@@ -449,16 +794,35 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
 ///
 /// Same machinery and conflict rules as [`TListSet`], except that
 /// [`insert`](Self::insert) never checks for presence, so it reads nothing
-/// at all and never fails: any two inserts commute. [`remove`](Self::remove)
-/// removes one occurrence.
+/// at all and never fails: any two inserts commute. A new element goes
+/// before the elements equal to it, so [`get`](Self::get) and
+/// [`remove`](Self::remove) find the one inserted last.
+///
+/// | operation | read set | write set |
+/// |---|---|---|
+/// | [`insert`](Self::insert) | nothing (but see [`TListSet`] on inserting into a range read before) | the new node (a placeholder linked now), +1 size |
+/// | [`remove`](Self::remove), element present | the node removed (the first equal element visible) | that node (deleted and unlinked at commit), −1 size |
+/// | [`contains`](Self::contains) / [`get`](Self::get), element present | the first equal element's node (and invisible equal nodes before it) | — |
+/// | `contains` / `get` / `remove`, element absent | the gap where it would be (and any invisible nodes equal to it) | — |
+/// | [`range`](Self::range) / [`to_vec`](Self::to_vec) | every node in the range and every gap from the one before it to the one after its last node | — |
+/// | [`first`](Self::first) | every node and gap from the head to the first element | — |
+/// | [`last`](Self::last) | the last element's node and every node and gap after it | — |
+/// | [`len`](Self::len) / [`is_empty`](Self::is_empty) | the size counter | — |
+///
+/// **Removing, then inserting an equal element in one transaction**: as
+/// any insert, the insert adds a new node (before the equal ones); the
+/// removed node is still deleted at commit. The list ends up holding the
+/// new element, not the removed one.
 ///
 /// ```
 /// use txmem::{atomically, TList};
 /// let l = TList::new();
 /// atomically(|tx| { l.insert(tx, 2)?; l.insert(tx, 1)?; l.insert(tx, 2) });
 /// assert_eq!(atomically(|tx| l.to_vec(tx)), vec![1, 2, 2]);
+/// assert_eq!(atomically(|tx| l.range(tx, 2..=2)), vec![2, 2]);
 /// assert!(atomically(|tx| l.remove(tx, &2)));
 /// assert_eq!(atomically(|tx| l.len(tx)), 2);
+/// assert_eq!(l.first_committed(), Some(1));
 /// ```
 pub struct TList<T> {
     inner: SortedList<T>,
@@ -481,29 +845,78 @@ impl<T: Ord + Clone + Send + Sync + 'static> TList<T> {
     pub fn insert<'env>(&'env self, tx: &mut Transaction<'env>, x: T) -> TxResult<()> {
         self.inner.insert(tx, x).map(|_| ())
     }
-    /// Removes one occurrence of `x`; returns whether there was one.
+    /// Removes one element equal to `x` (the first in the list); returns
+    /// whether there was one.
     pub fn remove<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         self.inner.remove(tx, x)
     }
-    /// True if `x` occurs.
+    /// True if an element equal to `x` occurs.
     pub fn contains<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<bool> {
         self.inner.contains(tx, x)
     }
-    /// The number of elements (reads the list version).
+    /// The first element equal to `x` (a clone), if any: the one inserted
+    /// last.
+    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<Option<T>> {
+        self.inner.get(tx, x)
+    }
+    /// The elements within `range`, in order (clones), with phantom
+    /// protection: an element inserted into the range by a transaction
+    /// committing meanwhile makes this one abort.
+    pub fn range<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: impl RangeBounds<T>,
+    ) -> TxResult<Vec<T>> {
+        self.inner.range(tx, range)
+    }
+    /// The smallest element (the first in the list).
+    pub fn first<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        self.inner.first(tx)
+    }
+    /// The largest element (the last in the list; a walk of the whole list).
+    pub fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+        self.inner.last(tx)
+    }
+    /// The number of elements (reads the size counter).
     pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
         self.inner.tx_len(tx)
     }
-    /// True if the list is empty (reads the list version).
+    /// True if the list is empty (reads the size counter).
     pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
         Ok(self.inner.tx_len(tx)? == 0)
     }
-    /// The elements in order (reads the list version).
+    /// Every element in order: [`range`](Self::range) over everything.
     pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
-        self.inner.to_vec(tx)
+        self.inner.range(tx, ..)
     }
-    /// The committed elements, outside any transaction (consistent).
+    /// The committed elements, outside any transaction (as of one moment).
     pub fn snapshot(&self) -> Vec<T> {
-        self.inner.snapshot()
+        self.inner.committed_range(..)
+    }
+    /// True if an element equal to `x` is committed, outside any transaction.
+    pub fn contains_committed(&self, x: &T) -> bool {
+        self.inner.committed_get(x).is_some()
+    }
+    /// The first committed element equal to `x`, outside any transaction.
+    pub fn get_committed(&self, x: &T) -> Option<T> {
+        self.inner.committed_get(x)
+    }
+    /// The committed elements within `range`, outside any transaction (as
+    /// of one moment).
+    pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
+        self.inner.committed_range(range)
+    }
+    /// The smallest committed element, outside any transaction.
+    pub fn first_committed(&self) -> Option<T> {
+        self.inner.committed_first()
+    }
+    /// The largest committed element, outside any transaction.
+    pub fn last_committed(&self) -> Option<T> {
+        self.inner.committed_last()
+    }
+    /// The committed number of elements, outside any transaction.
+    pub fn load_len(&self) -> usize {
+        self.inner.committed_len()
     }
 }
 

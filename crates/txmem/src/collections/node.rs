@@ -16,7 +16,8 @@
 //! and size items (the collections' own `TObject` impls delegate to them),
 //! the cleanup of abandoned placeholders, the bookkeeping of an insert or a
 //! remove in the transaction, and epoch retirement. [`GapChain`] adds the
-//! gap-version search shared by the sorted list and the skiplist.
+//! gap versions of sorted chains (the sorted list and the skiplist):
+//! searching, scanning, and linking and unlinking under per-gap locks.
 //!
 //! Everything is static dispatch: the provided methods are monomorphized
 //! for each collection and inline into its `TObject` methods.
@@ -74,7 +75,8 @@ pub(super) trait NodeCollection: TObject + Sized {
 
     /// Unlinks `node` from the structure and retires it. With a commit
     /// version, the structure versions around it are bumped to at least that
-    /// version; without one (an abandoned placeholder) they need not change.
+    /// version; without one (an abandoned placeholder) they move past the
+    /// versions of the structure the node covered (see `GapChain`).
     fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
 
     /// Frees a node that is unlinked and unreachable (by default a `Box`;
@@ -202,7 +204,8 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// structure word under key `read_key` went from `old` to `new` because
     /// of this link alone, so the transaction's own read of it (if it read
     /// `old`) stays valid (thesis §5); the node becomes a write that cleanup
-    /// must see, and the size grows by one.
+    /// must see, and the size grows by one. Returns whether the
+    /// transaction's read of the structure word was moved.
     fn adopt_placeholder<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -210,11 +213,13 @@ pub(super) trait NodeCollection: TObject + Sized {
         read_key: u64,
         old: u64,
         new: u64,
-    ) {
+    ) -> bool {
+        let mut moved = false;
         if let Some(rid) = tx.find_item(self, read_key) {
             let it = tx.item_ref(rid);
             if it.is_read() && it.read_version() == old {
                 tx.item_mut(rid).observe(new);
+                moved = true;
             }
         }
         let id = tx.item(self, node as u64);
@@ -222,6 +227,7 @@ pub(super) trait NodeCollection: TObject + Sized {
         item.set_flags(F_INSERT | NEEDS_CLEANUP);
         item.mark_write();
         self.size_delta(tx, 1);
+        moved
     }
 
     /// Records the removal of a node visible to the transaction: its own
@@ -496,10 +502,50 @@ pub(super) struct Pos<N> {
 }
 
 /// A sorted chain of nodes in which every node (and the head) has a *gap*
-/// version covering the interval up to its successor, changed only under
-/// the collection's structure lock. Gap items are keyed by `address | 1`
-/// (the head's by 1). Readers search without locks and validate against
-/// gap words.
+/// version covering the interval up to its successor. Gap items are keyed
+/// by `address | 1` (the head's by 1). Readers search without locks and
+/// validate against gap words.
+///
+/// # The gap lock
+///
+/// A node's level-0 link changes only while its gap word is locked (the
+/// word's own lock bit, taken with [`TVersion::try_lock_at`]): linking a
+/// node after `p` locks `p`'s gap; unlinking `n` locks its predecessor's
+/// gap, then its own. Whoever holds a gap lock holds it for a pointer
+/// splice and never waits for anything while holding it (a second lock that
+/// is busy makes it release the first and start over), so waiting for a
+/// gap lock always ends, and two structural changes cannot deadlock.
+///
+/// # What a gap word means
+///
+/// * A link bumps the predecessor's gap (`next_after(word, 0)`): a read of
+///   that interval made before the link is invalid after it. The new node's
+///   gap starts at the predecessor's new version.
+/// * Unlinking a removed node bumps its predecessor's gap to at least the
+///   removal's commit version, and the node's own gap too, flagged
+///   [`UNLINKED`]; a search standing on such a node starts again.
+/// * Unlinking an abandoned placeholder (whose insert never committed)
+///   bumps its predecessor's gap past the placeholder's own gap version.
+///   No transaction saw the placeholder as present, but while it was linked
+///   its gap took the changes committed in the interval after it (a
+///   removal of its successor bumps the placeholder's gap, not the
+///   predecessor's); the predecessor's gap now covers that interval and
+///   must not look older than those changes.
+///
+/// So a gap's version is never older than a committed removal in its
+/// interval. That is what lets an opaque reader accept a gap word at or
+/// below its snapshot bound without revalidating: a removal committed after
+/// the snapshot shows up as a newer word.
+///
+/// # Reaching nodes safely
+///
+/// Every node a search reaches was linked, and before the node it is
+/// looking for, at some moment after the search started: the head is
+/// always linked; the successor of a linked node is linked; and an unlinked
+/// node keeps the successor it had when it was unlinked (no link after it
+/// is possible: its gap is flagged). Nodes are retired through the epoch
+/// only once unlinked, so a search that is pinned from its start never
+/// reaches freed memory.
 pub(super) trait GapChain: NodeCollection {
     /// The gap version after `n` (the head's for null).
     fn gap(&self, n: *const Self::Node) -> &TVersion;
@@ -521,6 +567,17 @@ pub(super) trait GapChain: NodeCollection {
         'restart: loop {
             let mut pred = start();
             loop {
+                // Walk by links alone: any path of links is sorted and
+                // leads back into the chain (see "Reaching nodes safely"),
+                // so only the node the walk stops at needs its gap read.
+                // (An inner loop, so that the compiler sees `pred` is a
+                // node, not the head, on every step after the first.)
+                let mut nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
+                // SAFETY: reached through published links while pinned.
+                while !nx.is_null() && before(unsafe { &*nx }) {
+                    pred = nx;
+                    nx = self.link0(pred).load(Ordering::Acquire);
+                }
                 let g = self.gap(pred);
                 let w = g.load();
                 if TVersion::is_locked(w) {
@@ -530,8 +587,9 @@ pub(super) trait GapChain: NodeCollection {
                 if w & UNLINKED != 0 {
                     continue 'restart;
                 }
+                // The successor again, now that the gap word is known.
                 let nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
-                // SAFETY: reached through published links while pinned.
+                // SAFETY: as above.
                 if !nx.is_null() && before(unsafe { &*nx }) {
                     pred = nx;
                     continue;
@@ -560,73 +618,166 @@ pub(super) trait GapChain: NodeCollection {
         still_current(tx, word, self.gap(pred).load())
     }
 
-    /// Links `node` after `pos.pred` on level 0 and bumps that gap; returns
-    /// the new gap word, for
-    /// [`adopt_placeholder`](NodeCollection::adopt_placeholder) once the
-    /// structure lock is released. The caller holds the structure lock, has
-    /// checked that the gap still holds `pos.gap`, and made `node` point at
-    /// `pos.pred`'s successor *as it is now*.
+    /// Reads the gap after `n` consistently with its successor, records it
+    /// and returns the successor: one step of a scan. The caller is pinned
+    /// and reached `n` while pinned.
     ///
-    /// An unchanged gap means no committed insert or removal in the
-    /// interval, not an unchanged successor: unlinking an abandoned
-    /// placeholder (which no transaction ever saw) leaves its predecessor's
-    /// gap as it was, so `pos.next` may be a node that is gone.
-    #[inline]
-    fn link_after(&self, pos: &Pos<Self::Node>, node: *mut Self::Node) -> u64 {
-        debug_assert!(ptr::eq(
-            self.link0(node).load(Ordering::Relaxed),
-            self.link0(pos.pred).load(Ordering::Relaxed)
-        ));
-        let g = self.gap(pos.pred);
-        let new_gap = TVersion::next_after(pos.gap, 0);
-        let locked = g.try_lock_at(pos.gap);
-        debug_assert!(locked, "gap words change only under the structure lock");
-        // The new node's gap takes over part of the predecessor's interval,
-        // and must not look older than the removals committed in it: a
-        // fresh gap at version 0 would let a reader whose snapshot predates
-        // such a removal read the gap without the opacity check noticing.
-        // The predecessor's new gap is at least every such commit version
-        // (the clock is not: no-clock modes commit at versions above it).
-        // When gaps run ahead of the clock, the first reader to extend its
-        // snapshot over one moves the clock up (`Transaction::record_read`).
-        self.gap(node).unlock_to(TVersion::version_of(new_gap));
-        self.link0(pos.pred).store(node, Ordering::Release);
-        g.unlock_to(new_gap);
-        new_gap
+    /// A node unlinked since the scan stepped onto it is passed over only
+    /// in an irrevocable scan (which relies on no gap). Any other unlink,
+    /// even of an abandoned placeholder, moved the predecessor's gap that
+    /// the scan recorded, and the frozen link may skip changes committed
+    /// after the scan's snapshot: the attempt aborts.
+    fn record_gap_after<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        n: *const Self::Node,
+    ) -> TxResult<*const Self::Node> {
+        let g = self.gap(n);
+        let mut spins = 0;
+        loop {
+            let w = g.load();
+            if TVersion::is_locked(w) {
+                struct_wait(&mut spins);
+                continue;
+            }
+            if w & UNLINKED != 0 {
+                if tx.is_irrevocable() {
+                    return Ok(self.link0(n).load(Ordering::Acquire) as *const Self::Node);
+                }
+                return Err(inconsistent());
+            }
+            let nx = self.link0(n).load(Ordering::Acquire) as *const Self::Node;
+            if g.load() == w {
+                self.record_gap(tx, n, w)?;
+                return Ok(nx);
+            }
+        }
     }
 
-    /// Unlinks `np` from level 0 after `pred`, under the structure lock (its
-    /// other levels, if any, already done), and retires it. With a commit
-    /// version the gap before it is bumped to at least that version; its own
-    /// gap is bumped and flagged [`UNLINKED`].
+    /// Links `node` after `pos.pred` if that gap still holds `pos.gap`
+    /// (which `locate` returned, so it is neither locked nor unlinked), and
+    /// bumps the gap; returns the predecessor's new gap word, or `None` (and
+    /// changes nothing) if the gap moved. The new node's link and gap word
+    /// are set here; `node` must not be shared yet.
+    ///
+    /// The successor is read under the lock, not taken from `pos.next`: an
+    /// abandoned placeholder there may have been unlinked meanwhile without
+    /// changing the gap.
+    #[inline]
+    fn link_after(&self, pos: &Pos<Self::Node>, node: *mut Self::Node) -> Option<u64> {
+        let g = self.gap(pos.pred);
+        if !g.try_lock_at(pos.gap) {
+            return None;
+        }
+        let new_gap = TVersion::next_after(pos.gap, 0);
+        self.link0(node).store(
+            self.link0(pos.pred).load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        // The new node's gap takes over part of the predecessor's interval,
+        // and must not look older than the removals committed in it (see
+        // the trait docs): a fresh gap at version 0 would let a reader whose
+        // snapshot predates such a removal read the gap without the opacity
+        // check noticing. The predecessor's new gap is at least every such
+        // commit version (the clock is not: no-clock modes commit at
+        // versions above it). When gaps run ahead of the clock, the first
+        // reader to extend its snapshot over one moves the clock up
+        // (`Transaction::record_read`).
+        self.gap(node).unlock_to(TVersion::version_of(new_gap));
+        // Release: a reader that loads the link sees the node initialized.
+        self.link0(pos.pred).store(node, Ordering::Release);
+        g.unlock_to(new_gap);
+        Some(new_gap)
+    }
+
+    /// Records in the transaction a placeholder it has just linked with
+    /// [`link_after`](Self::link_after) (which returned `new_gap`), as
+    /// [`adopt_placeholder`](NodeCollection::adopt_placeholder) does, and
+    /// keeps the transaction's phantom protection: if it had read the
+    /// predecessor's gap, the read moves to the new word and a read of the
+    /// new node's gap is recorded at its first word. The two gaps together
+    /// cover the interval the transaction read; without the second, another
+    /// transaction could commit an insert after the new node, inside that
+    /// interval, unnoticed.
+    fn adopt_link<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        pos: &Pos<Self::Node>,
+        node: *const Self::Node,
+        new_gap: u64,
+    ) {
+        if self.adopt_placeholder(tx, node, pos.pred as u64 | 1, pos.gap, new_gap) {
+            let id = tx.item(self, node as u64 | 1);
+            // No opacity check needed: while the predecessor's gap was
+            // locked, the new node's interval was part of an interval this
+            // transaction had read at the current version. If another link
+            // after the node came in since, this read is stale and fails
+            // validation.
+            tx.item_mut(id).observe(TVersion::version_of(new_gap));
+        }
+    }
+
+    /// Unlinks `np` from level 0 if it is linked right after `pred` and
+    /// both gap locks can be taken at once (its other levels, if any,
+    /// already done), and retires it; false (nothing changed) otherwise.
+    /// With a commit version the gap before it is bumped to at least that
+    /// version; its own gap is bumped and flagged [`UNLINKED`].
+    ///
+    /// Never waits: a busy lock makes it release what it took and fail, so
+    /// that the caller waits holding nothing.
     ///
     /// # Safety
     ///
-    /// `np` is linked right after `pred` on level 0, the caller holds the
-    /// structure lock and owns the node's removal.
-    unsafe fn splice_out(
+    /// The caller owns the removal of `np` (a committed removal, or its own
+    /// abandoned placeholder), which is linked, and nobody else unlinks it;
+    /// `pred` was reached while pinned (or is null: the head); the caller
+    /// is pinned by `guard`.
+    unsafe fn try_splice_out(
         &self,
         pred: *const Self::Node,
         np: *const Self::Node,
         cv: Option<u64>,
         guard: &Guard,
-    ) {
-        debug_assert!(ptr::eq(self.link0(pred).load(Ordering::Relaxed), np));
+    ) -> bool {
         let pgap = self.gap(pred);
         let pw = pgap.load();
-        let locked = pgap.try_lock_at(pw);
-        debug_assert!(locked, "gap words change only under the structure lock");
-        self.link0(pred)
-            .store(self.link0(np).load(Ordering::Relaxed), Ordering::Release);
-        match cv {
-            Some(cv) => pgap.unlock_to(TVersion::next_after(pw, cv)),
-            None => pgap.unlock_to(pw),
+        if TVersion::is_locked(pw) || pw & UNLINKED != 0 || !pgap.try_lock_at(pw) {
+            return false;
+        }
+        // Under `pred`'s gap lock its link is stable; and `pred` is linked
+        // (its gap is not flagged), so `np` following it is linked too.
+        if !ptr::eq(self.link0(pred).load(Ordering::Relaxed), np) {
+            pgap.unlock_unchanged(pw);
+            return false;
         }
         let ngap = self.gap(np);
         let nw = ngap.load();
+        debug_assert_eq!(nw & UNLINKED, 0, "only the owner unlinks a node");
+        if TVersion::is_locked(nw) || !ngap.try_lock_at(nw) {
+            pgap.unlock_unchanged(pw);
+            return false;
+        }
+        // `np`'s link is stable too now (its gap is locked).
+        self.link0(pred)
+            .store(self.link0(np).load(Ordering::Relaxed), Ordering::Release);
         ngap.unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
-        // SAFETY: unreachable from the chain now (per the contract), and
-        // retired only by the owner of its removal.
+        // The predecessor's gap now covers `np`'s interval too, so it must
+        // move past every change that interval saw. For a committed removal
+        // the commit version does that. An abandoned placeholder changed no
+        // committed contents itself, but while it was linked, commits may
+        // have changed the interval after it (a removal of its successor
+        // bumps *its* gap): a reader that recorded the predecessor's gap
+        // and the placeholder's could otherwise find the predecessor's gap
+        // unchanged and miss them. So its unlink bumps the predecessor's
+        // gap past its own gap's version as well.
+        let past = match cv {
+            Some(cv) => cv,
+            None => TVersion::version_of(nw),
+        };
+        pgap.unlock_to(TVersion::next_after(pw, past));
+        // SAFETY: unreachable from the chain now, and retired only by the
+        // owner of its removal (per the contract).
         unsafe { retire::<Self>(guard, np) };
+        true
     }
 }

@@ -27,10 +27,6 @@
 //!   locks **every** stripe exclusively (in stripe order, so two of them
 //!   cannot deadlock), and only if the sum it read is still current.
 //!
-//! The same version sum serves as the "list version" of
-//! [`TList`](super::TList): every committed insert or remove bumps a stripe,
-//! so iteration can read it.
-//!
 //! Word layout of a stripe: bit 0 exclusive lock, bits 1..20 the number of
 //! shares, bits 20.. the version divided by [`VERSION_STEP`].
 
@@ -160,14 +156,6 @@ impl SizeCounter {
             .all()
             .map(|s| s.count.load(Ordering::Relaxed))
             .sum()
-    }
-
-    /// A version for seqlock-style snapshots of the whole collection: the
-    /// sum of the stripe versions, if no commit holds a stripe. Equal
-    /// results around a traversal mean that no insert or remove committed
-    /// during it.
-    pub fn load_word(&self) -> Option<u64> {
-        self.versions().map(|(sum, _)| sum)
     }
 
     /// Reads the committed count inside a transaction, recording the read in
