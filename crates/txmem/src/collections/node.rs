@@ -1,5 +1,5 @@
 //! The node protocol shared by the node-based collections ([`THashMap`],
-//! [`TListSet`]/[`TList`] and [`TSkipMap`]).
+//! [`TBTreeMap`]'s entries and [`TListSet`]/[`TList`]).
 //!
 //! Each of them keeps its elements in heap nodes that carry a *state*
 //! version: the node's commit lock plus two flag bits, [`INSERTING`] (a
@@ -16,7 +16,7 @@
 //! and size items (the collections' own `TObject` impls delegate to them),
 //! the cleanup of abandoned placeholders, the bookkeeping of an insert or a
 //! remove in the transaction, and epoch retirement. [`GapChain`] adds the
-//! gap versions of sorted chains (the sorted list and the skiplist):
+//! gap versions of a sorted chain (the sorted lists):
 //! searching, scanning, and linking and unlinking under per-gap locks.
 //!
 //! Everything is static dispatch: the provided methods are monomorphized
@@ -25,7 +25,7 @@
 //! [`THashMap`]: super::THashMap
 //! [`TListSet`]: super::TListSet
 //! [`TList`]: super::TList
-//! [`TSkipMap`]: super::TSkipMap
+//! [`TBTreeMap`]: super::TBTreeMap
 
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
