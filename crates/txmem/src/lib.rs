@@ -187,7 +187,7 @@ pub mod tuning {
 pub use types::{TArray, TBox, TCounter};
 pub use version::TVersion;
 
-/// The workspace README's Rust example, compiled and run as a doctest.
+/// The workspace README's Rust examples, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
