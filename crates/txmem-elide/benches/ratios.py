@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the ratios behind crates/txmem-elide/README.md from criterion's saved estimates.
+"""Prints the lock-elision ratios (docs/results/) from criterion's saved estimates.
 
 Usage: python3 crates/txmem-elide/benches/ratios.py [CRITERION_DIR]
 (default: $CARGO_TARGET_DIR/criterion, else target/criterion). A ratio above 1 means txmem

@@ -108,16 +108,28 @@
 //!
 //! impl TObject for Reservable {
 //!     fn lock(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
-//!         commit.lock_version(&self.version, item)
+//!         match commit.lock_version(&self.version, item) {
+//!             LockOutcome::Acquired => {
+//!                 // Under the lock the count is exact: refuse (as a stale
+//!                 // read, so the transaction aborts) if too few are left.
+//!                 let wanted = *item.write_value::<u32>().unwrap();
+//!                 if self.remaining.load(Ordering::Acquire) < wanted {
+//!                     self.version.unlock_unchanged(item.read_version());
+//!                     LockOutcome::Stale
+//!                 } else {
+//!                     LockOutcome::Acquired
+//!                 }
+//!             }
+//!             other => other,
+//!         }
 //!     }
 //!     fn check(&self, _item: &Item, _commit: &Commit<'_>) -> bool {
 //!         true // reservations keep no read to validate
 //!     }
 //!     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
 //!         let wanted = *item.write_value::<u32>().unwrap();
+//!         // `lock` has checked, under the lock, that `wanted` units remain.
 //!         let left = self.remaining.load(Ordering::Relaxed);
-//!         // Under the lock, `left` is exact; `reserve_checked` below has
-//!         // already made sure it suffices.
 //!         self.remaining.store(left - wanted, Ordering::Release);
 //!         self.version.unlock_to(TVersion::next_after(item.read_version(), commit.version()));
 //!     }
@@ -126,20 +138,16 @@
 //!     }
 //! }
 //!
-//! # // A version of `lock` that refuses when units ran out:
-//! # impl Reservable {
-//! #     fn enough(&self, item: &Item) -> bool {
-//! #         self.remaining.load(Ordering::Acquire) >= *item.write_value::<u32>().unwrap()
-//! #     }
-//! # }
 //! let rooms = Reservable { version: TVersion::new(), remaining: AtomicU32::new(2) };
 //! atomically(|tx| rooms.reserve(tx));
 //! atomically(|tx| rooms.reserve(tx));
 //! assert_eq!(rooms.remaining.load(Ordering::Relaxed), 0);
 //! ```
 //!
-//! The complete version, whose `lock` refuses when too few units remain and
-//! whose tests run it concurrently, is in `tests/custom_object.rs`.
+//! A transaction that reserves more units than remain is refused at commit
+//! and re-runs, so a caller checks the count first and gives up with a user
+//! error through [`try_atomically`]; `tests/custom_object.rs` does that and
+//! runs reservations from several threads.
 
 #![warn(missing_docs)]
 
@@ -179,7 +187,7 @@ pub mod tuning {
 pub use types::{TArray, TBox, TCounter};
 pub use version::TVersion;
 
-/// The workspace README's Rust example, compiled and run as a doctest.
+/// The workspace README's Rust examples, compiled and run as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

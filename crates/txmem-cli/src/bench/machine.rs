@@ -73,7 +73,7 @@ impl Machine {
         }
     }
 
-    /// One line for the table header and RESULTS.md.
+    /// One line for the table header and the results pages.
     pub fn line(&self) -> String {
         format!(
             "{}, {} cores, {}{}",

@@ -38,10 +38,20 @@ impl<T: Clone + Send + Sync + 'static> TMVar<T> {
         }
     }
 
-    /// A cell holding `value`.
+    /// A cell holding `value`. It runs no transaction, so it may be called
+    /// anywhere, inside a transaction too:
+    ///
+    /// ```
+    /// use txmem::{atomically, TBox, TMVar};
+    /// let seed = TBox::new(7);
+    /// // Built inside a transaction, from a value the transaction read:
+    /// let m = atomically(|tx| Ok(TMVar::new(seed.get(tx)?)));
+    /// assert_eq!(m.load(), Some(7));
+    /// assert_eq!(atomically(|tx| m.take(tx)), 7);
+    /// ```
     pub fn new(value: T) -> Self {
-        let m = Self::new_empty();
-        crate::atomically(|tx| m.put(tx, value.clone()));
+        let mut m = Self::new_empty();
+        m.queue.push_unshared(value);
         m
     }
 

@@ -145,6 +145,24 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         Self::with_capacity_limit(capacity as u64)
     }
 
+    /// Appends `value` to a queue that no other thread can reach yet (a
+    /// constructor's initial contents), without a transaction.
+    ///
+    /// # Panics
+    /// If the queue is full.
+    pub(crate) fn push_unshared(&mut self, value: T) {
+        let pushed = *self.pushed.get_mut();
+        let popped = *self.popped.get_mut();
+        assert!(pushed - popped < self.capacity, "TQueue: initial contents exceed the capacity");
+        let node = QNode::boxed(Some(value));
+        let tail = *self.tail.get_mut();
+        // SAFETY: `&mut self` excludes every other access to the queue;
+        // `tail` is its live last node, owned by the queue.
+        unsafe { &*tail }.next.store(node, Ordering::Release);
+        *self.tail.get_mut() = node;
+        *self.pushed.get_mut() = pushed + 1;
+    }
+
     fn with_capacity_limit(capacity: u64) -> Self {
         let dummy = QNode::boxed(None);
         TQueue {

@@ -4,7 +4,7 @@
 //! Counters are per thread: the owning thread updates them with plain
 //! (relaxed load + store) writes to its own cache lines, so leaving them on
 //! costs a handful of non-atomic-RMW instructions per transaction (see the
-//! README for the measured figure). [`snapshot`] sums every thread's
+//! measured figure in `docs/results/`). [`snapshot`] sums every thread's
 //! counters, including threads that have exited.
 //!
 //! ```

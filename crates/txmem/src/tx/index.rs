@@ -4,7 +4,8 @@
 //! are smaller and its scan cheaper per item, but its hash probe cheaper
 //! too: `scripts/measure-lookup-cutoff.sh` (callgrind instruction counts per
 //! transaction, each item read then written) puts the crossover between 8
-//! and 12 items, so the index is built past 10 (table in the README).
+//! and 12 items, so the index is built past 10 (table in
+//! `docs/results/`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 

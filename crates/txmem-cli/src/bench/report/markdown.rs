@@ -1,4 +1,4 @@
-//! Markdown output: the results table as the project's RESULTS.md shows it,
+//! Markdown output: the results table as the pages under `docs/results/` show it,
 //! one line per (workload, system) with a column per thread count, so that
 //! documented figures are pasted from a run instead of transcribed by hand.
 
