@@ -153,7 +153,10 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     pub(crate) fn push_unshared(&mut self, value: T) {
         let pushed = *self.pushed.get_mut();
         let popped = *self.popped.get_mut();
-        assert!(pushed - popped < self.capacity, "TQueue: initial contents exceed the capacity");
+        assert!(
+            pushed - popped < self.capacity,
+            "TQueue: initial contents exceed the capacity"
+        );
         let node = QNode::boxed(Some(value));
         let tail = *self.tail.get_mut();
         // SAFETY: `&mut self` excludes every other access to the queue;
