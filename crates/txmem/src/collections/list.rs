@@ -646,6 +646,64 @@ impl<T> Drop for SortedList<T> {
     }
 }
 
+/// The methods [`TListSet`] and [`TList`] share word for word (`$noun`
+/// names the type in their docs).
+macro_rules! shared_list_api {
+    ($noun:literal) => {
+        /// The elements within `range`, in order (clones), with phantom
+        /// protection: an element inserted into the range by a transaction
+        /// committing meanwhile makes this one abort.
+        pub fn range<'env>(
+            &'env self,
+            tx: &mut Transaction<'env>,
+            range: impl RangeBounds<T>,
+        ) -> TxResult<Vec<T>> {
+            self.inner.range(tx, range)
+        }
+        /// The largest element (a walk of the whole list).
+        pub fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
+            self.inner.last(tx)
+        }
+        /// The number of elements (reads the size counter).
+        pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
+            self.inner.tx_len(tx)
+        }
+        #[doc = concat!("True if the ", $noun, " is empty (reads the size counter).")]
+        pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
+            Ok(self.inner.tx_len(tx)? == 0)
+        }
+        /// Every element in order: [`range`](Self::range) over everything.
+        pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
+            self.inner.range(tx, ..)
+        }
+        /// The committed elements, outside any transaction (as of one moment).
+        pub fn snapshot(&self) -> Vec<T> {
+            self.inner.committed_range(..)
+        }
+        /// True if an element equal to `x` is committed, outside any transaction.
+        pub fn contains_committed(&self, x: &T) -> bool {
+            self.inner.committed_get(x).is_some()
+        }
+        /// The committed elements within `range`, outside any transaction (as
+        /// of one moment).
+        pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
+            self.inner.committed_range(range)
+        }
+        /// The smallest committed element, outside any transaction.
+        pub fn first_committed(&self) -> Option<T> {
+            self.inner.committed_first()
+        }
+        /// The largest committed element, outside any transaction.
+        pub fn last_committed(&self) -> Option<T> {
+            self.inner.committed_last()
+        }
+        /// The committed number of elements, outside any transaction.
+        pub fn load_len(&self) -> usize {
+            self.inner.committed_len()
+        }
+    };
+}
+
 /// A transactional sorted set (a sorted linked list without duplicates).
 ///
 /// Elements are compared with `Ord`; an element may carry more than its
@@ -728,65 +786,15 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<Option<T>> {
         self.inner.get(tx, x)
     }
-    /// The elements within `range`, in order (clones), with phantom
-    /// protection: an element inserted into the range by a transaction
-    /// committing meanwhile makes this one abort.
-    pub fn range<'env>(
-        &'env self,
-        tx: &mut Transaction<'env>,
-        range: impl RangeBounds<T>,
-    ) -> TxResult<Vec<T>> {
-        self.inner.range(tx, range)
-    }
     /// The smallest element.
     pub fn first<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
         self.inner.first(tx)
-    }
-    /// The largest element (a walk of the whole list).
-    pub fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        self.inner.last(tx)
-    }
-    /// The number of elements (reads the size counter).
-    pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        self.inner.tx_len(tx)
-    }
-    /// True if the set is empty (reads the size counter).
-    pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
-        Ok(self.inner.tx_len(tx)? == 0)
-    }
-    /// Every element in order: [`range`](Self::range) over everything.
-    pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
-        self.inner.range(tx, ..)
-    }
-    /// The committed elements, outside any transaction (as of one moment).
-    pub fn snapshot(&self) -> Vec<T> {
-        self.inner.committed_range(..)
-    }
-    /// True if an element equal to `x` is committed, outside any transaction.
-    pub fn contains_committed(&self, x: &T) -> bool {
-        self.inner.committed_get(x).is_some()
     }
     /// The committed element equal to `x`, outside any transaction.
     pub fn get_committed(&self, x: &T) -> Option<T> {
         self.inner.committed_get(x)
     }
-    /// The committed elements within `range`, outside any transaction (as
-    /// of one moment).
-    pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
-        self.inner.committed_range(range)
-    }
-    /// The smallest committed element, outside any transaction.
-    pub fn first_committed(&self) -> Option<T> {
-        self.inner.committed_first()
-    }
-    /// The largest committed element, outside any transaction.
-    pub fn last_committed(&self) -> Option<T> {
-        self.inner.committed_last()
-    }
-    /// The committed number of elements, outside any transaction.
-    pub fn load_len(&self) -> usize {
-        self.inner.committed_len()
-    }
+    shared_list_api!("set");
 }
 
 /// A transactional sorted list that may hold equal elements (a sorted
@@ -859,65 +867,15 @@ impl<T: Ord + Clone + Send + Sync + 'static> TList<T> {
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, x: &T) -> TxResult<Option<T>> {
         self.inner.get(tx, x)
     }
-    /// The elements within `range`, in order (clones), with phantom
-    /// protection: an element inserted into the range by a transaction
-    /// committing meanwhile makes this one abort.
-    pub fn range<'env>(
-        &'env self,
-        tx: &mut Transaction<'env>,
-        range: impl RangeBounds<T>,
-    ) -> TxResult<Vec<T>> {
-        self.inner.range(tx, range)
-    }
     /// The smallest element (the first in the list).
     pub fn first<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
         self.inner.first(tx)
-    }
-    /// The largest element (the last in the list; a walk of the whole list).
-    pub fn last<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        self.inner.last(tx)
-    }
-    /// The number of elements (reads the size counter).
-    pub fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        self.inner.tx_len(tx)
-    }
-    /// True if the list is empty (reads the size counter).
-    pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
-        Ok(self.inner.tx_len(tx)? == 0)
-    }
-    /// Every element in order: [`range`](Self::range) over everything.
-    pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<T>> {
-        self.inner.range(tx, ..)
-    }
-    /// The committed elements, outside any transaction (as of one moment).
-    pub fn snapshot(&self) -> Vec<T> {
-        self.inner.committed_range(..)
-    }
-    /// True if an element equal to `x` is committed, outside any transaction.
-    pub fn contains_committed(&self, x: &T) -> bool {
-        self.inner.committed_get(x).is_some()
     }
     /// The first committed element equal to `x`, outside any transaction.
     pub fn get_committed(&self, x: &T) -> Option<T> {
         self.inner.committed_get(x)
     }
-    /// The committed elements within `range`, outside any transaction (as
-    /// of one moment).
-    pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
-        self.inner.committed_range(range)
-    }
-    /// The smallest committed element, outside any transaction.
-    pub fn first_committed(&self) -> Option<T> {
-        self.inner.committed_first()
-    }
-    /// The largest committed element, outside any transaction.
-    pub fn last_committed(&self) -> Option<T> {
-        self.inner.committed_last()
-    }
-    /// The committed number of elements, outside any transaction.
-    pub fn load_len(&self) -> usize {
-        self.inner.committed_len()
-    }
+    shared_list_api!("list");
 }
 
 impl<T: Ord + Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TListSet<T> {
