@@ -36,11 +36,16 @@ const fn runtime_bits(flags: u32) -> u8 {
 /// A type-erased value that lives inside an item: the pending write (or any
 /// per-item state an object keeps). Values of up to 16 bytes are stored
 /// inline; larger ones are boxed. The type is checked on every access.
+///
+/// Only `Send` values go in ([`set`](Self::set) requires it), so a value may
+/// move to another thread with its item; the value is `!Sync`, since it
+/// lends `&T` for any stored `T`, which need not be `Sync`.
 // `repr(C)`, vtable first: see `Item`.
 #[repr(C)]
 pub struct ItemValue {
     vtable: Option<&'static ValueVTable>,
     buf: MaybeUninit<[usize; 2]>,
+    _not_sync: PhantomData<Cell<()>>,
 }
 
 /// What an [`ItemValue`] needs to know about the type it stores.
@@ -57,7 +62,7 @@ const fn fits_inline<T>() -> bool {
 
 /// The (promoted, `'static`) vtable of `T`.
 #[inline]
-fn vtable_of<T: Clone + 'static>() -> &'static ValueVTable {
+fn vtable_of<T: Clone + Send + 'static>() -> &'static ValueVTable {
     const {
         &ValueVTable {
             type_id: TypeId::of::<T>(),
@@ -77,6 +82,7 @@ impl ItemValue {
     const EMPTY: ItemValue = ItemValue {
         buf: MaybeUninit::uninit(),
         vtable: None,
+        _not_sync: PhantomData,
     };
 
     /// True if a value is stored.
@@ -96,8 +102,20 @@ impl ItemValue {
     /// Stores `value`, dropping any previous value. (`Clone` is required so
     /// that [`Transaction::or_else`](crate::Transaction::or_else) can save and
     /// restore pending writes.)
+    ///
+    /// Values must be `Send`, and the holder is not `Sync`:
+    ///
+    /// ```compile_fail
+    /// let mut v = txmem::item::ItemValue::default();
+    /// v.set(std::rc::Rc::new(1)); // `Rc` is not `Send`
+    /// ```
+    ///
+    /// ```compile_fail
+    /// fn shared<T: Sync>() {}
+    /// shared::<txmem::item::ItemValue>();
+    /// ```
     #[inline]
-    pub fn set<T: Clone + 'static>(&mut self, value: T) {
+    pub fn set<T: Clone + Send + 'static>(&mut self, value: T) {
         if let Some(slot) = self.get_mut::<T>() {
             // Same type: overwrite in place (the common "write twice" case).
             *slot = value;
@@ -182,7 +200,7 @@ impl ItemValue {
     }
 }
 
-fn clone_value<T: Clone + 'static>(v: &ItemValue) -> ItemValue {
+fn clone_value<T: Clone + Send + 'static>(v: &ItemValue) -> ItemValue {
     let mut out = ItemValue::EMPTY;
     if let Some(x) = v.get::<T>() {
         out.set(x.clone());
@@ -371,7 +389,7 @@ impl Item {
 
     /// Adds the item to the write set with `value` as its pending write.
     #[inline]
-    pub fn set_write<T: Clone + 'static>(&mut self, value: T) {
+    pub fn set_write<T: Clone + Send + 'static>(&mut self, value: T) {
         self.value.set(value);
         self.runtime |= WRITE as u8;
     }
@@ -419,7 +437,7 @@ impl std::fmt::Debug for Item {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::rc::Rc;
+    use std::sync::Arc;
 
     #[test]
     fn small_and_large_values_round_trip() {
@@ -436,23 +454,23 @@ mod tests {
 
     #[test]
     fn values_are_dropped_exactly_once() {
-        let tracker = Rc::new(());
+        let tracker = Arc::new(());
         let mut v = ItemValue::default();
         v.set(tracker.clone());
-        assert_eq!(Rc::strong_count(&tracker), 2);
+        assert_eq!(Arc::strong_count(&tracker), 2);
         v.set(tracker.clone()); // same type: overwrite drops the old one
-        assert_eq!(Rc::strong_count(&tracker), 2);
+        assert_eq!(Arc::strong_count(&tracker), 2);
         v.set(vec![tracker.clone(), tracker.clone()]); // boxed path? (24 bytes)
-        assert_eq!(Rc::strong_count(&tracker), 3);
-        let taken = v.take::<Vec<Rc<()>>>().unwrap();
-        assert_eq!(Rc::strong_count(&tracker), 3);
+        assert_eq!(Arc::strong_count(&tracker), 3);
+        let taken = v.take::<Vec<Arc<()>>>().unwrap();
+        assert_eq!(Arc::strong_count(&tracker), 3);
         drop(taken);
-        assert_eq!(Rc::strong_count(&tracker), 1);
+        assert_eq!(Arc::strong_count(&tracker), 1);
         v.set(tracker.clone());
         let copy = v.duplicate();
-        assert_eq!(Rc::strong_count(&tracker), 3);
+        assert_eq!(Arc::strong_count(&tracker), 3);
         drop(copy);
         drop(v);
-        assert_eq!(Rc::strong_count(&tracker), 1);
+        assert_eq!(Arc::strong_count(&tracker), 1);
     }
 }

@@ -307,7 +307,7 @@ pub(super) enum Upserted<V> {
 /// maps): reads, blind writes and upserts of node values.
 pub(super) trait MapNodes: NodeCollection {
     /// The value type.
-    type Value: Clone + 'static;
+    type Value: Clone + Send + 'static;
 
     /// The value cell of `node`.
     fn cell(node: &Self::Node) -> &ValueCell<Self::Value>;

@@ -229,8 +229,15 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         // empty, or `len`), every look goes through here: a node the pop
         // side finds may have been pushed since, and re-reading the push
         // version aborts the attempt before it can see that node.
+        #[cfg(test)]
+        tests::between_looks();
         let push_id = tx.item(self, PUSH);
         let node = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
+        // The walk also depends on the head, which the pop version guards:
+        // a pop committed since the first look would have moved it. When
+        // both reads repeat earlier ones, nothing else revalidates them, so
+        // check the pop version again (a change aborts the attempt).
+        tx.observe(pop_id, &self.popv, || ())?;
         Ok((!node.is_null()).then_some(node))
     }
 
@@ -514,5 +521,69 @@ impl<T> Drop for TQueue<T> {
 impl<T: Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list().entries(self.snapshot()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::sync::Mutex;
+
+    use super::TQueue;
+    use crate::{Opacity, TxOptions};
+
+    thread_local! {
+        /// A test hook run by `front_node` between its look under the pop
+        /// version and its look under the push version.
+        static BETWEEN_LOOKS: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn between_looks() {
+        if let Some(hook) = BETWEEN_LOOKS.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+    }
+
+    /// A transaction counts one element (`len` reads both versions), then
+    /// peeks; between the peek's two looks another thread pops the
+    /// element. The second look walks from the moved head and finds nothing;
+    /// unless the pop version is checked again, the attempt sees a queue of
+    /// one element that is empty, and (read-only, opaque) commits that.
+    #[test]
+    fn a_pop_between_the_two_looks_of_a_peek_is_noticed() {
+        for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
+            let q: &'static TQueue<u32> = Box::leak(Box::new(TQueue::new()));
+            let opts = TxOptions::new().opacity(mode);
+            opts.run(|tx| q.push(tx, 1));
+            let seen = Mutex::new(Vec::new());
+            let mut first = true;
+            let committed = opts.run(|tx| {
+                let len = q.len(tx)?;
+                if std::mem::take(&mut first) {
+                    BETWEEN_LOOKS.with(|h| {
+                        *h.borrow_mut() = Some(Box::new(move || {
+                            std::thread::spawn(move || {
+                                assert_eq!(
+                                    TxOptions::new().opacity(mode).run(|tx| q.try_pop(tx)),
+                                    Some(1)
+                                );
+                            })
+                            .join()
+                            .unwrap();
+                        }))
+                    });
+                }
+                let front = q.peek(tx)?;
+                seen.lock().unwrap().push((len, front));
+                Ok((len, front))
+            });
+            let consistent = |&(len, front): &(usize, Option<u32>)| (len == 0) == front.is_none();
+            assert!(consistent(&committed), "{mode:?}: committed {committed:?}");
+            if mode != Opacity::None {
+                for s in seen.lock().unwrap().iter() {
+                    assert!(consistent(s), "{mode:?}: an attempt saw {s:?}");
+                }
+            }
+        }
     }
 }
