@@ -79,18 +79,6 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// versions of the structure the node covered (see `GapChain`).
     fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
 
-    /// Frees a node that is unlinked and unreachable (by default a `Box`;
-    /// collections with their own node allocation override it).
-    ///
-    /// # Safety
-    ///
-    /// `np` was allocated the way this collection allocates its nodes, no
-    /// thread can reach it any more, and it is freed only once.
-    unsafe fn free_node(np: *mut Self::Node) {
-        // SAFETY: per the contract (default allocation: `Box`).
-        drop(unsafe { Box::from_raw(np) })
-    }
-
     /// Publishes the item's pending value into `node` before the state is
     /// unlocked at commit (collections with values).
     #[inline]
@@ -473,20 +461,20 @@ fn observe_value<'env, V: Clone, R>(
     Ok(Some(f(unsafe { &*(p as *const V) })))
 }
 
-/// Frees `np` (with [`NodeCollection::free_node`]) through the epoch once no
-/// pinned thread can still hold it.
+/// Frees `np` through the epoch once no pinned thread can still hold it.
 ///
 /// # Safety
 ///
-/// `np` is a node of collection type `C`, unreachable from its collection
-/// now, and retired only once. The collection must be `Send` for its nodes'
+/// `np` is a boxed node of collection type `C` (every node collection
+/// allocates its nodes with `Box`), unreachable from its collection now,
+/// and retired only once. The collection must be `Send` for its nodes'
 /// contents (the collector may drop the node on another thread).
 pub(super) unsafe fn retire<C: NodeCollection>(guard: &Guard, np: *const C::Node) {
     let addr = np as usize;
     // SAFETY: per this function's contract; pinned readers may still hold
     // the node, which is why it is deferred.
     unsafe {
-        guard.defer_unchecked(move || C::free_node(addr as *mut C::Node));
+        guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut C::Node)));
     }
 }
 
@@ -508,7 +496,7 @@ pub(super) struct Pos<N> {
 ///
 /// # The gap lock
 ///
-/// A node's level-0 link changes only while its gap word is locked (the
+/// A node's link changes only while its gap word is locked (the
 /// word's own lock bit, taken with [`TVersion::try_lock_at`]): linking a
 /// node after `p` locks `p`'s gap; unlinking `n` locks its predecessor's
 /// gap, then its own. Whoever holds a gap lock holds it for a pointer
@@ -550,33 +538,28 @@ pub(super) trait GapChain: NodeCollection {
     /// The gap version after `n` (the head's for null).
     fn gap(&self, n: *const Self::Node) -> &TVersion;
 
-    /// The level-0 link after `n` (the head's for null).
-    fn link0(&self, n: *const Self::Node) -> &AtomicPtr<Self::Node>;
+    /// The link after `n` (the head's for null).
+    fn link(&self, n: *const Self::Node) -> &AtomicPtr<Self::Node>;
 
-    /// The last node satisfying `before`, by a traversal consistent with
-    /// that node's gap word. `start` gives a node satisfying `before` (or
-    /// null) to walk level 0 from; the search restarts there if the node it
-    /// stands on is unlinked. The caller is pinned.
+    /// The last node satisfying `before`, by a traversal from the head
+    /// consistent with that node's gap word; the search starts again if the
+    /// node it stands on is unlinked. The caller is pinned.
     #[inline]
-    fn locate(
-        &self,
-        start: impl Fn() -> *const Self::Node,
-        before: impl Fn(&Self::Node) -> bool,
-    ) -> Pos<Self::Node> {
+    fn locate(&self, before: impl Fn(&Self::Node) -> bool) -> Pos<Self::Node> {
         let mut spins = 0;
         'restart: loop {
-            let mut pred = start();
+            let mut pred: *const Self::Node = ptr::null();
             loop {
                 // Walk by links alone: any path of links is sorted and
                 // leads back into the chain (see "Reaching nodes safely"),
                 // so only the node the walk stops at needs its gap read.
                 // (An inner loop, so that the compiler sees `pred` is a
                 // node, not the head, on every step after the first.)
-                let mut nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
+                let mut nx = self.link(pred).load(Ordering::Acquire) as *const Self::Node;
                 // SAFETY: reached through published links while pinned.
                 while !nx.is_null() && before(unsafe { &*nx }) {
                     pred = nx;
-                    nx = self.link0(pred).load(Ordering::Acquire);
+                    nx = self.link(pred).load(Ordering::Acquire);
                 }
                 let g = self.gap(pred);
                 let w = g.load();
@@ -588,7 +571,7 @@ pub(super) trait GapChain: NodeCollection {
                     continue 'restart;
                 }
                 // The successor again, now that the gap word is known.
-                let nx = self.link0(pred).load(Ordering::Acquire) as *const Self::Node;
+                let nx = self.link(pred).load(Ordering::Acquire) as *const Self::Node;
                 // SAFETY: as above.
                 if !nx.is_null() && before(unsafe { &*nx }) {
                     pred = nx;
@@ -642,11 +625,11 @@ pub(super) trait GapChain: NodeCollection {
             }
             if w & UNLINKED != 0 {
                 if tx.is_irrevocable() {
-                    return Ok(self.link0(n).load(Ordering::Acquire) as *const Self::Node);
+                    return Ok(self.link(n).load(Ordering::Acquire) as *const Self::Node);
                 }
                 return Err(inconsistent());
             }
-            let nx = self.link0(n).load(Ordering::Acquire) as *const Self::Node;
+            let nx = self.link(n).load(Ordering::Acquire) as *const Self::Node;
             if g.load() == w {
                 self.record_gap(tx, n, w)?;
                 return Ok(nx);
@@ -660,9 +643,8 @@ pub(super) trait GapChain: NodeCollection {
     /// changes nothing) if the gap moved. The new node's link and gap word
     /// are set here; `node` must not be shared yet.
     ///
-    /// The successor is read under the lock, not taken from `pos.next`: an
-    /// abandoned placeholder there may have been unlinked meanwhile without
-    /// changing the gap.
+    /// Every change of a node's link moves its gap word (see the trait
+    /// docs), so a gap locked at `pos.gap` still leads to `pos.next`.
     #[inline]
     fn link_after(&self, pos: &Pos<Self::Node>, node: *mut Self::Node) -> Option<u64> {
         let g = self.gap(pos.pred);
@@ -670,10 +652,12 @@ pub(super) trait GapChain: NodeCollection {
             return None;
         }
         let new_gap = TVersion::next_after(pos.gap, 0);
-        self.link0(node).store(
-            self.link0(pos.pred).load(Ordering::Relaxed),
-            Ordering::Relaxed,
-        );
+        debug_assert!(ptr::eq(
+            self.link(pos.pred).load(Ordering::Relaxed),
+            pos.next
+        ));
+        self.link(node)
+            .store(pos.next as *mut Self::Node, Ordering::Relaxed);
         // The new node's gap takes over part of the predecessor's interval,
         // and must not look older than the removals committed in it (see
         // the trait docs): a fresh gap at version 0 would let a reader whose
@@ -685,7 +669,7 @@ pub(super) trait GapChain: NodeCollection {
         // (`Transaction::record_read`).
         self.gap(node).unlock_to(TVersion::version_of(new_gap));
         // Release: a reader that loads the link sees the node initialized.
-        self.link0(pos.pred).store(node, Ordering::Release);
+        self.link(pos.pred).store(node, Ordering::Release);
         g.unlock_to(new_gap);
         Some(new_gap)
     }
@@ -717,9 +701,8 @@ pub(super) trait GapChain: NodeCollection {
         }
     }
 
-    /// Unlinks `np` from level 0 if it is linked right after `pred` and
-    /// both gap locks can be taken at once (its other levels, if any,
-    /// already done), and retires it; false (nothing changed) otherwise.
+    /// Unlinks `np` if it is linked right after `pred` and both gap locks
+    /// can be taken at once, and retires it; false (nothing changed) otherwise.
     /// With a commit version the gap before it is bumped to at least that
     /// version; its own gap is bumped and flagged [`UNLINKED`].
     ///
@@ -746,7 +729,7 @@ pub(super) trait GapChain: NodeCollection {
         }
         // Under `pred`'s gap lock its link is stable; and `pred` is linked
         // (its gap is not flagged), so `np` following it is linked too.
-        if !ptr::eq(self.link0(pred).load(Ordering::Relaxed), np) {
+        if !ptr::eq(self.link(pred).load(Ordering::Relaxed), np) {
             pgap.unlock_unchanged(pw);
             return false;
         }
@@ -758,8 +741,8 @@ pub(super) trait GapChain: NodeCollection {
             return false;
         }
         // `np`'s link is stable too now (its gap is locked).
-        self.link0(pred)
-            .store(self.link0(np).load(Ordering::Relaxed), Ordering::Release);
+        self.link(pred)
+            .store(self.link(np).load(Ordering::Relaxed), Ordering::Release);
         ngap.unlock_to(TVersion::next_after(nw, cv.unwrap_or(0)) | UNLINKED);
         // The predecessor's gap now covers `np`'s interval too, so it must
         // move past every change that interval saw. For a committed removal

@@ -151,19 +151,12 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     /// # Panics
     /// If the queue is full.
     pub(crate) fn push_unshared(&mut self, value: T) {
-        let pushed = *self.pushed.get_mut();
-        let popped = *self.popped.get_mut();
         assert!(
-            pushed - popped < self.capacity,
+            *self.pushed.get_mut() - *self.popped.get_mut() < self.capacity,
             "TQueue: initial contents exceed the capacity"
         );
-        let node = QNode::boxed(Some(value));
-        let tail = *self.tail.get_mut();
-        // SAFETY: `&mut self` excludes every other access to the queue;
-        // `tail` is its live last node, owned by the queue.
-        unsafe { &*tail }.next.store(node, Ordering::Release);
-        *self.tail.get_mut() = node;
-        *self.pushed.get_mut() = pushed + 1;
+        // `&mut self` stands in for the push lock that a commit holds.
+        self.install_pushes(VecDeque::from([value]));
     }
 
     fn with_capacity_limit(capacity: u64) -> Self {

@@ -83,9 +83,8 @@ where
             struct_wait(&mut spins);
         }
         // SAFETY: the entry is unreachable for new readers now and only the
-        // owner of its removal (our caller) retires it. Entries are boxed
-        // (the default `free_node`); `K, V: Send` let the collector drop
-        // them elsewhere.
+        // owner of its removal (our caller) retires it. Entries are boxed;
+        // `K, V: Send` let the collector drop them elsewhere.
         unsafe { crate::collections::node::retire::<Self>(guard, np) };
     }
 }

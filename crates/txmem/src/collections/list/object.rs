@@ -47,7 +47,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> NodeCollection for SortedList<T> {
             // until this unlink (see the module docs on searches).
             let mut pred: *const LNode<T> = ptr::null();
             loop {
-                let next = self.link0(pred).load(Ordering::Acquire) as *const LNode<T>;
+                let next = self.link(pred).load(Ordering::Acquire) as *const LNode<T>;
                 assert!(!next.is_null(), "txmem: list node missing from its list");
                 if ptr::eq(next, np) {
                     break;
@@ -57,7 +57,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> NodeCollection for SortedList<T> {
             // SAFETY: the caller owns the removal of `np` (a committed
             // removal being installed, or its own abandoned placeholder in
             // cleanup), which is linked; `pred` was reached while pinned by
-            // `guard`; list nodes are boxed (the default `free_node`), and
+            // `guard`; list nodes are boxed, and
             // `T: Send` lets the collector drop them elsewhere.
             if unsafe { self.try_splice_out(pred, np, cv, guard) } {
                 return;
@@ -80,7 +80,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> GapChain for SortedList<T> {
     }
 
     #[inline]
-    fn link0(&self, n: *const LNode<T>) -> &AtomicPtr<LNode<T>> {
+    fn link(&self, n: *const LNode<T>) -> &AtomicPtr<LNode<T>> {
         if n.is_null() {
             &self.head_next
         } else {

@@ -3,7 +3,6 @@
 //! recording the gap where an absent element would be.
 
 use std::ops::Bound;
-use std::ptr;
 use std::sync::atomic::Ordering;
 
 use crate::collections::node::{GapChain, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING};
@@ -29,7 +28,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     /// with that node's gap word). The caller is pinned.
     #[inline]
     pub(super) fn locate_value(&self, x: &T) -> Pos<LNode<T>> {
-        self.locate(ptr::null, |n| n.value < *x)
+        self.locate(|n| n.value < *x)
     }
 
     /// The position before a range that starts at `start`: the last node
@@ -37,7 +36,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     #[inline]
     pub(super) fn locate_start(&self, start: Bound<&T>) -> Pos<LNode<T>> {
         let before = below_start(start);
-        self.locate(ptr::null, |n| before(&n.value))
+        self.locate(|n| before(&n.value))
     }
 
     /// Whether node `np` is visible to the transaction: its own insert is

@@ -19,10 +19,11 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
         // Allocated once a link is due, and kept across retries.
         let mut node: Option<Box<LNode<T>>> = None;
         loop {
-            let x = match (&node, &value) {
-                (Some(n), _) => &n.value,
-                (None, Some(v)) => v,
-                (None, None) => unreachable!("the element is in the node or in `value`"),
+            let x = match &node {
+                Some(n) => &n.value,
+                None => value
+                    .as_ref()
+                    .expect("the element is in the node or in `value`"),
             };
             let pos = self.locate_value(x);
             if !self.dups {
