@@ -161,6 +161,8 @@ mod object;
 mod options;
 pub mod stats;
 mod sync;
+#[cfg(test)]
+mod test_hook;
 mod tx;
 mod types;
 mod version;

@@ -20,8 +20,16 @@ pub trait WordWorkload: Send + Sync + 'static {
     /// Checks the quiescent state against the summed tallies.
     fn verify<B: Backend>(&self, b: &B, total: &Tally) -> Result<(), String>;
     /// Breaks the state the check inspects (through `b.atomic`, uncounted).
+    /// By default adds one to word 0, which a check of the words' sum
+    /// notices.
     #[cfg(feature = "test-hooks")]
-    fn sabotage<B: Backend>(&self, b: &B);
+    fn sabotage<B: Backend>(&self, b: &B) {
+        let v = b.load(0).wrapping_add(1);
+        b.atomic(
+            &mut Tally::default(),
+            &crate::harness::mem::Poke { index: 0, value: v },
+        );
+    }
 }
 
 struct Pair<W, B> {

@@ -223,7 +223,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         // side finds may have been pushed since, and re-reading the push
         // version aborts the attempt before it can see that node.
         #[cfg(test)]
-        tests::between_looks();
+        crate::test_hook::run(&tests::BETWEEN_LOOKS);
         let push_id = tx.item(self, PUSH);
         let node = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
         // The walk also depends on the head, which the pop version guards:
@@ -523,18 +523,13 @@ mod tests {
     use std::sync::Mutex;
 
     use super::TQueue;
+    use crate::test_hook;
     use crate::{Opacity, TxOptions};
 
     thread_local! {
-        /// A test hook run by `front_node` between its look under the pop
+        /// The hook point in `front_node` between its look under the pop
         /// version and its look under the push version.
-        static BETWEEN_LOOKS: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
-    }
-
-    pub(super) fn between_looks() {
-        if let Some(hook) = BETWEEN_LOOKS.with(|h| h.borrow_mut().take()) {
-            hook();
-        }
+        pub(super) static BETWEEN_LOOKS: test_hook::Slot = const { RefCell::new(None) };
     }
 
     /// A transaction counts one element (`len` reads both versions), then
@@ -553,17 +548,15 @@ mod tests {
             let committed = opts.run(|tx| {
                 let len = q.len(tx)?;
                 if std::mem::take(&mut first) {
-                    BETWEEN_LOOKS.with(|h| {
-                        *h.borrow_mut() = Some(Box::new(move || {
-                            std::thread::spawn(move || {
-                                assert_eq!(
-                                    TxOptions::new().opacity(mode).run(|tx| q.try_pop(tx)),
-                                    Some(1)
-                                );
-                            })
-                            .join()
-                            .unwrap();
-                        }))
+                    test_hook::install(&BETWEEN_LOOKS, move || {
+                        std::thread::spawn(move || {
+                            assert_eq!(
+                                TxOptions::new().opacity(mode).run(|tx| q.try_pop(tx)),
+                                Some(1)
+                            );
+                        })
+                        .join()
+                        .unwrap();
                     });
                 }
                 let front = q.peek(tx)?;

@@ -83,7 +83,7 @@ impl<T> ValueCell<T> {
             let _guard = crossbeam_epoch::pin();
             let bits = self.word.load(Ordering::Acquire);
             #[cfg(test)]
-            tests::after_load();
+            crate::test_hook::run(&tests::AFTER_LOAD);
             // SAFETY: we pinned before loading the pointer, so the allocation
             // it names was reachable while we were pinned; a writer that
             // replaced it retires it through the epoch, which cannot free it
@@ -156,17 +156,12 @@ mod tests {
     use std::sync::Mutex;
 
     use super::ValueCell;
+    use crate::test_hook;
 
     thread_local! {
-        /// A test hook run by `with` between loading a heap pointer and
+        /// The hook point in `with` between loading a heap pointer and
         /// dereferencing it.
-        static AFTER_LOAD: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
-    }
-
-    pub(super) fn after_load() {
-        if let Some(hook) = AFTER_LOAD.with(|h| h.borrow_mut().take()) {
-            hook();
-        }
+        pub(super) static AFTER_LOAD: test_hook::Slot = const { RefCell::new(None) };
     }
 
     /// Addresses of `Tracked` values dropped so far.
@@ -202,21 +197,19 @@ mod tests {
     fn a_loaded_heap_pointer_outlives_a_concurrent_replacement() {
         let cell: &'static ValueCell<Tracked> = Box::leak(Box::new(ValueCell::new(Tracked(1))));
         let old = cell.with(|v| v as *const Tracked as usize);
-        AFTER_LOAD.with(|h| {
-            *h.borrow_mut() = Some(Box::new(move || {
-                let guard = crossbeam_epoch::pin();
-                cell.store(Tracked(2), || &guard);
-                drop(guard);
-                // Push the retirement out and advance the epoch; give up
-                // after a bound (it never frees while the reader is pinned).
-                for _ in 0..2_000 {
-                    crossbeam_epoch::pin().flush();
-                    if was_dropped(old) {
-                        break;
-                    }
-                    std::thread::yield_now();
+        test_hook::install(&AFTER_LOAD, move || {
+            let guard = crossbeam_epoch::pin();
+            cell.store(Tracked(2), || &guard);
+            drop(guard);
+            // Push the retirement out and advance the epoch; give up
+            // after a bound (it never frees while the reader is pinned).
+            for _ in 0..2_000 {
+                crossbeam_epoch::pin().flush();
+                if was_dropped(old) {
+                    break;
                 }
-            }))
+                std::thread::yield_now();
+            }
         });
         // Checked inside the read, while the reader is pinned: once it
         // unpins, any thread may free the old value.

@@ -7,8 +7,6 @@
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-#[cfg(feature = "test-hooks")]
-use crate::harness::mem::Poke;
 use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
 use crate::harness::spec::{Plan, Tally};
 use crate::harness::suites::config::SuiteConfig;
@@ -136,12 +134,6 @@ impl WordWorkload for Bank {
             ));
         }
         Ok(())
-    }
-
-    #[cfg(feature = "test-hooks")]
-    fn sabotage<B: Backend>(&self, b: &B) {
-        let v = b.load(0).wrapping_add(1);
-        b.atomic(&mut Tally::default(), &Poke { index: 0, value: v });
     }
 }
 

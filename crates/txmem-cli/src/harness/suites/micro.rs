@@ -9,8 +9,6 @@ use std::hint::black_box;
 use rand::rngs::SmallRng;
 use rand::Rng;
 
-#[cfg(feature = "test-hooks")]
-use crate::harness::mem::Poke;
 use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
 use crate::harness::spec::{Plan, Tally};
 use crate::harness::suites::config::SuiteConfig;
@@ -101,12 +99,6 @@ impl WordWorkload for Micro {
             ));
         }
         Ok(())
-    }
-
-    #[cfg(feature = "test-hooks")]
-    fn sabotage<B: Backend>(&self, b: &B) {
-        let v = b.load(0).wrapping_add(1);
-        b.atomic(&mut Tally::default(), &Poke { index: 0, value: v });
     }
 }
 
