@@ -1,0 +1,1 @@
+//! YCSB on txmem: workloads A–F and the 16-operations-per-transaction variant.
