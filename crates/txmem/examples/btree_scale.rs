@@ -131,7 +131,7 @@ fn main() {
     let base = rss_mib();
     let heap_base = heap_bytes();
     let map = TBTreeMap::with_fanout(fanout);
-    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
+    let load_time = load(&keys, batch, |tx, k| map.insert_if_absent(tx, k, k));
     let rss = rss_mib() - base;
     let heap = heap_bytes() - heap_base;
     assert_eq!(map.load_len(), n as usize, "every key was inserted once");
@@ -176,7 +176,7 @@ fn main() {
 
     let base = rss_mib();
     let map = THashMap::new();
-    let load_time = load(&keys, batch, |tx, k| map.insert(tx, k, k));
+    let load_time = load(&keys, batch, |tx, k| map.insert_if_absent(tx, k, k));
     let rss = rss_mib() - base;
     println!(
         "THashMap: {n} keys loaded in {:.2} s ({:.0} ns/insert); +{rss:.0} MiB resident",

@@ -34,7 +34,7 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-use txmem::{atomically, TBTreeMap, THashMap};
+use txmem::{atomically, TBTreeMap, THashMap, TSet};
 
 /// A multiplicative (Fibonacci) hasher for `u64` keys. Not HashDoS-safe.
 #[derive(Default)]
@@ -57,37 +57,18 @@ impl Hasher for MulHasher {
     }
 }
 
-trait Map {
-    fn contains(&self, k: u64) -> bool;
-    fn insert(&self, k: u64) -> bool;
-    fn remove(&self, k: u64) -> bool;
+/// The measured operations, each one transaction, on a map used as a set
+/// of keys (its values are `()`).
+fn contains(set: &dyn TSet<u64>, k: u64) -> bool {
+    atomically(|tx| set.contains(tx, &k))
 }
 
-impl<S> Map for THashMap<u64, u64, S>
-where
-    S: std::hash::BuildHasher + Send + Sync + 'static,
-{
-    fn contains(&self, k: u64) -> bool {
-        atomically(|tx| self.contains_key(tx, &k))
-    }
-    fn insert(&self, k: u64) -> bool {
-        atomically(|tx| THashMap::insert(self, tx, k, k))
-    }
-    fn remove(&self, k: u64) -> bool {
-        atomically(|tx| THashMap::remove(self, tx, &k)).is_some()
-    }
+fn insert(set: &dyn TSet<u64>, k: u64) -> bool {
+    atomically(|tx| set.insert(tx, k))
 }
 
-impl Map for TBTreeMap<u64, u64> {
-    fn contains(&self, k: u64) -> bool {
-        atomically(|tx| self.contains_key(tx, &k))
-    }
-    fn insert(&self, k: u64) -> bool {
-        atomically(|tx| TBTreeMap::insert(self, tx, k, k))
-    }
-    fn remove(&self, k: u64) -> bool {
-        atomically(|tx| TBTreeMap::remove(self, tx, &k)).is_some()
-    }
+fn remove(set: &dyn TSet<u64>, k: u64) -> bool {
+    atomically(|tx| set.remove(tx, &k))
 }
 
 const USAGE: &str = "usage: collections_cost <hash|hash-fast|btree> <get|insert|remove|mix> N";
@@ -98,35 +79,35 @@ fn main() {
         panic!("{USAGE}")
     };
     let n: u64 = n.parse().expect(USAGE);
-    let map: Box<dyn Map> = match kind.as_str() {
-        "hash" => Box::new(THashMap::<u64, u64>::new()),
-        "hash-fast" => Box::new(THashMap::<u64, u64, _>::with_hasher(BuildHasherDefault::<
+    let map: Box<dyn TSet<u64>> = match kind.as_str() {
+        "hash" => Box::new(THashMap::<u64, ()>::new()),
+        "hash-fast" => Box::new(THashMap::<u64, (), _>::with_hasher(BuildHasherDefault::<
             MulHasher,
         >::default())),
-        "btree" => Box::new(TBTreeMap::<u64, u64>::new()),
+        "btree" => Box::new(TBTreeMap::<u64, ()>::new()),
         _ => panic!("{USAGE}"),
     };
     for k in 0..4096 {
-        assert!(map.insert(2 * k));
+        assert!(insert(&*map, 2 * k));
     }
     let mut hits = 0u64;
     match op.as_str() {
         "get" => {
             for i in 0..n {
-                hits += map.contains(std::hint::black_box(i % 8192)) as u64;
+                hits += contains(&*map, std::hint::black_box(i % 8192)) as u64;
             }
         }
         "insert" => {
             assert!(n <= 4096, "insert: N <= 4096");
             for i in 0..n {
-                hits += map.insert(std::hint::black_box(2 * i + 1)) as u64;
+                hits += insert(&*map, std::hint::black_box(2 * i + 1)) as u64;
             }
             assert_eq!(hits, n);
         }
         "remove" => {
             assert!(n <= 4096, "remove: N <= 4096");
             for i in 0..n {
-                hits += map.remove(std::hint::black_box(2 * i)) as u64;
+                hits += remove(&*map, std::hint::black_box(2 * i)) as u64;
             }
             assert_eq!(hits, n);
         }
@@ -138,9 +119,9 @@ fn main() {
                 x ^= x << 17;
                 let k = std::hint::black_box((x >> 8) % 8192);
                 hits += match x % 100 {
-                    0..10 => map.insert(k),
-                    10..20 => map.remove(k),
-                    _ => map.contains(k),
+                    0..10 => insert(&*map, k),
+                    10..20 => remove(&*map, k),
+                    _ => contains(&*map, k),
                 } as u64;
             }
         }

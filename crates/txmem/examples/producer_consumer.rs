@@ -100,6 +100,6 @@ fn main() {
     );
     assert_eq!(consumed as u64, total, "an item was lost or duplicated");
     assert_eq!(sum, expected_sum, "an item was lost or duplicated");
-    assert!(queue.snapshot().is_empty());
+    assert!(queue.load_vec().is_empty());
     println!("ok: every item consumed exactly once");
 }

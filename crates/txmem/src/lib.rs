@@ -170,7 +170,7 @@ mod wait;
 
 #[cfg(not(txmem_loom))]
 pub use collections::{
-    TBTreeMap, THashMap, TList, TListSet, TMVar, TQueue, TSem, TWords, WordAddr,
+    TBTreeMap, THashMap, TList, TListSet, TMVar, TMap, TQueue, TSem, TSet, TWords, WordAddr,
 };
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};

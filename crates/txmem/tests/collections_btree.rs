@@ -19,7 +19,7 @@ mod common;
 fn churn(m: &TBTreeMap<u64, u64>) {
     atomically(|tx| {
         for k in (0..512).step_by(2) {
-            m.insert(tx, k, k * 3)?;
+            m.insert_if_absent(tx, k, k * 3)?;
         }
         Ok(())
     });
@@ -35,7 +35,7 @@ fn churn(m: &TBTreeMap<u64, u64>) {
                     atomically(|tx| {
                         if m.get(tx, &a)?.is_some() && !m.contains_key(tx, &b)? {
                             assert_eq!(m.remove(tx, &a)?, Some(a * 3));
-                            assert!(m.insert(tx, b, b * 3)?);
+                            assert!(m.insert_if_absent(tx, b, b * 3)?);
                         }
                         // A scan sees the invariant too.
                         let lo = a.min(b);
@@ -76,7 +76,7 @@ fn range_scan_is_protected_from_phantoms_across_splits() {
     let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(4));
     atomically(|tx| {
         for k in (0..200).step_by(10) {
-            m.insert(tx, k, k)?;
+            m.insert_if_absent(tx, k, k)?;
         }
         Ok(())
     });
@@ -87,7 +87,7 @@ fn range_scan_is_protected_from_phantoms_across_splits() {
             barrier.wait();
             for k in 0..200u64 {
                 if k % 10 != 0 {
-                    atomically(|tx| m.insert(tx, k, k).map(|_| ()));
+                    atomically(|tx| m.insert_if_absent(tx, k, k).map(|_| ()));
                 }
             }
         })
@@ -141,7 +141,7 @@ fn absent_reads_are_protected_from_phantoms() {
     };
     for i in 0..1000u64 {
         let k = (i * 337) % 1000;
-        atomically(|tx| m.insert(tx, k, k).map(|_| ()));
+        atomically(|tx| m.insert_if_absent(tx, k, k).map(|_| ()));
     }
     done.store(true, Ordering::Relaxed);
     reader.join().unwrap();
@@ -163,10 +163,10 @@ fn aborted_placeholders_and_concurrent_inserts_share_leaves() {
                     // Interleaved keys: the threads' keys share leaves.
                     let k = i * 3 + t;
                     if i % 2 == 0 {
-                        atomically(|tx| m.insert(tx, k, k * 7).map(|_| ()));
+                        atomically(|tx| m.insert_if_absent(tx, k, k * 7).map(|_| ()));
                     } else {
                         let gave_up: Result<(), ()> = try_atomically(|tx| {
-                            assert!(m.insert(tx, k, 0)?);
+                            assert!(m.insert_if_absent(tx, k, 0)?);
                             Err(TxError::User(()))
                         });
                         assert_eq!(gave_up, Err(()));
@@ -176,7 +176,7 @@ fn aborted_placeholders_and_concurrent_inserts_share_leaves() {
         }
     });
     let expected: Vec<u64> = (0..9000u64).filter(|k| (k / 3) % 2 == 0).collect();
-    assert_eq!(m.keys_committed(), expected);
+    assert_eq!(m.load_keys(), expected);
     let all = atomically(|tx| m.range(tx, ..));
     assert!(all.iter().map(|(k, _)| *k).eq(expected.iter().copied()));
     assert!(all.iter().all(|(k, v)| *v == k * 7));
@@ -196,7 +196,7 @@ fn inserts_and_removals_beside_an_abandoned_placeholder() {
         let fill: Vec<u64> = [10, 30].into_iter().chain(31..59).collect();
         atomically(|tx| {
             for &k in &fill {
-                m.insert(tx, k, k)?;
+                m.insert_if_absent(tx, k, k)?;
             }
             Ok(())
         });
@@ -206,7 +206,7 @@ fn inserts_and_removals_beside_an_abandoned_placeholder() {
             thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let r: Result<(), ()> = try_atomically(|tx| {
-                        assert!(m.insert(tx, 20, 20)?);
+                        assert!(m.insert_if_absent(tx, 20, 20)?);
                         Err(TxError::User(()))
                     });
                     assert_eq!(r, Err(()));
@@ -214,18 +214,18 @@ fn inserts_and_removals_beside_an_abandoned_placeholder() {
             })
         };
         for i in 0..20_000 {
-            assert!(atomically(|tx| m.insert(tx, 15, 15)));
+            assert!(atomically(|tx| m.insert_if_absent(tx, 15, 15)));
             assert_eq!(atomically(|tx| m.remove(tx, &15)), Some(15));
             if i % 100 == 0 {
-                assert_eq!(m.keys_committed(), fill, "round {i}");
+                assert_eq!(m.load_keys(), fill, "round {i}");
             }
         }
         stop.store(true, Ordering::Relaxed);
         abandoner.join().unwrap();
-        assert!(atomically(|tx| m.insert(tx, 20, 20)));
+        assert!(atomically(|tx| m.insert_if_absent(tx, 20, 20)));
         let mut want = fill;
         want.insert(1, 20);
-        assert_eq!(m.keys_committed(), want);
+        assert_eq!(m.load_keys(), want);
         let all: Vec<u64> = atomically(|tx| m.range(tx, ..))
             .into_iter()
             .map(|(k, _)| k)
@@ -268,7 +268,7 @@ fn btree_grows_under_concurrent_inserts_and_readers() {
             thread::spawn(move || {
                 for i in 0..3000u64 {
                     let k = i * 2 + t;
-                    atomically(|tx| m.insert(tx, k, k * 10).map(|_| ()));
+                    atomically(|tx| m.insert_if_absent(tx, k, k * 10).map(|_| ()));
                 }
             })
         })
@@ -283,7 +283,7 @@ fn btree_grows_under_concurrent_inserts_and_readers() {
     for k in 0..6000u64 {
         assert_eq!(m.load(&k), Some(k * 10), "key {k}");
     }
-    assert_eq!(m.keys_committed(), (0..6000).collect::<Vec<_>>());
+    assert_eq!(m.load_keys(), (0..6000).collect::<Vec<_>>());
 }
 
 #[test]
@@ -296,7 +296,7 @@ fn reading_then_inserting_into_the_same_leaves_does_not_abort_oneself() {
             let _ = s.range(tx, 0..1000)?;
             let _ = s.range_rev(tx, ..)?;
             if !s.contains_key(tx, &(k * 7))? {
-                s.insert(tx, k * 7, k)?;
+                s.insert_if_absent(tx, k * 7, k)?;
             }
         }
         assert_eq!(s.range(tx, ..)?.len(), 64);
@@ -318,12 +318,12 @@ fn own_split_keeps_covering_the_new_leaf() {
         let seen = m.range(tx, 0..100)?;
         // Splits the single leaf (and its parent) several times.
         for k in 0..10 {
-            m.insert(tx, k, k)?;
+            m.insert_if_absent(tx, k, k)?;
         }
         if n == 0 {
             // A phantom in the part of the range that moved to new leaves.
             thread::scope(|s| {
-                s.spawn(|| atomically(|tx| m.insert(tx, 50, 50).map(|_| ())));
+                s.spawn(|| atomically(|tx| m.insert_if_absent(tx, 50, 50).map(|_| ())));
             });
         }
         Ok(seen)
@@ -343,7 +343,7 @@ fn a_hundred_thousand_keys_in_a_deep_tree() {
         for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
             atomically(|tx| {
                 for &i in chunk {
-                    assert!(m.insert(tx, key(i), i)?);
+                    assert!(m.insert_if_absent(tx, key(i), i)?);
                 }
                 Ok(())
             });
@@ -403,8 +403,8 @@ fn paired_removals(in_attempts: bool) {
     const PAIRS: u64 = 8;
     atomically(|tx| {
         for k in 0..PAIRS {
-            m.insert(tx, k, k)?;
-            m.insert(tx, k + 1000, k)?;
+            m.insert_if_absent(tx, k, k)?;
+            m.insert_if_absent(tx, k + 1000, k)?;
         }
         Ok(())
     });
@@ -444,8 +444,8 @@ fn paired_removals(in_attempts: bool) {
             if m.remove(tx, &k)?.is_some() {
                 m.remove(tx, &(k + 1000))?;
             } else {
-                m.insert(tx, k, k)?;
-                m.insert(tx, k + 1000, k)?;
+                m.insert_if_absent(tx, k, k)?;
+                m.insert_if_absent(tx, k + 1000, k)?;
             }
             Ok(())
         });
@@ -479,7 +479,7 @@ mod anomalies {
         let m = Map::new();
         txmem::atomically(|tx| {
             for &k in keys {
-                m.insert(tx, k, k)?;
+                m.insert_if_absent(tx, k, k)?;
             }
             Ok(())
         });
@@ -489,7 +489,7 @@ mod anomalies {
     /// Commits `insert(key)` on another thread and waits for it.
     fn insert_elsewhere(m: &Map, opts: TxOptions, key: u64) {
         thread::scope(|s| {
-            s.spawn(|| assert!(opts.run(|tx| m.insert(tx, key, key))));
+            s.spawn(|| assert!(opts.run(|tx| m.insert_if_absent(tx, key, key))));
         });
     }
 
@@ -557,7 +557,7 @@ mod anomalies {
         let committed = opts.run(|tx| {
             attempt += 1;
             let first = keys(m.range(tx, 100..=109)?);
-            assert!(m.insert(tx, 101, 101)?);
+            assert!(m.insert_if_absent(tx, 101, 101)?);
             if attempt == 1 {
                 insert_elsewhere(&m, opts, 105);
             }
@@ -584,7 +584,7 @@ mod anomalies {
         let committed = opts.run(|tx| {
             attempt += 1;
             let before = m.contains_key(tx, &105)?;
-            assert!(m.insert(tx, 101, 101)?);
+            assert!(m.insert_if_absent(tx, 101, 101)?);
             if attempt == 1 {
                 insert_elsewhere(&m, opts, 105);
             }

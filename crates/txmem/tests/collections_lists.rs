@@ -108,16 +108,16 @@ macro_rules! apply {
 macro_rules! check_committed {
     ($l:expr, $m:expr) => {{
         let all = elements(&$m);
-        prop_assert_eq!($l.snapshot(), all.clone());
+        prop_assert_eq!($l.load_vec(), all.clone());
         prop_assert_eq!($l.load_len(), all.len());
-        prop_assert_eq!($l.first_committed(), all.first().copied());
-        prop_assert_eq!($l.last_committed(), all.last().copied());
+        prop_assert_eq!($l.load_first(), all.first().copied());
+        prop_assert_eq!($l.load_last(), all.last().copied());
         for x in 0..17u8 {
             let present = $m.get(&x).copied().unwrap_or(0) > 0;
-            prop_assert_eq!($l.contains_committed(&x), present);
-            prop_assert_eq!($l.get_committed(&x), present.then_some(x));
+            prop_assert_eq!($l.load_contains(&x), present);
+            prop_assert_eq!($l.load(&x), present.then_some(x));
             let from: Vec<u8> = all.iter().copied().filter(|&y| y >= x).collect();
-            prop_assert_eq!($l.range_committed(x..), from);
+            prop_assert_eq!($l.load_range(x..), from);
         }
     }};
 }
@@ -220,7 +220,7 @@ fn list_set_concurrent_inserts_and_removes_lose_nothing() {
             });
         }
     });
-    let v = s.snapshot();
+    let v = s.load_vec();
     assert!(v.windows(2).all(|w| w[0] < w[1]));
     let want: Vec<u32> = (0..600).filter(|x| (x / 2) % 3 != 0).collect();
     assert_eq!(v, want);
@@ -311,9 +311,9 @@ fn get_returns_the_stored_element() {
         atomically(|tx| s.get(tx, &entry(1, 0))).map(|e| e.tag),
         Some(10)
     );
-    assert_eq!(s.get_committed(&entry(2, 0)).map(|e| e.tag), Some(20));
+    assert_eq!(s.load(&entry(2, 0)).map(|e| e.tag), Some(20));
     assert_eq!(atomically(|tx| s.get(tx, &entry(3, 0))), None);
-    assert_eq!(s.get_committed(&entry(3, 0)), None);
+    assert_eq!(s.load(&entry(3, 0)), None);
 
     // In a list, equal elements keep the order of insertion reversed: the
     // one inserted last comes first, and `get` returns it.
@@ -324,7 +324,7 @@ fn get_returns_the_stored_element() {
         atomically(|tx| l.get(tx, &entry(1, 0))).map(|e| e.tag),
         Some(12)
     );
-    assert_eq!(tags(l.snapshot()), [(1, 12), (1, 10)]);
+    assert_eq!(tags(l.load_vec()), [(1, 12), (1, 10)]);
 }
 
 #[test]
@@ -340,7 +340,7 @@ fn reinserting_a_removed_element_stores_the_new_one() {
     });
     assert!(inserted);
     assert_eq!(seen, Some(11));
-    assert_eq!(tags(s.snapshot()), [(1, 11)]);
+    assert_eq!(tags(s.load_vec()), [(1, 11)]);
     // The transaction's own insert, removed and inserted again.
     let seen = atomically(|tx| {
         assert!(s.insert(tx, entry(5, 50))?);
@@ -350,7 +350,7 @@ fn reinserting_a_removed_element_stores_the_new_one() {
         Ok(tags(s.to_vec(tx)?))
     });
     assert_eq!(seen, [(1, 11), (5, 51)]);
-    assert_eq!(tags(s.snapshot()), [(1, 11), (5, 51)]);
+    assert_eq!(tags(s.load_vec()), [(1, 11), (5, 51)]);
     assert_eq!(s.load_len(), 2);
     assert_eq!(atomically(|tx| s.len(tx)), 2);
 
@@ -367,7 +367,7 @@ fn reinserting_a_removed_element_stores_the_new_one() {
         Ok((l.get(tx, &entry(1, 0))?.map(|e| e.tag), tags(l.to_vec(tx)?)))
     });
     assert_eq!(seen, (Some(13), vec![(1, 13), (1, 10)]));
-    assert_eq!(tags(l.snapshot()), [(1, 13), (1, 10)]);
+    assert_eq!(tags(l.load_vec()), [(1, 13), (1, 10)]);
     assert_eq!(l.load_len(), 2);
 }
 
@@ -377,8 +377,8 @@ fn first_last_and_ranges_of_an_empty_and_a_changing_list() {
     assert_eq!(atomically(|tx| s.first(tx)), None);
     assert_eq!(atomically(|tx| s.last(tx)), None);
     assert_eq!(atomically(|tx| s.range(tx, ..)), Vec::<u32>::new());
-    assert_eq!(s.first_committed(), None);
-    assert_eq!(s.last_committed(), None);
+    assert_eq!(s.load_first(), None);
+    assert_eq!(s.load_last(), None);
     let got = atomically(|tx| {
         for x in [5, 3, 9, 7] {
             s.insert(tx, x)?;
@@ -395,8 +395,8 @@ fn first_last_and_ranges_of_an_empty_and_a_changing_list() {
         ))
     });
     assert_eq!(got, (Some(3), Some(7), vec![5, 7], vec![5]));
-    assert_eq!(s.range_committed(..6), vec![3, 5]);
-    assert_eq!(s.last_committed(), Some(7));
+    assert_eq!(s.load_range(..6), vec![3, 5]);
+    assert_eq!(s.load_last(), Some(7));
     // The last element's removal by this transaction moves `last` back.
     assert_eq!(
         atomically(|tx| {
@@ -497,7 +497,7 @@ fn set_moves_keep_every_read_consistent() {
             0,
             "{mode:?}: an attempt saw an inconsistent set"
         );
-        let end = s.snapshot();
+        let end = s.load_vec();
         assert_eq!(end.len(), N);
         assert!(end.windows(2).all(|w| w[0] < w[1]));
     }
@@ -597,7 +597,7 @@ fn list_of_equal_elements_agrees_with_its_counts() {
         });
         let total: u64 = (0..VALUES).map(|i| counts.load(i)).sum();
         assert_eq!(l.load_len() as u64, total);
-        assert_eq!(l.snapshot().len() as u64, total);
+        assert_eq!(l.load_vec().len() as u64, total);
     }
 }
 
@@ -706,8 +706,8 @@ fn placeholders_and_removals_leave_the_list_exact() {
     }
     want_list.sort();
     want_set.sort();
-    assert_eq!(l.snapshot(), want_list);
+    assert_eq!(l.load_vec(), want_list);
     assert_eq!(l.load_len(), want_list.len());
-    assert_eq!(s.snapshot(), want_set);
+    assert_eq!(s.load_vec(), want_set);
     assert_eq!(s.load_len(), want_set.len());
 }

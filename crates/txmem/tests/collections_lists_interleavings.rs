@@ -55,7 +55,7 @@ impl Sorted for TListSet<u64> {
         self.range(tx, lo..=hi)
     }
     fn committed(&self) -> Vec<u64> {
-        self.snapshot()
+        self.load_vec()
     }
 }
 
@@ -82,7 +82,7 @@ impl Sorted for TList<u64> {
         self.range(tx, lo..=hi)
     }
     fn committed(&self) -> Vec<u64> {
-        self.snapshot()
+        self.load_vec()
     }
 }
 

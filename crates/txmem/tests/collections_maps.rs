@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread;
 
 use proptest::prelude::*;
-use txmem::{atomically, TBTreeMap, THashMap};
+use txmem::{atomically, TBTreeMap, THashMap, TMap, TSet};
 
 mod common;
 
@@ -20,7 +20,8 @@ enum Op {
     Get(u8),
     Contains(u8),
     Insert(u8, u16),
-    Put(u8, u16),
+    IfAbsent(u8, u16),
+    Set(u8, u16),
     Remove(u8),
     Len,
     Iter,
@@ -35,8 +36,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         2 => k.clone().prop_map(Op::Get),
         1 => k.clone().prop_map(Op::Contains),
-        3 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
-        2 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::IfAbsent(k, v)),
+        2 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Set(k, v)),
         3 => k.clone().prop_map(Op::Remove),
         1 => Just(Op::Len),
         1 => Just(Op::Iter),
@@ -64,14 +66,15 @@ fn model(m: &mut BTreeMap<u8, u16>, op: &Op, ordered: bool) -> Res {
     match *op {
         Op::Get(k) => m.get(&k).map(|v| vec![(k, *v)]).unwrap_or_default(),
         Op::Contains(k) => vec![(m.contains_key(&k) as u8, 0)],
-        Op::Insert(k, v) => {
+        Op::Insert(k, v) => m.insert(k, v).map(|old| vec![(k, old)]).unwrap_or_default(),
+        Op::IfAbsent(k, v) => {
             let fresh = !m.contains_key(&k);
             if fresh {
                 m.insert(k, v);
             }
             vec![(fresh as u8, 0)]
         }
-        Op::Put(k, v) => {
+        Op::Set(k, v) => {
             m.insert(k, v);
             vec![]
         }
@@ -97,23 +100,41 @@ fn model(m: &mut BTreeMap<u8, u16>, op: &Op, ordered: bool) -> Res {
     }
 }
 
+/// The operations both maps share, through [`TMap`]; `None` for the rest.
+fn run_common<'a, M: TMap<u8, u16>>(
+    m: &'a M,
+    tx: &mut txmem::Transaction<'a>,
+    op: &Op,
+) -> txmem::TxResult<Option<Res>> {
+    Ok(Some(match *op {
+        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
+        Op::Insert(k, v) => m
+            .insert(tx, k, v)?
+            .map(|old| vec![(k, old)])
+            .unwrap_or_default(),
+        Op::IfAbsent(k, v) => vec![(m.insert_if_absent(tx, k, v)? as u8, 0)],
+        Op::Set(k, v) => {
+            m.set(tx, k, v)?;
+            vec![]
+        }
+        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
+        Op::Len => vec![(m.len(tx)? as u8, 0)],
+        _ => return Ok(None),
+    }))
+}
+
 fn run_hash<'a>(
     m: &'a THashMap<u8, u16>,
     tx: &mut txmem::Transaction<'a>,
     op: &Op,
 ) -> txmem::TxResult<Res> {
+    if let Some(r) = run_common(m, tx, op)? {
+        return Ok(r);
+    }
     Ok(match *op {
-        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
-        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
-        Op::Insert(k, v) => vec![(m.insert(tx, k, v)? as u8, 0)],
-        Op::Put(k, v) => {
-            m.put(tx, k, v)?;
-            vec![]
-        }
-        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
-        Op::Len => vec![(m.len(tx)? as u8, 0)],
         Op::Iter => {
-            let mut all = m.iter(tx)?;
+            let mut all = m.to_vec(tx)?;
             all.sort();
             all
         }
@@ -126,16 +147,10 @@ fn run_btree<'a>(
     tx: &mut txmem::Transaction<'a>,
     op: &Op,
 ) -> txmem::TxResult<Res> {
+    if let Some(r) = run_common(m, tx, op)? {
+        return Ok(r);
+    }
     Ok(match *op {
-        Op::Get(k) => m.get(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
-        Op::Contains(k) => vec![(m.contains_key(tx, &k)? as u8, 0)],
-        Op::Insert(k, v) => vec![(m.insert(tx, k, v)? as u8, 0)],
-        Op::Put(k, v) => {
-            m.put(tx, k, v)?;
-            vec![]
-        }
-        Op::Remove(k) => m.remove(tx, &k)?.map(|v| vec![(k, v)]).unwrap_or_default(),
-        Op::Len => vec![(m.len(tx)? as u8, 0)],
         Op::Iter => m.range(tx, ..)?,
         Op::Range(a, b, i) if a < b || (a == b && i) => m.range(tx, bounds(a, b, i))?,
         Op::RangeRev(a, b, i) if a < b || (a == b && i) => m.range_rev(tx, bounds(a, b, i))?,
@@ -208,7 +223,7 @@ proptest! {
             let want: Vec<Res> = ops.iter().map(|o| model(&mut mm, o, true)).collect();
             prop_assert_eq!(got, want);
             prop_assert_eq!(m.load_len(), mm.len());
-            prop_assert_eq!(m.keys_committed(), mm.keys().copied().collect::<Vec<_>>());
+            prop_assert_eq!(m.load_keys(), mm.keys().copied().collect::<Vec<_>>());
             for k in 0..24u8 {
                 prop_assert_eq!(m.load(&k), mm.get(&k).copied());
             }
@@ -242,7 +257,7 @@ fn hashmap_churn_keeps_its_invariant_through_resizes() {
     let m: THashMap<u64, u64> = THashMap::new();
     atomically(|tx| {
         for k in (0..512).step_by(2) {
-            m.insert(tx, k, k * 3)?;
+            m.insert_if_absent(tx, k, k * 3)?;
         }
         Ok(())
     });
@@ -253,13 +268,13 @@ fn hashmap_churn_keeps_its_invariant_through_resizes() {
             atomically(|tx| {
                 if m.get(tx, &a)?.is_some() && m.get(tx, &b)?.is_none() {
                     assert_eq!(m.remove(tx, &a)?, Some(a * 3));
-                    assert!(m.insert(tx, b, b * 3)?);
+                    assert!(m.insert_if_absent(tx, b, b * 3)?);
                 }
                 Ok(())
             })
         },
         |m| {
-            let all = atomically(|tx| m.iter(tx));
+            let all = atomically(|tx| m.to_vec(tx));
             assert_eq!(all.len(), 256);
             assert!(all.iter().all(|(k, v)| *v == k * 3));
             assert_eq!(atomically(|tx| m.len(tx)), 256);
@@ -294,7 +309,7 @@ fn hashmap_grows_under_concurrent_inserts_and_readers() {
             thread::spawn(move || {
                 for i in 0..3000u64 {
                     let k = i * 2 + t;
-                    atomically(|tx| m.insert(tx, k, k * 10).map(|_| ()));
+                    atomically(|tx| m.insert_if_absent(tx, k, k * 10).map(|_| ()));
                 }
             })
         })
@@ -324,12 +339,12 @@ fn reading_absent_then_inserting_does_not_abort_oneself() {
     let ((), own_aborts) = common::atomically_counting_own_aborts(|tx| {
         for k in 0..64 {
             if !h.contains_key(tx, &k)? {
-                h.insert(tx, k, k)?;
+                h.insert_if_absent(tx, k, k)?;
             }
             // Scan a range, then insert into it (thesis §5).
             let _ = s.range(tx, 0..1000)?;
             if !s.contains_key(tx, &(k * 7))? {
-                s.insert(tx, k * 7, k)?;
+                s.insert_if_absent(tx, k * 7, k)?;
             }
         }
         Ok(())
@@ -340,36 +355,6 @@ fn reading_absent_then_inserting_does_not_abort_oneself() {
 }
 
 /// A map as the paired-removal scenario uses it.
-trait PairMap: Send + Sync + 'static {
-    fn has<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool>;
-    fn put<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool>;
-    fn take<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool>;
-}
-
-impl PairMap for TBTreeMap<u64, u64> {
-    fn has<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        self.contains_key(tx, &k)
-    }
-    fn put<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        self.insert(tx, k, k)
-    }
-    fn take<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        Ok(self.remove(tx, &k)?.is_some())
-    }
-}
-
-impl PairMap for THashMap<u64, u64> {
-    fn has<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        self.contains_key(tx, &k)
-    }
-    fn put<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        self.insert(tx, k, k)
-    }
-    fn take<'env>(&'env self, tx: &mut txmem::Transaction<'env>, k: u64) -> txmem::TxResult<bool> {
-        Ok(self.remove(tx, &k)?.is_some())
-    }
-}
-
 /// Pairs of keys are removed and re-inserted together; a reader never sees
 /// one of a pair without the other, neither in a committed transaction nor
 /// inside an attempt (opacity). Before a fix in the structure protocol (a
@@ -377,8 +362,8 @@ impl PairMap for THashMap<u64, u64> {
 /// forward was not re-checked) the hash map failed most runs.
 #[test]
 fn hashmap_readers_never_see_half_of_a_paired_removal() {
-    paired_removals(Arc::new(THashMap::new()), false);
-    paired_removals(Arc::new(THashMap::new()), true);
+    paired_removals(Arc::new(THashMap::<u64, ()>::new()), false);
+    paired_removals(Arc::new(THashMap::<u64, ()>::new()), true);
 }
 
 /// The same on a B+ tree with the default fanout, where all the pairs
@@ -387,16 +372,16 @@ fn hashmap_readers_never_see_half_of_a_paired_removal() {
 /// pairs in different leaves).
 #[test]
 fn wide_btree_readers_never_see_half_of_a_paired_removal() {
-    paired_removals(Arc::new(TBTreeMap::new()), false);
-    paired_removals(Arc::new(TBTreeMap::new()), true);
+    paired_removals(Arc::new(TBTreeMap::<u64, ()>::new()), false);
+    paired_removals(Arc::new(TBTreeMap::<u64, ()>::new()), true);
 }
 
-fn paired_removals<M: PairMap>(m: Arc<M>, in_attempts: bool) {
+fn paired_removals<M: TSet<u64> + 'static>(m: Arc<M>, in_attempts: bool) {
     const PAIRS: u64 = 8;
     atomically(|tx| {
         for k in 0..PAIRS {
-            m.put(tx, k)?;
-            m.put(tx, k + 1000)?;
+            m.insert(tx, k)?;
+            m.insert(tx, k + 1000)?;
         }
         Ok(())
     });
@@ -410,13 +395,13 @@ fn paired_removals<M: PairMap>(m: Arc<M>, in_attempts: bool) {
                 while !done.load(Ordering::Relaxed) {
                     k = (k + 1) % PAIRS;
                     let (a, b) = atomically(|tx| {
-                        let a = m.has(tx, k)?;
+                        let a = m.contains(tx, &k)?;
                         // Widen the window for a removal to commit and
                         // unlink between the two reads.
                         for _ in 0..(k * 64) {
                             std::hint::spin_loop();
                         }
-                        let b = m.has(tx, k + 1000)?;
+                        let b = m.contains(tx, &(k + 1000))?;
                         if in_attempts && a != b {
                             // A side effect that survives the abort.
                             torn.fetch_add(1, Ordering::Relaxed);
@@ -433,11 +418,11 @@ fn paired_removals<M: PairMap>(m: Arc<M>, in_attempts: bool) {
     for i in 0..20_000u64 {
         let k = i % PAIRS;
         atomically(|tx| {
-            if m.take(tx, k)? {
-                m.take(tx, k + 1000)?;
+            if m.remove(tx, &k)? {
+                m.remove(tx, &(k + 1000))?;
             } else {
-                m.put(tx, k)?;
-                m.put(tx, k + 1000)?;
+                m.insert(tx, k)?;
+                m.insert(tx, k + 1000)?;
             }
             Ok(())
         });

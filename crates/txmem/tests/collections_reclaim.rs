@@ -66,9 +66,9 @@ fn churn_frees_removed_nodes() {
                     for i in 0..100u64 {
                         let k = (i * 2 + t) + 1000 * (round % 3);
                         atomically(|tx| {
-                            h.put(tx, k, Counted::new(k))?;
-                            w.put(tx, k, Counted::new(k))?;
-                            b.put(tx, k, Counted::new(k))?;
+                            h.set(tx, k, Counted::new(k))?;
+                            w.set(tx, k, Counted::new(k))?;
+                            b.set(tx, k, Counted::new(k))?;
                             q.push(tx, Counted::new(k))
                         });
                         if i < 20 {
@@ -136,7 +136,7 @@ fn btree_churn_frees_replaced_contents_and_entries() {
                 for round in 0..20u64 {
                     for i in 0..100u64 {
                         let k = (i * 2 + t) + 1000 * (round % 3);
-                        atomically(|tx| b.put(tx, CountedKey::new(k), k));
+                        atomically(|tx| b.set(tx, CountedKey::new(k), k));
                     }
                     for i in 0..100u64 {
                         let k = (i * 2 + t) + 1000 * (round % 3);
@@ -251,9 +251,9 @@ fn list_placeholders_and_removals_free_every_node() {
             });
         }
     });
-    assert_eq!(s.snapshot(), vec![]);
+    assert_eq!(s.load_vec(), vec![]);
     let held = l.load_len() as i64;
-    assert_eq!(held, l.snapshot().len() as i64);
+    assert_eq!(held, l.load_vec().len() as i64);
     assert_eq!(
         live_elems(held),
         held,

@@ -8,74 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::thread;
 
-use txmem::{atomically, TBTreeMap, THashMap, TListSet, Transaction, TxResult};
+use txmem::{atomically, TBTreeMap, THashMap, TListSet, TSet};
 
 /// The most elements a guarded insert allows.
 const CAP: usize = 40;
 const KEYS: u64 = 128;
-
-/// One collection seen through the operations of the scenario.
-trait Sized {
-    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize>;
-    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize>;
-    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool>;
-    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool>;
-    fn committed_len(&self) -> usize;
-}
-
-impl Sized for THashMap<u64, u64> {
-    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        THashMap::len(self, tx)
-    }
-    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        Ok(self.iter(tx)?.len())
-    }
-    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        THashMap::insert(self, tx, k, k)
-    }
-    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        Ok(THashMap::remove(self, tx, &k)?.is_some())
-    }
-    fn committed_len(&self) -> usize {
-        self.load_len()
-    }
-}
-
-impl Sized for TBTreeMap<u64, u64> {
-    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        TBTreeMap::len(self, tx)
-    }
-    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        Ok(self.range(tx, ..)?.len())
-    }
-    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        TBTreeMap::insert(self, tx, k, k)
-    }
-    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        Ok(TBTreeMap::remove(self, tx, &k)?.is_some())
-    }
-    fn committed_len(&self) -> usize {
-        self.load_len()
-    }
-}
-
-impl Sized for TListSet<u64> {
-    fn len<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        TListSet::len(self, tx)
-    }
-    fn count<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<usize> {
-        Ok(self.to_vec(tx)?.len())
-    }
-    fn insert<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        TListSet::insert(self, tx, k)
-    }
-    fn remove<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<bool> {
-        TListSet::remove(self, tx, &k)
-    }
-    fn committed_len(&self) -> usize {
-        self.load_len()
-    }
-}
 
 fn next(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -88,7 +25,7 @@ fn next(x: &mut u64) -> u64 {
 /// and changing it: the exclusive path), one removes blindly (the share
 /// path), one audits. The size never exceeds `CAP`, always equals the number
 /// of elements seen in the same transaction, and ends equal to the contents.
-fn size_scenario<C: Sized + Sync>(c: &C) {
+fn size_scenario<C: TSet<u64>>(c: &C) {
     let done = AtomicBool::new(false);
     let start = Barrier::new(4);
     thread::scope(|s| {
@@ -114,14 +51,14 @@ fn size_scenario<C: Sized + Sync>(c: &C) {
             let mut x = 0x51ED_270B;
             for _ in 0..3000 {
                 let k = next(&mut x) % KEYS;
-                atomically(|tx| c.remove(tx, k));
+                atomically(|tx| c.remove(tx, &k));
             }
         }));
         let auditor = s.spawn(move || {
             start.wait();
             let mut audits = 0;
             while !done.load(Ordering::Acquire) || audits == 0 {
-                let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.count(tx)?)));
+                let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.to_vec(tx)?.len())));
                 assert_eq!(len, count, "the size disagrees with the contents");
                 assert!(len <= CAP, "a guarded insert went past the capacity");
                 audits += 1;
@@ -133,27 +70,27 @@ fn size_scenario<C: Sized + Sync>(c: &C) {
         done.store(true, Ordering::Release);
         auditor.join().unwrap();
     });
-    let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.count(tx)?)));
+    let (len, count) = atomically(|tx| Ok((c.len(tx)?, c.to_vec(tx)?.len())));
     assert_eq!(len, count);
-    assert_eq!(c.committed_len(), count);
+    assert_eq!(c.load_len(), count);
     assert!(len <= CAP);
 }
 
 #[test]
 fn hashmap_size_under_guarded_inserts_and_blind_removes() {
-    size_scenario(&THashMap::new());
+    size_scenario(&THashMap::<u64, ()>::new());
 }
 
 #[test]
 fn btree_size_under_guarded_inserts_and_blind_removes() {
-    size_scenario(&TBTreeMap::with_fanout(4));
+    size_scenario(&TBTreeMap::<u64, ()>::with_fanout(4));
 }
 
 /// The same with the default fanout: every key fits in a few leaves, so
 /// the audits' scans and the inserts meet in the same leaf.
 #[test]
 fn wide_btree_size_under_guarded_inserts_and_blind_removes() {
-    size_scenario(&TBTreeMap::new());
+    size_scenario(&TBTreeMap::<u64, ()>::new());
 }
 
 #[test]
@@ -175,7 +112,7 @@ fn len_guarded_inserts_never_exceed_capacity_from_many_threads() {
                 for i in 0..100 {
                     atomically(|tx| {
                         if m.len(tx)? < CAP {
-                            m.insert(tx, t * 1000 + i, i)?;
+                            m.insert_if_absent(tx, t * 1000 + i, i)?;
                         }
                         Ok(())
                     });
@@ -184,5 +121,5 @@ fn len_guarded_inserts_never_exceed_capacity_from_many_threads() {
         }
     });
     assert_eq!(m.load_len(), CAP);
-    assert_eq!(atomically(|tx| m.iter(tx)).len(), CAP);
+    assert_eq!(atomically(|tx| m.to_vec(tx)).len(), CAP);
 }

@@ -28,9 +28,9 @@ fn distinct_key_inserts_never_abort() {
                 for i in 0..1000u64 {
                     let k = i * 2 + t;
                     atomically(|tx| {
-                        assert!(h.insert(tx, k, k)?);
-                        assert!(w.insert(tx, k, k)?);
-                        assert!(b.insert(tx, k, k)?);
+                        assert!(h.insert_if_absent(tx, k, k)?);
+                        assert!(w.insert_if_absent(tx, k, k)?);
+                        assert!(b.insert_if_absent(tx, k, k)?);
                         if i < 200 {
                             assert!(l.insert(tx, k)?);
                         }
@@ -45,8 +45,8 @@ fn distinct_key_inserts_never_abort() {
     assert_eq!(d.total_aborts(), 0, "aborts: {d:?}");
     assert_eq!(h.load_len(), 2000);
     assert_eq!(w.load_len(), 2000);
-    assert_eq!(w.keys_committed(), (0..2000).collect::<Vec<_>>());
+    assert_eq!(w.load_keys(), (0..2000).collect::<Vec<_>>());
     assert_eq!(b.load_len(), 2000);
-    assert_eq!(b.keys_committed(), (0..2000).collect::<Vec<_>>());
+    assert_eq!(b.load_keys(), (0..2000).collect::<Vec<_>>());
     assert_eq!(l.load_len(), 400);
 }

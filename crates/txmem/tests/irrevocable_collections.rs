@@ -34,7 +34,7 @@ trait KeySet: Send + Sync + 'static {
 
 impl KeySet for TBTreeMap<u64, u64> {
     fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.insert(tx, k, k).map(drop)
+        self.insert_if_absent(tx, k, k).map(drop)
     }
     fn del<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
         self.remove(tx, &k).map(drop)
@@ -63,7 +63,7 @@ impl KeySet for Descending {
 
 impl KeySet for THashMap<u64, u64> {
     fn add<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
-        self.insert(tx, k, k).map(drop)
+        self.insert_if_absent(tx, k, k).map(drop)
     }
     fn del<'env>(&'env self, tx: &mut Transaction<'env>, k: u64) -> TxResult<()> {
         self.remove(tx, &k).map(drop)
@@ -76,7 +76,7 @@ impl KeySet for THashMap<u64, u64> {
             let present = self.get(tx, &k)?.is_some();
             n += u64::from(k % 2 == 0 && present);
         }
-        let all = self.iter(tx)?;
+        let all = self.to_vec(tx)?;
         assert_eq!(all.iter().filter(|(k, _)| k % 2 == 0).count() as u64, n);
         Ok(n)
     }
@@ -201,7 +201,7 @@ fn a_sleeping_transaction_leaves_no_placeholder_in_the_way() {
             let (map, gate) = (map.clone(), gate.clone());
             thread::spawn(move || {
                 atomically(|tx| {
-                    map.insert(tx, 7, 1)?;
+                    map.insert_if_absent(tx, 7, 1)?;
                     let open = gate.get(tx)?;
                     tx.check(open)?;
                     Ok(())
@@ -213,7 +213,7 @@ fn a_sleeping_transaction_leaves_no_placeholder_in_the_way() {
             thread::yield_now();
         }
         let inserted = TxOptions::new().serialize_after(None).run(|tx| {
-            let fresh = map.insert(tx, 7, 2)?;
+            let fresh = map.insert_if_absent(tx, 7, 2)?;
             gate.set(tx, true)?;
             Ok(fresh)
         });
@@ -248,7 +248,7 @@ fn become_irrevocable_does_not_wait_for_the_token_holding_a_placeholder() {
                 let attempts = AtomicU32::new(0);
                 let fresh = atomically(|tx| {
                     attempts.fetch_add(1, Ordering::Relaxed);
-                    let fresh = map.insert(tx, 7, 1)?;
+                    let fresh = map.insert_if_absent(tx, 7, 1)?;
                     placed.store(true, Ordering::Release);
                     while !started.load(Ordering::Acquire) {
                         thread::yield_now();
@@ -266,7 +266,7 @@ fn become_irrevocable_does_not_wait_for_the_token_holding_a_placeholder() {
         }
         let inserted = TxOptions::new().irrevocable(true).run(|tx| {
             started.store(true, Ordering::Release);
-            map.insert(tx, 7, 2)
+            map.insert_if_absent(tx, 7, 2)
         });
         let (fresh, attempts) = upgrader.join().expect("the upgrader panicked");
         assert!(inserted, "the irrevocable insert found the key present");

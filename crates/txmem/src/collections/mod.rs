@@ -17,7 +17,10 @@
 //!   structure's own short lock. The node makes concurrent inserts of the
 //!   same key fail fast, and is invisible to other transactions until the
 //!   inserter commits (or unlinked if it aborts). An insert of a new key
-//!   therefore reads nothing: inserts of distinct keys never conflict.
+//!   therefore reads nothing: inserts of distinct keys never conflict. (An
+//!   insert that *reports* the key absent still checks, in the opaque
+//!   modes, that the structure word it found agrees with the attempt's
+//!   earlier reads, as a read would; it records nothing.)
 //! * **Gap / bucket versions**: a read that finds a key *absent* records the
 //!   version of the structure around the key (a hash bucket, a B+ tree
 //!   leaf, or the gap after the preceding node of a list); placing a
@@ -45,6 +48,7 @@ pub mod queue;
 pub mod sem;
 pub(crate) mod size;
 mod stripes;
+mod traits;
 pub mod words;
 
 pub use btree::TBTreeMap;
@@ -53,6 +57,7 @@ pub use list::{TList, TListSet};
 pub use mvar::TMVar;
 pub use queue::TQueue;
 pub use sem::TSem;
+pub use traits::{TMap, TSet};
 pub use words::{TWords, WordAddr};
 
 use std::ops::Bound;

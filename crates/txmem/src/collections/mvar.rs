@@ -90,7 +90,7 @@ impl<T: Clone + Send + Sync + 'static> TMVar<T> {
 
     /// The committed value, outside any transaction.
     pub fn load(&self) -> Option<T> {
-        self.queue.snapshot().into_iter().next()
+        self.queue.load_vec().into_iter().next()
     }
 }
 

@@ -96,7 +96,7 @@ pub(super) trait NodeCollection: TObject + Sized {
 
     /// [`TObject::lock`]: the size counter's share/exclusive lock, or the
     /// node's state lock. A node read as deleted cannot take a write (a
-    /// blind put or a stale remove of a key removed meanwhile): stale.
+    /// blind set or a stale remove of a key removed meanwhile): stale.
     #[inline]
     fn lock_item(&self, item: &mut Item, commit: &Commit<'_>) -> LockOutcome {
         if item.key() == SIZE_KEY {
@@ -279,10 +279,24 @@ macro_rules! node_tobject {
 }
 pub(super) use node_tobject;
 
-/// What [`MapNodes::upsert_existing`] did at a node holding the key.
+/// How a map write treats a key that is already present.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WriteMode {
+    /// Insert only if absent (reads the key's presence when it is there).
+    IfAbsent,
+    /// Overwrite without reading: a blind write.
+    Blind,
+    /// Overwrite and hand back the old value (reads it), as std's `insert`.
+    Swap,
+}
+
+/// What [`MapNodes::upsert_existing`] (and a map's upsert) did.
 pub(super) enum Upserted<V> {
-    /// Finished: whether the key was (re)inserted.
-    Done(bool),
+    /// The key was absent for the transaction and now holds the value.
+    Inserted,
+    /// The key was present: its old value under [`WriteMode::Swap`],
+    /// `None` otherwise.
+    Present(Option<V>),
     /// The node turned out deleted and its read was dropped: look the key
     /// up again; the value is handed back.
     Retry(V),
@@ -353,7 +367,7 @@ pub(super) trait MapNodes: NodeCollection {
             }));
         }
         if has_value {
-            // A blind put: presence still has to be read.
+            // A blind set: presence still has to be read.
             if observe_value(tx, id, Self::state(n), Self::cell(n), |_| ())?.is_none() {
                 return Err(inconsistent());
             }
@@ -366,20 +380,20 @@ pub(super) trait MapNodes: NodeCollection {
         Ok(r)
     }
 
-    /// Inserts (or, with `overwrite`, blindly writes) `value` at node `np`,
-    /// which holds the key: revives the transaction's own removal, keeps its
-    /// own placeholder (present), aborts on another transaction's
-    /// placeholder, and otherwise reads the node's presence (or, with
-    /// `overwrite`, writes it without reading). A node found deleted is
-    /// handed back as [`Upserted::Deleted`] if `skip_deleted`; otherwise a
-    /// deletion is only noticed by the read, which then asks for a retry
-    /// (after a wait counted in `spins`).
+    /// Writes `value` at node `np`, which holds the key, as `mode` says:
+    /// revives the transaction's own removal, keeps its own placeholder
+    /// (present), aborts on another transaction's placeholder, and
+    /// otherwise reads the node's presence (the old value under
+    /// [`WriteMode::Swap`]; nothing under [`WriteMode::Blind`]). A deleted
+    /// node is handed back as [`Upserted::Deleted`] if `skip_deleted`;
+    /// otherwise a deletion is only noticed by the read, which then asks for
+    /// a retry (after a wait counted in `spins`).
     fn upsert_existing<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         np: *const Self::Node,
         value: Self::Value,
-        overwrite: bool,
+        mode: WriteMode,
         skip_deleted: bool,
         spins: &mut u32,
     ) -> TxResult<Upserted<Self::Value>> {
@@ -393,15 +407,21 @@ pub(super) trait MapNodes: NodeCollection {
             item.clear_flags(F_REMOVE);
             item.set_write(value);
             self.size_delta(tx, 1);
-            return Ok(Upserted::Done(true));
+            return Ok(Upserted::Inserted);
         }
         if flags & F_INSERT != 0 {
-            // Our own placeholder: present for us.
-            if overwrite {
-                tx.item_mut(own.expect("flags came from the item"))
-                    .set_write(value);
-            }
-            return Ok(Upserted::Done(false));
+            // Our own placeholder: present for us, holding our value.
+            let item = tx.item_mut(own.expect("flags came from the item"));
+            let old = match mode {
+                WriteMode::IfAbsent => return Ok(Upserted::Present(None)),
+                WriteMode::Blind => None,
+                WriteMode::Swap => Some(match item.write_value::<Self::Value>() {
+                    Some(v) => v.clone(),
+                    None => Self::cell(n).with(Self::Value::clone),
+                }),
+            };
+            item.set_write(value);
+            return Ok(Upserted::Present(old));
         }
         let w = Self::state(n).load();
         if w & INSERTING != 0 {
@@ -413,12 +433,23 @@ pub(super) trait MapNodes: NodeCollection {
             return Ok(Upserted::Deleted(value));
         }
         let id = tx.item(self, np as u64);
-        if overwrite {
+        if mode == WriteMode::Blind {
             tx.item_mut(id).set_write(value);
-            return Ok(Upserted::Done(false));
+            return Ok(Upserted::Present(None));
         }
-        match observe_value(tx, id, Self::state(n), Self::cell(n), |_| ())? {
-            Some(()) => Ok(Upserted::Done(false)),
+        let swap = mode == WriteMode::Swap;
+        let seen = observe_value(tx, id, Self::state(n), Self::cell(n), |v| {
+            swap.then(|| v.clone())
+        })?;
+        match seen {
+            Some(committed) if swap => {
+                // Read-my-writes: an earlier write of ours is the old value.
+                let item = tx.item_mut(id);
+                let old = item.write_value::<Self::Value>().cloned().or(committed);
+                item.set_write(value);
+                Ok(Upserted::Present(old))
+            }
+            Some(_) => Ok(Upserted::Present(None)),
             None if own.is_some() => Err(inconsistent()),
             None => {
                 // Deleted under us: its unlink is imminent. Drop the read

@@ -371,7 +371,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     /// The number of committed elements, outside any transaction. The push
     /// and pop counters are read one after the other, so under concurrent
     /// commits this is an estimate (never more than the capacity).
-    pub fn approx_len(&self) -> usize {
+    pub fn load_len(&self) -> usize {
         let popped = self.popped.load(Ordering::Acquire);
         let pushed = self.pushed.load(Ordering::Acquire);
         pushed.saturating_sub(popped) as usize
@@ -379,7 +379,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
 
     /// The committed elements, front first, outside any transaction (a
     /// consistent snapshot: retried while commits change the queue).
-    pub fn snapshot(&self) -> Vec<T> {
+    pub fn load_vec(&self) -> Vec<T> {
         let guard = crossbeam_epoch::pin();
         loop {
             let p1 = self.popv.load();
@@ -513,7 +513,7 @@ impl<T> Drop for TQueue<T> {
 
 impl<T: Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TQueue<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.snapshot()).finish()
+        f.debug_list().entries(self.load_vec()).finish()
     }
 }
 

@@ -86,6 +86,35 @@ impl TxState {
         Ok(())
     }
 
+    /// The opacity check for a state the attempt acts on without recording
+    /// a read of it: the structure word at which an insert found its key
+    /// absent (it reports the absence, but records no read, so that inserts
+    /// of distinct keys never conflict; its placeholder keeps the key absent
+    /// for others from then on). The absence is consistent with the
+    /// attempt's earlier reads if the word is within the snapshot; a newer
+    /// word gets the check a newer read gets. With no read so far there is
+    /// nothing to disagree with.
+    pub(super) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
+        if self.irrevocable.is_some() {
+            return Ok(());
+        }
+        match self.opacity {
+            Opacity::Tl2 => {
+                let version = TVersion::version_of(word);
+                if version > self.start && self.items.iter().any(|it| it.is_read()) {
+                    self.extend_snapshot(version)?;
+                }
+            }
+            Opacity::Revalidate => {
+                if !self.validate_reads() {
+                    return Err(Abort::new(AbortCause::Opacity));
+                }
+            }
+            Opacity::None => {}
+        }
+        Ok(())
+    }
+
     /// STO's extended check: instead of aborting on a version newer than
     /// the snapshot, move the snapshot to now if every read is still valid.
     ///

@@ -113,6 +113,14 @@ impl<'env> Transaction<'env> {
         self.st.record_read(id.0, word)
     }
 
+    /// The opacity check for a structure word the attempt acted on without
+    /// recording a read (an insert that reports its key was absent); see
+    /// `TxState::check_unrecorded`.
+    #[inline]
+    pub(crate) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
+        self.st.check_unrecorded(word)
+    }
+
     /// Aborts the attempt: return the value with `?` or `Err(..)`. The
     /// runtime retries the transaction (counted as [`AbortCause::Explicit`]).
     /// To give up instead, use [`try_atomically`](crate::try_atomically) with

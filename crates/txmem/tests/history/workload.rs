@@ -14,7 +14,7 @@ use std::thread;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use txmem::{
-    ContentionPolicy, Opacity, TArray, TBTreeMap, TBox, THashMap, TList, TListSet, TQueue,
+    ContentionPolicy, Opacity, TArray, TBTreeMap, TBox, THashMap, TList, TListSet, TMap, TQueue,
     Transaction, TxOptions, TxResult,
 };
 
@@ -432,69 +432,29 @@ impl<S: ListStore> Workload for Registers<S> {
 // ---------------------------------------------------------------------
 // Maps: keys created once, appended to, removed once.
 
-pub trait MapStore: Sync {
-    fn get<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>>;
-    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<bool>;
-    fn put<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<()>;
-    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>>;
+/// A map the workload runs on: the shared map surface, plus how a scan
+/// picks its range and in which order whole-map reads come.
+pub trait MapStore: TMap<u32, Vec<u32>> {
+    /// How [`TMap::to_vec`] orders its entries.
+    const ORDER: Order;
     /// Some of the entries (the ordered map: a range, either way; the hash
     /// map: all of them, in no order).
     fn scan<'e>(&'e self, tx: &mut Transaction<'e>, rng: &mut SmallRng) -> TxResult<Event>;
-    /// All entries (in the map's order).
-    fn all<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<Vec<(u32, Vec<u32>)>>;
-    fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize>;
-    /// The committed value, outside any transaction.
-    fn load(&self, k: u32) -> Option<Vec<u32>>;
-    /// How [`all`](Self::all) orders its entries.
-    const ORDER: Order;
 }
 
 impl MapStore for THashMap<u32, Vec<u32>> {
     const ORDER: Order = Order::Any;
-    fn get<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>> {
-        THashMap::get(self, tx, &k)
-    }
-    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<bool> {
-        THashMap::insert(self, tx, k, v)
-    }
-    fn put<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<()> {
-        THashMap::put(self, tx, k, v)
-    }
-    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>> {
-        THashMap::remove(self, tx, &k)
-    }
     fn scan<'e>(&'e self, tx: &mut Transaction<'e>, _: &mut SmallRng) -> TxResult<Event> {
         Ok(Event::Scan {
             range: None,
             order: Order::Any,
-            found: self.all(tx)?,
+            found: self.to_vec(tx)?,
         })
-    }
-    fn all<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<Vec<(u32, Vec<u32>)>> {
-        self.iter(tx)
-    }
-    fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize> {
-        THashMap::len(self, tx)
-    }
-    fn load(&self, k: u32) -> Option<Vec<u32>> {
-        THashMap::load(self, &k)
     }
 }
 
 impl MapStore for TBTreeMap<u32, Vec<u32>> {
     const ORDER: Order = Order::Ascending;
-    fn get<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>> {
-        TBTreeMap::get(self, tx, &k)
-    }
-    fn insert<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<bool> {
-        TBTreeMap::insert(self, tx, k, v)
-    }
-    fn put<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<()> {
-        TBTreeMap::put(self, tx, k, v)
-    }
-    fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Option<Vec<u32>>> {
-        TBTreeMap::remove(self, tx, &k)
-    }
     fn scan<'e>(&'e self, tx: &mut Transaction<'e>, rng: &mut SmallRng) -> TxResult<Event> {
         let lo = rng.random_range(0..KEY_SPACE);
         let hi = (lo + rng.random_range(KEY_SPACE / 16..KEY_SPACE / 3)).min(KEY_SPACE - 1);
@@ -514,15 +474,6 @@ impl MapStore for TBTreeMap<u32, Vec<u32>> {
             found,
         })
     }
-    fn all<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<Vec<(u32, Vec<u32>)>> {
-        self.range(tx, ..)
-    }
-    fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize> {
-        TBTreeMap::len(self, tx)
-    }
-    fn load(&self, k: u32) -> Option<Vec<u32>> {
-        TBTreeMap::load(self, &k)
-    }
 }
 
 pub struct Map<M> {
@@ -533,7 +484,8 @@ pub struct Map<M> {
 #[derive(Clone, Copy, Debug)]
 enum MapOp {
     Create(u32, u32),
-    Append(u32, u32),
+    /// Append to a key; `true`: read it through `insert`, not `get`.
+    Append(u32, u32, bool),
     Remove(u32),
     Read(u32),
     Scan,
@@ -557,7 +509,7 @@ impl<M: MapStore> Map<M> {
         x: u32,
         ev: &mut Vec<Event>,
     ) -> TxResult<()> {
-        if self.map.insert(tx, k, vec![x])? {
+        if self.map.insert_if_absent(tx, k, vec![x])? {
             ev.push(Event::Get {
                 key: k,
                 value: None,
@@ -580,7 +532,7 @@ impl<M: MapStore> Map<M> {
         k: u32,
         ev: &mut Vec<Event>,
     ) -> TxResult<()> {
-        let value = self.map.get(tx, k)?;
+        let value = self.map.get(tx, &k)?;
         ev.push(Event::Get { key: k, value });
         Ok(())
     }
@@ -590,35 +542,51 @@ impl<M: MapStore> Map<M> {
     pub fn read_committed(&self, k: u32, ev: &mut Vec<Event>) {
         ev.push(Event::Get {
             key: k,
-            value: self.map.load(k),
+            value: self.map.load(&k),
         });
     }
 
+    /// Appends `x` to key `k`'s list: reads it with `get` and writes it
+    /// blindly, or (with `swap`) reads it through `insert`'s old value, then
+    /// writes it again; an absent key is then removed again (the insert
+    /// placed it).
     fn append<'e>(
         &'e self,
         tx: &mut Transaction<'e>,
         k: u32,
         x: u32,
+        swap: bool,
         ev: &mut Vec<Event>,
     ) -> TxResult<()> {
-        let value = self.map.get(tx, k)?;
+        let value = if swap {
+            self.map.insert(tx, k, Vec::new())?
+        } else {
+            self.map.get(tx, &k)?
+        };
         ev.push(Event::Get {
             key: k,
             value: value.clone(),
         });
-        if let Some(mut l) = value {
-            l.push(x);
-            self.map.put(tx, k, l.clone())?;
-            ev.push(Event::Put {
-                key: k,
-                value: Some(l),
-            });
-        }
+        let Some(mut l) = value else {
+            // (With `swap`, the insert placed the key: remove it again.)
+            if swap && self.map.remove(tx, &k)? != Some(Vec::new()) {
+                ev.push(Event::Impossible(format!(
+                    "key {k} lost the value this transaction inserted"
+                )));
+            }
+            return Ok(());
+        };
+        l.push(x);
+        self.map.set(tx, k, l.clone())?;
+        ev.push(Event::Put {
+            key: k,
+            value: Some(l),
+        });
         Ok(())
     }
 
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, ev: &mut Vec<Event>) -> TxResult<()> {
-        let value = self.map.remove(tx, k)?;
+        let value = self.map.remove(tx, &k)?;
         let removed = value.is_some();
         ev.push(Event::Get { key: k, value });
         if removed {
@@ -642,7 +610,7 @@ impl<M: MapStore> Workload for Map<M> {
         let script = ops(rng, |rng| {
             match (rng.random_range(0..100), self.fresh.target(rng)) {
                 (0..15, _) | (_, None) => MapOp::Create(self.fresh.key(), self.fresh.elem()),
-                (15..45, Some(k)) => MapOp::Append(k, self.fresh.elem()),
+                (15..45, Some(k)) => MapOp::Append(k, self.fresh.elem(), rng.random_bool(0.5)),
                 (45..60, Some(k)) => MapOp::Remove(k),
                 (60..80, Some(k)) => MapOp::Read(k),
                 (80..95, _) => MapOp::Scan,
@@ -654,12 +622,12 @@ impl<M: MapStore> Workload for Map<M> {
                 maybe_yield(rng);
                 match *op {
                     MapOp::Create(k, x) => self.create(tx, k, x, ev)?,
-                    MapOp::Append(k, x) => self.append(tx, k, x, ev)?,
+                    MapOp::Append(k, x, swap) => self.append(tx, k, x, swap, ev)?,
                     MapOp::Remove(k) => self.remove(tx, k, ev)?,
                     MapOp::Read(k) => self.read(tx, k, ev)?,
                     MapOp::Scan => ev.push(self.map.scan(tx, rng)?),
                     MapOp::Count => {
-                        let found = self.map.all(tx)?;
+                        let found = self.map.to_vec(tx)?;
                         ev.push(Event::Scan {
                             range: None,
                             order: M::ORDER,
@@ -686,7 +654,7 @@ impl<M: MapStore> Workload for Map<M> {
     }
 
     fn final_state(&self) -> Final {
-        let lists = txmem::atomically(|tx| self.map.all(tx));
+        let lists = txmem::atomically(|tx| self.map.to_vec(tx));
         Final {
             lists: lists.into_iter().collect(),
             ..Final::default()
@@ -704,7 +672,7 @@ pub trait SetStore: Sync {
     fn contains<'e>(&'e self, tx: &mut Transaction<'e>, x: u32) -> TxResult<bool>;
     fn to_vec<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<Vec<u32>>;
     fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize>;
-    fn snapshot(&self) -> Vec<u32>;
+    fn load_vec(&self) -> Vec<u32>;
 }
 
 impl SetStore for TListSet<u32> {
@@ -723,8 +691,8 @@ impl SetStore for TListSet<u32> {
     fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize> {
         TListSet::len(self, tx)
     }
-    fn snapshot(&self) -> Vec<u32> {
-        TListSet::snapshot(self)
+    fn load_vec(&self) -> Vec<u32> {
+        TListSet::load_vec(self)
     }
 }
 
@@ -744,8 +712,8 @@ impl SetStore for TList<u32> {
     fn len<'e>(&'e self, tx: &mut Transaction<'e>) -> TxResult<usize> {
         TList::len(self, tx)
     }
-    fn snapshot(&self) -> Vec<u32> {
-        TList::snapshot(self)
+    fn load_vec(&self) -> Vec<u32> {
+        TList::load_vec(self)
     }
 }
 
@@ -830,7 +798,7 @@ impl Set<TListSet<u32>> {
     pub fn contains_committed(&self, x: u32, ev: &mut Vec<Event>) {
         ev.push(Event::Has {
             elem: x,
-            present: self.set.contains_committed(&x),
+            present: self.set.load_contains(&x),
         });
     }
 }
@@ -889,7 +857,7 @@ impl<S: SetStore> Workload for Set<S> {
 
     fn final_state(&self) -> Final {
         Final {
-            set: self.set.snapshot(),
+            set: self.set.load_vec(),
             ..Final::default()
         }
     }
@@ -1004,7 +972,7 @@ impl Queue {
         let log = self.read_log(tx, ev)?;
         let got = self
             .queue
-            .snapshot()
+            .load_vec()
             .first()
             .copied()
             .or(pending.front().copied());
@@ -1070,7 +1038,7 @@ impl Workload for Queue {
     fn final_state(&self) -> Final {
         Final {
             lists: [(LOG, self.log.load())].into_iter().collect(),
-            queue: self.queue.snapshot(),
+            queue: self.queue.load_vec(),
             ..Final::default()
         }
     }

@@ -42,6 +42,11 @@ where
         }
     }
 
+    /// True if `key` is committed, outside any transaction.
+    pub fn load_contains_key(&self, key: &K) -> bool {
+        self.load(key).is_some()
+    }
+
     /// The committed number of keys, outside any transaction.
     pub fn load_len(&self) -> usize {
         self.size.load().max(0) as usize
@@ -49,7 +54,7 @@ where
 
     /// The committed keys in order, outside any transaction (each key's
     /// presence is read atomically, but not the whole map at once).
-    pub fn keys_committed(&self) -> Vec<K> {
+    pub fn load_keys(&self) -> Vec<K> {
         let _g = crossbeam_epoch::pin();
         let mut out = Vec::new();
         let mut leaf = self.first;

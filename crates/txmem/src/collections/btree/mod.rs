@@ -113,7 +113,7 @@ use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
-use super::node::{MapNodes, NodeCollection, Upserted, INSERTING};
+use super::node::{MapNodes, NodeCollection, Upserted, WriteMode, INSERTING};
 use super::size::SizeCounter;
 use super::struct_wait;
 use storage::{deref, free_inner, EPtr, Entry, InnerData, Leaf, LeafData, Linked, Slots, CAP};
@@ -129,11 +129,12 @@ use storage::{deref, free_inner, EPtr, Entry, InnerData, Leaf, LeafData, Linked,
 /// |---|---|---|
 /// | [`get`](Self::get) / [`contains_key`](Self::contains_key), key present | the key's entry | — |
 /// | `get` / `contains_key` / [`remove`](Self::remove), key absent | the leaf covering the key | — |
-/// | [`insert`](Self::insert) of an absent key | nothing | the new entry (placeholder placed now), +1 size |
-/// | `insert` of a present key (returns `false`) | the key's entry | — |
-/// | [`put`](Self::put) | nothing | the new entry, or the existing entry (blind write) |
+/// | [`insert`](Self::insert) / [`insert_if_absent`](Self::insert_if_absent) / [`set`](Self::set) of an absent key | nothing | the new entry (placeholder placed now), +1 size |
+/// | `insert` of a present key (returns the old value) | the key's entry | the key's entry |
+/// | `insert_if_absent` of a present key (returns `false`) | the key's entry | — |
+/// | `set` of a present key | nothing | the key's entry (blind write) |
 /// | `remove`, key present | the key's entry | the entry (deleted and unlinked at commit), −1 size |
-/// | [`scan`](Self::scan) / [`range`](Self::range) (either direction) | every entry met and every leaf whose interval meets the part of the range scanned | — |
+/// | [`scan`](Self::scan) / [`range`](Self::range) / [`to_vec`](Self::to_vec) (either direction) | every entry met and every leaf whose interval meets the part of the range scanned | — |
 /// | [`len`](Self::len) | the size counter | — |
 ///
 /// Hence: inserts of distinct keys never conflict with each other; placing
@@ -276,20 +277,37 @@ where
         Ok(self.find(tx, key, |_| ())?.is_some())
     }
 
-    /// Inserts `key → value` if `key` is absent; returns whether it did.
-    /// An insert of an absent key reads nothing.
+    /// Inserts `key → value`, returning the old value if `key` was present
+    /// (which it then overwrites), as `std`'s `insert` does. Reads the old
+    /// value; an insert of an absent key reads nothing.
     pub fn insert<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         key: K,
         value: V,
-    ) -> TxResult<bool> {
-        self.upsert(tx, key, value, false)
+    ) -> TxResult<Option<V>> {
+        Ok(match self.upsert(tx, key, value, WriteMode::Swap)? {
+            Upserted::Present(old) => old,
+            _ => None,
+        })
     }
 
-    /// Sets `key → value`, inserting or overwriting, without reading.
-    pub fn put<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
-        self.upsert(tx, key, value, true).map(|_| ())
+    /// Inserts `key → value` if `key` is absent; returns whether it did.
+    /// Reads the key's presence only if it is there.
+    pub fn insert_if_absent<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+    ) -> TxResult<bool> {
+        let done = self.upsert(tx, key, value, WriteMode::IfAbsent)?;
+        Ok(matches!(done, Upserted::Inserted))
+    }
+
+    /// Sets `key → value`, inserting or overwriting, without reading (a
+    /// blind write, as [`TBox::set`](crate::TBox::set)).
+    pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+        self.upsert(tx, key, value, WriteMode::Blind).map(|_| ())
     }
 
     fn upsert<'env>(
@@ -297,8 +315,8 @@ where
         tx: &mut Transaction<'env>,
         mut key: K,
         mut value: V,
-        overwrite: bool,
-    ) -> TxResult<bool> {
+        mode: WriteMode,
+    ) -> TxResult<Upserted<V>> {
         let _ = tx.guard();
         let mut spins = 0;
         loop {
@@ -306,15 +324,8 @@ where
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
             if let Ok(i) = d.keys().binary_search(&key) {
-                match self.upsert_existing(
-                    tx,
-                    d.entries()[i],
-                    value,
-                    overwrite,
-                    true,
-                    &mut spins,
-                )? {
-                    Upserted::Done(inserted) => return Ok(inserted),
+                match self.upsert_existing(tx, d.entries()[i], value, mode, true, &mut spins)? {
+                    done @ (Upserted::Inserted | Upserted::Present(_)) => return Ok(done),
                     Upserted::Retry(v) => value = v,
                     Upserted::Deleted(v) => {
                         // A committed removal about to take the entry out
@@ -336,7 +347,11 @@ where
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
             if let Some(linked) = self.place(&pos, e, tx.guard()) {
                 self.adopt(tx, e, &linked)?;
-                return Ok(true);
+                if mode != WriteMode::Blind {
+                    // It reports the key absent: see `check_unrecorded`.
+                    tx.check_unrecorded(linked.old)?;
+                }
+                return Ok(Upserted::Inserted);
             }
             // SAFETY: `place` did not publish `e`: it is still ours alone.
             let entry = unsafe { Box::from_raw(e as *mut Entry<K, V>) };

@@ -152,4 +152,9 @@ where
     ) -> TxResult<Vec<(K, V)>> {
         crate::collections::collect_scan(|visit| self.scan_rev(tx, range, visit))
     }
+
+    /// Every entry, ascending (clones): [`range`](Self::range) over all keys.
+    pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<(K, V)>> {
+        self.range(tx, ..)
+    }
 }

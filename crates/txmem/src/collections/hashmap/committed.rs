@@ -49,7 +49,7 @@ where
     }
 
     /// True if `key` is committed, outside any transaction.
-    pub fn contains_key_committed<Q>(&self, key: &Q) -> bool
+    pub fn load_contains_key<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ?Sized,

@@ -1,4 +1,4 @@
-//! Iteration: `for_each` and `iter` visit every bucket of the table,
+//! Iteration: `for_each` and `to_vec` visit every bucket of the table,
 //! following migrated buckets into the next table, and record every bucket
 //! word and node they pass.
 
@@ -37,7 +37,7 @@ where
     }
 
     /// All entries (clones), in no particular order; see [`for_each`](Self::for_each).
-    pub fn iter<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<(K, V)>> {
+    pub fn to_vec<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Vec<(K, V)>> {
         let mut out = Vec::new();
         self.for_each(tx, |k, v| out.push((k.clone(), v.clone())))?;
         Ok(out)

@@ -68,7 +68,7 @@ use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
-use super::node::{MapNodes, NodeCollection, Upserted, INSERTING};
+use super::node::{MapNodes, NodeCollection, Upserted, WriteMode, INSERTING};
 use super::size::SizeCounter;
 use super::struct_wait;
 use table::{bucket_key, Node, Table, INITIAL_LOG2, LOAD_SHIFT, LONG_CHAIN};
@@ -84,21 +84,21 @@ use table::{bucket_key, Node, Table, INITIAL_LOG2, LOAD_SHIFT, LONG_CHAIN};
 /// |---|---|---|
 /// | [`get`](Self::get) / [`contains_key`](Self::contains_key), key present | the key's node | — |
 /// | `get` / `contains_key`, key absent | the key's bucket | — |
-/// | [`insert`](Self::insert) of an absent key | nothing | the new node (a placeholder linked now, published at commit), +1 size |
-/// | `insert` of a present key (returns `false`) | the key's node | — |
-/// | [`put`](Self::put) of an absent key | nothing | as `insert` |
-/// | `put` of a present key | nothing | the key's node (blind write) |
+/// | [`insert`](Self::insert) / [`insert_if_absent`](Self::insert_if_absent) / [`set`](Self::set) of an absent key | nothing | the new node (a placeholder linked now, published at commit), +1 size |
+/// | `insert` of a present key (returns the old value) | the key's node | the key's node |
+/// | `insert_if_absent` of a present key (returns `false`) | the key's node | — |
+/// | `set` of a present key | nothing | the key's node (blind write) |
 /// | [`remove`](Self::remove), key present | the key's node | the node (marked deleted and unlinked at commit), −1 size |
 /// | `remove`, key absent | the key's bucket | — |
 /// | [`len`](Self::len) | the size counter | — |
-/// | [`iter`](Self::iter) | every bucket and every node | — |
+/// | [`to_vec`](Self::to_vec) / [`for_each`](Self::for_each) | every bucket and every node | — |
 ///
 /// Hence: inserts of distinct keys never conflict, even in the same bucket
 /// (linking a placeholder bumps the bucket version, which only invalidates
 /// *absent-key reads* of that bucket — phantom protection). Two inserts of
 /// the same key: the second meets the first's placeholder and aborts
 /// (lock-busy) until the first commits or aborts. Reads of a key conflict
-/// with committed writes or removes of that key. Blind `put`s never abort
+/// with committed writes or removes of that key. Blind `set`s never abort
 /// each other (the last commit wins). `len` conflicts only with committed
 /// inserts and removes that commit while it is observed; inserts and
 /// removes alone never conflict over the size. A transaction that reads a
@@ -113,8 +113,9 @@ use table::{bucket_key, Node, Table, INITIAL_LOG2, LOAD_SHIFT, LONG_CHAIN};
 /// let m = THashMap::new();
 /// atomically(|tx| { m.insert(tx, "a", 1)?; m.insert(tx, "b", 2)?; Ok(()) });
 /// assert_eq!(atomically(|tx| m.get(tx, "a")), Some(1));
-/// assert!(!atomically(|tx| m.insert(tx, "a", 9))); // present: unchanged
-/// atomically(|tx| m.put(tx, "a", 3));                 // upsert
+/// assert_eq!(atomically(|tx| m.insert(tx, "a", 2)), Some(1)); // overwrites
+/// assert!(!atomically(|tx| m.insert_if_absent(tx, "a", 9)));  // present: unchanged
+/// atomically(|tx| m.set(tx, "a", 3));                        // blind write
 /// assert_eq!(atomically(|tx| m.remove(tx, "b")), Some(2));
 /// assert_eq!(atomically(|tx| m.len(tx)), 1);
 /// assert_eq!(m.load("a"), Some(3));
@@ -236,22 +237,38 @@ where
         Ok(self.get_with(tx, key, |_| ())?.is_some())
     }
 
-    /// Inserts `key → value` if `key` is absent; returns whether it did.
-    /// An insert of an absent key reads nothing (see the type docs).
+    /// Inserts `key → value`, returning the old value if `key` was present
+    /// (which it then overwrites), as `std`'s `insert` does. Reads the old
+    /// value; an insert of an absent key reads nothing (see the type docs).
     pub fn insert<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         key: K,
         value: V,
+    ) -> TxResult<Option<V>> {
+        Ok(match self.upsert(tx, key, value, WriteMode::Swap)? {
+            Upserted::Present(old) => old,
+            _ => None,
+        })
+    }
+
+    /// Inserts `key → value` if `key` is absent; returns whether it did.
+    /// Reads the key's presence only if it is there.
+    pub fn insert_if_absent<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
     ) -> TxResult<bool> {
-        self.upsert(tx, key, value, false)
+        let done = self.upsert(tx, key, value, WriteMode::IfAbsent)?;
+        Ok(matches!(done, Upserted::Inserted))
     }
 
     /// Sets `key → value`, inserting or overwriting, without reading the
-    /// old value (a blind write: concurrent puts of one key never abort each
-    /// other).
-    pub fn put<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
-        self.upsert(tx, key, value, true).map(|_| ())
+    /// old value (a blind write, as [`TBox::set`](crate::TBox::set):
+    /// concurrent sets of one key never abort each other).
+    pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+        self.upsert(tx, key, value, WriteMode::Blind).map(|_| ())
     }
 
     fn upsert<'env>(
@@ -259,16 +276,18 @@ where
         tx: &mut Transaction<'env>,
         key: K,
         mut value: V,
-        overwrite: bool,
-    ) -> TxResult<bool> {
+        mode: WriteMode,
+    ) -> TxResult<Upserted<V>> {
         let h = self.hash(&key); // before the pin, as in `get_with`
         let _ = tx.guard();
         let mut spins = 0;
         loop {
-            let p = self.probe(h, &key, false);
+            // Reporting the key absent needs what a read of an absent key
+            // needs (see `probe`); a blind write reports nothing.
+            let p = self.probe(h, &key, mode != WriteMode::Blind);
             if !p.node.is_null() {
-                match self.upsert_existing(tx, p.node, value, overwrite, false, &mut spins)? {
-                    Upserted::Done(inserted) => return Ok(inserted),
+                match self.upsert_existing(tx, p.node, value, mode, false, &mut spins)? {
+                    done @ (Upserted::Inserted | Upserted::Present(_)) => return Ok(done),
                     // (`Deleted` is not returned here: deletions show in the read.)
                     Upserted::Retry(v) | Upserted::Deleted(v) => {
                         value = v;
@@ -299,11 +318,14 @@ where
             // Our own read of this bucket (an absent key we now insert) stays
             // valid: the version changed because of us alone.
             self.adopt_placeholder(tx, node, bucket_key(p.idx, t.log2), p.word, new_word);
+            if mode != WriteMode::Blind {
+                tx.check_unrecorded(p.word)?;
+            }
             // The load factor, on a sample of inserts (see the module docs).
             if ((h ^ (h >> 32)) & 15 == 0 || p.walked >= LONG_CHAIN) && self.over_loaded(tx, t) {
                 self.grow(t);
             }
-            return Ok(true);
+            return Ok(Upserted::Inserted);
         }
     }
 

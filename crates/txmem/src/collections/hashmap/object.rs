@@ -154,7 +154,7 @@ mod tests {
                 "the key stays blocked by a stale placeholder"
             );
             let v = x.get(tx)?;
-            assert!(m.insert(tx, 7, v)?);
+            assert!(m.insert_if_absent(tx, 7, v)?);
             if attempts.get() == 1 {
                 // Another thread commits a write to what this attempt read:
                 // its validation fails after the placeholder is locked.

@@ -24,7 +24,7 @@ pub(super) struct Probe<K, V> {
     pub(super) word: u64,
     pub(super) node: *const Node<K, V>,
     /// How many nodes the traversal passed (the whole chain when it found
-    /// no committed node); counted by non-settling probes only (inserts).
+    /// no committed node); inserts use it to notice long chains.
     pub(super) walked: u32,
 }
 
@@ -49,7 +49,8 @@ where
     /// Finds the node for `key` (any state but deleted) by a traversal that
     /// is consistent with the bucket word it reports. Records nothing.
     ///
-    /// With `settle` (transactional reads), waits out a committed removal
+    /// With `settle` (transactional reads, and inserts that report an
+    /// absence), waits out a committed removal
     /// of the key that is not unlinked yet, unless a committed node of the
     /// key answers anyway. Such a node is marked deleted at commit and
     /// unlinked right after, and only the unlink moves the bucket word past
@@ -83,10 +84,7 @@ where
             let mut walked = 0;
             let mut cur = b.head.load(Ordering::Acquire) as *const Node<K, V>;
             while !cur.is_null() {
-                if !settle {
-                    // (Only inserts use the count; see `Probe::walked`.)
-                    walked += 1;
-                }
+                walked += 1;
                 // SAFETY: reached from a bucket of a table we hold a pin for;
                 // nodes are freed only through the epoch after unlinking.
                 let n = unsafe { &*cur };
@@ -199,8 +197,8 @@ mod tests {
     fn a_pending_unlink_does_not_hide_a_key_from_an_older_snapshot() {
         let m: THashMap<u64, u64> = THashMap::new();
         atomically(|tx| {
-            m.insert(tx, 1, 10)?;
-            m.insert(tx, 2, 20)
+            m.insert_if_absent(tx, 1, 10)?;
+            m.insert_if_absent(tx, 2, 20)
         });
         let node_of = |k: u64| {
             let _g = crossbeam_epoch::pin();

@@ -176,7 +176,7 @@ mod tests {
         let m: THashMap<u64, u64, std::hash::BuildHasherDefault<NeverSampled>> =
             THashMap::with_hasher(Default::default());
         for k in 0..1000 {
-            assert!(atomically(|tx| m.insert(tx, k, k)));
+            assert!(atomically(|tx| m.insert_if_absent(tx, k, k)));
         }
         // (This hasher leaves most buckets of a small table empty; chains
         // reach four nodes long before the load factor would.)
@@ -192,7 +192,7 @@ mod tests {
         let start = m.bucket_count();
         atomically(|tx| {
             for k in 0..2048 {
-                m.insert(tx, k, k)?;
+                m.insert_if_absent(tx, k, k)?;
             }
             Ok(())
         });

@@ -147,24 +147,24 @@ macro_rules! shared_list_api {
             self.inner.range(tx, ..)
         }
         /// The committed elements, outside any transaction (as of one moment).
-        pub fn snapshot(&self) -> Vec<T> {
+        pub fn load_vec(&self) -> Vec<T> {
             self.inner.committed_range(..)
         }
         /// True if an element equal to `x` is committed, outside any transaction.
-        pub fn contains_committed(&self, x: &T) -> bool {
+        pub fn load_contains(&self, x: &T) -> bool {
             self.inner.committed_get(x).is_some()
         }
         /// The committed elements within `range`, outside any transaction (as
         /// of one moment).
-        pub fn range_committed(&self, range: impl RangeBounds<T>) -> Vec<T> {
+        pub fn load_range(&self, range: impl RangeBounds<T>) -> Vec<T> {
             self.inner.committed_range(range)
         }
         /// The smallest committed element, outside any transaction.
-        pub fn first_committed(&self) -> Option<T> {
+        pub fn load_first(&self) -> Option<T> {
             self.inner.committed_first()
         }
         /// The largest committed element, outside any transaction.
-        pub fn last_committed(&self) -> Option<T> {
+        pub fn load_last(&self) -> Option<T> {
             self.inner.committed_last()
         }
         /// The committed number of elements, outside any transaction.
@@ -221,7 +221,7 @@ macro_rules! shared_list_api {
 /// assert_eq!(atomically(|tx| s.range(tx, 2..)), vec![2, 3]);
 /// assert_eq!(atomically(|tx| s.last(tx)), Some(3));
 /// assert!(atomically(|tx| s.remove(tx, &1)));
-/// assert_eq!(s.snapshot(), vec![2, 3]);
+/// assert_eq!(s.load_vec(), vec![2, 3]);
 /// ```
 pub struct TListSet<T> {
     inner: SortedList<T>,
@@ -261,7 +261,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
         self.inner.first(tx)
     }
     /// The committed element equal to `x`, outside any transaction.
-    pub fn get_committed(&self, x: &T) -> Option<T> {
+    pub fn load(&self, x: &T) -> Option<T> {
         self.inner.committed_get(x)
     }
     shared_list_api!("set");
@@ -300,7 +300,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> TListSet<T> {
 /// assert_eq!(atomically(|tx| l.range(tx, 2..=2)), vec![2, 2]);
 /// assert!(atomically(|tx| l.remove(tx, &2)));
 /// assert_eq!(atomically(|tx| l.len(tx)), 2);
-/// assert_eq!(l.first_committed(), Some(1));
+/// assert_eq!(l.load_first(), Some(1));
 /// ```
 pub struct TList<T> {
     inner: SortedList<T>,
@@ -342,7 +342,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> TList<T> {
         self.inner.first(tx)
     }
     /// The first committed element equal to `x`, outside any transaction.
-    pub fn get_committed(&self, x: &T) -> Option<T> {
+    pub fn load(&self, x: &T) -> Option<T> {
         self.inner.committed_get(x)
     }
     shared_list_api!("list");
@@ -350,12 +350,12 @@ impl<T: Ord + Clone + Send + Sync + 'static> TList<T> {
 
 impl<T: Ord + Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TListSet<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.snapshot()).finish()
+        f.debug_set().entries(self.load_vec()).finish()
     }
 }
 
 impl<T: Ord + Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TList<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.snapshot()).finish()
+        f.debug_list().entries(self.load_vec()).finish()
     }
 }

@@ -41,6 +41,11 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             match self.link_after(&pos, np) {
                 Some(new_gap) => {
                     self.adopt_link(tx, &pos, np, new_gap);
+                    if !self.dups {
+                        // A set's insert reports the element absent: see
+                        // `check_unrecorded`.
+                        tx.check_unrecorded(pos.gap)?;
+                    }
                     return Ok(true);
                 }
                 None => {
