@@ -71,6 +71,8 @@ pub struct TxOptions {
     pub(crate) contention: ContentionPolicy,
     pub(crate) serialize_after: Option<u32>,
     pub(crate) irrevocable: bool,
+    pub(crate) untracked_reads: bool,
+    pub(crate) read_my_writes: bool,
 }
 
 /// The default for [`TxOptions::serialize_after`]: after this many
@@ -90,6 +92,8 @@ impl TxOptions {
         contention: ContentionPolicy::DEFAULT,
         serialize_after: Some(DEFAULT_SERIALIZE_AFTER),
         irrevocable: false,
+        untracked_reads: true,
+        read_my_writes: true,
     };
 
     /// The built-in defaults: TL2 opacity, exponential backoff, serialize
@@ -127,6 +131,38 @@ impl TxOptions {
     pub fn irrevocable(mut self, yes: bool) -> Self {
         self.irrevocable = yes;
         self
+    }
+
+    /// Whether reads of subobjects the transaction has not written skip the
+    /// tracking set (on by default; STO's *read-only items*). Such a read
+    /// is logged as a (version word, value) pair — what a word STM logs —
+    /// instead of finding or creating an item, and is validated like any
+    /// other read. Off, every read creates or finds its item (the
+    /// behaviour to compare against).
+    pub fn untracked_reads(mut self, yes: bool) -> Self {
+        self.untracked_reads = yes;
+        self
+    }
+
+    /// Whether the transaction may read what it wrote (on by default). Off,
+    /// the transaction promises never to read a subobject after writing it
+    /// (a read returns the committed value, not the pending one), and reads
+    /// skip the check for an own write (STO's read-my-writes knob). Reads
+    /// that go through an item (untracked reads off, or datatypes without an
+    /// untracked read) still see the transaction's writes.
+    pub fn read_my_writes(mut self, yes: bool) -> Self {
+        self.read_my_writes = yes;
+        self
+    }
+
+    /// Whether untracked reads are on (see [`untracked_reads`](Self::untracked_reads)).
+    pub fn untracked_reads_enabled(&self) -> bool {
+        self.untracked_reads
+    }
+
+    /// Whether read-my-writes is on (see [`read_my_writes`](Self::read_my_writes)).
+    pub fn read_my_writes_enabled(&self) -> bool {
+        self.read_my_writes
     }
 
     /// The opacity mode.

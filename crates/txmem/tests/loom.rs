@@ -31,8 +31,11 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// A transfer between two counters races an auditor: the committed total
 /// never changes, the auditor never sees a torn total (opacity), and the
-/// transfer is applied exactly once.
-fn transfer_vs_audit(mode: Opacity) {
+/// transfer is applied exactly once. The reads go to the read log (the
+/// audit's, and the transfer's before it writes), or with `untracked` off
+/// to items.
+fn transfer_vs_audit(mode: Opacity, untracked: bool) {
+    let options = move |mode| options(mode).untracked_reads(untracked);
     model(move || {
         let x = Arc::new(TCounter::new(10));
         let y = Arc::new(TCounter::new(10));
@@ -79,17 +82,19 @@ fn transfer_vs_audit(mode: Opacity) {
 
 #[test]
 fn transfer_vs_audit_tl2() {
-    transfer_vs_audit(Opacity::Tl2);
+    transfer_vs_audit(Opacity::Tl2, true);
+    transfer_vs_audit(Opacity::Tl2, false);
 }
 
 #[test]
 fn transfer_vs_audit_revalidate() {
-    transfer_vs_audit(Opacity::Revalidate);
+    transfer_vs_audit(Opacity::Revalidate, true);
+    transfer_vs_audit(Opacity::Revalidate, false);
 }
 
 #[test]
 fn transfer_vs_audit_no_opacity() {
-    transfer_vs_audit(Opacity::None);
+    transfer_vs_audit(Opacity::None, true);
 }
 
 /// Two counters of 10, a thread moving 1 from the first to the second in a

@@ -6,6 +6,7 @@
 //! Why `finish` tests one `rare` flag: an ordinary attempt used none of the
 //! index, savepoints, handlers or irrevocability, and ends with one branch.
 
+use super::context::Tracking;
 use super::state::TxState;
 use crate::clock;
 use crate::options::Opacity;
@@ -54,12 +55,31 @@ impl TxState {
         }
     }
 
+    /// Sets how attempts track their reads (the [`Tracking`] bits of their
+    /// options), if that changed (see `TxState::may_have_written`).
+    #[inline(always)]
+    pub(crate) fn set_tracking(&mut self, tracking: u8) {
+        if tracking != self.tracking {
+            self.retrack(tracking);
+        }
+    }
+
+    #[cold]
+    fn retrack(&mut self, tracking: u8) {
+        self.tracking = tracking;
+        self.tracked_only = tracking & Tracking::NO_UNTRACKED_READS != 0;
+        self.no_read_my_writes = tracking & Tracking::NO_READ_MY_WRITES != 0;
+    }
+
     /// Ends an attempt: drops items (running cleanups), releases the guard
     /// and irrevocability, and keeps the handlers for the outcome, if any
     /// (take them with `take_ready_handlers`).
     #[inline]
     pub(crate) fn finish(&mut self, committed: bool) {
         if self.mutated {
+            // The filter is consulted (and filled) only once `mutated`.
+            self.written.set(0);
+            self.filtered.set(0);
             // Unrolled for one item, as in `commit`.
             if self.items.len() == 1 {
                 self.drop_items(1, committed);
@@ -76,6 +96,7 @@ impl TxState {
         // one; `drop_items` cleared them) and an entry has no other drop
         // glue, so forgetting the entries drops nothing.
         unsafe { self.items.set_len(0) };
+        self.reads.clear();
         // Collections pin the epoch in most transactions: unpin inline.
         if self.guard.get().is_some() {
             self.unpin();

@@ -40,6 +40,7 @@ pub(super) fn wait_for_change(st: &mut TxState, r: &mut Retrying, record: Option
         .iter()
         .filter(|it| it.is_read())
         .map(|it| it.object_addr())
+        .chain(st.reads.iter().map(|r| r.object))
         .collect();
     let st_ref: &TxState = st;
     wait::block_until_changed(objects, || st_ref.validate_reads());

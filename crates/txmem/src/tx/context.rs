@@ -270,14 +270,35 @@ pub(super) struct Mode {
     pub(super) irrevocable: bool,
     /// The contention policy orders writers by priority before they lock.
     pub(super) priority: bool,
+    /// How reads are tracked: [`Tracking`] bits.
+    pub(super) tracking: u8,
+}
+
+/// The read-tracking knobs of [`Mode::tracking`], as bits (so that a mode
+/// still fits one word).
+pub(super) struct Tracking;
+
+impl Tracking {
+    /// Every read goes to the tracking set (no read log).
+    pub(super) const NO_UNTRACKED_READS: u8 = 1;
+    /// Reads never look for the transaction's own writes.
+    pub(super) const NO_READ_MY_WRITES: u8 = 2;
 }
 
 impl Mode {
     const fn of(options: &TxOptions) -> Mode {
+        let mut tracking = 0;
+        if !options.untracked_reads {
+            tracking |= Tracking::NO_UNTRACKED_READS;
+        }
+        if !options.read_my_writes {
+            tracking |= Tracking::NO_READ_MY_WRITES;
+        }
         Mode {
             opacity: options.opacity,
             irrevocable: options.irrevocable,
             priority: options.contention.uses_priority(),
+            tracking,
         }
     }
 }

@@ -122,6 +122,17 @@ impl TxState {
                 }
             }
         }
+        for r in &self.reads {
+            let mut tries = 0;
+            while !self.logged_read_holds(r) {
+                tries += 1;
+                if tries > UPGRADE_WAITS {
+                    self.wants_irrevocable = true;
+                    return Err(Abort::new(AbortCause::Opacity));
+                }
+                crate::sync::yield_now();
+            }
+        }
         self.start = clock::now().time();
         Ok(())
     }

@@ -47,4 +47,5 @@ mod transaction;
 pub use index::{set_item_index_cutoff, HASH_CUTOFF};
 pub use run::{atomically, try_atomically};
 pub(crate) use single::commit_single;
+pub(crate) use transaction::ReadVia;
 pub use transaction::{ItemId, Transaction};

@@ -9,11 +9,13 @@
 //! and revalidates only when it meets a newer version; `Revalidate` checks
 //! the whole read set at every read; `None` defers to commit.
 
-use super::state::TxState;
+use std::ptr::NonNull;
+
+use super::state::{LoggedRead, TxState};
 use crate::clock;
 use crate::error::{Abort, AbortCause, TxResult};
 use crate::options::Opacity;
-use crate::version::{TVersion, LOCK_SPINS};
+use crate::version::{TVersion, LOCK_BIT, LOCK_SPINS};
 
 impl TxState {
     /// [`Transaction::observe`](crate::Transaction::observe) for the item at
@@ -25,10 +27,62 @@ impl TxState {
         &mut self,
         pos: usize,
         version: &TVersion,
-        mut load: impl FnMut() -> R,
+        load: impl FnMut() -> R,
     ) -> TxResult<R> {
+        let (word, value) = self.stable_read(version, load)?;
+        self.record_read(pos, word)?;
+        Ok(value)
+    }
+
+    /// [`observe`](Self::observe) for a subobject the attempt has not
+    /// written (the caller checked [`may_have_written`](Self::may_have_written)):
+    /// the read goes to the read log instead of an item, with the same
+    /// opacity check. A repeated read is logged again; the check of a
+    /// version newer than the first read's catches a change in between.
+    #[inline(always)]
+    pub(super) fn observe_logged<R>(
+        &mut self,
+        object: usize,
+        key: u64,
+        version: &TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<R> {
+        let (word, value) = self.stable_read(version, load)?;
+        self.reads.push(LoggedRead {
+            version: NonNull::from(version),
+            word,
+            object,
+            key,
+        });
+        match self.opacity {
+            Opacity::Tl2 => {
+                // As in `record_read`: the first read needs no check.
+                let v = TVersion::version_of(word);
+                if v > self.start && (self.reads.len() > 1 || !self.items.is_empty()) {
+                    self.extend_snapshot(v)?;
+                }
+            }
+            Opacity::Revalidate => {
+                if !self.view_holds() {
+                    return Err(Abort::new(AbortCause::Opacity));
+                }
+            }
+            Opacity::None => {}
+        }
+        Ok(value)
+    }
+
+    /// The seqlock-style read: two reads of the version word around `load`,
+    /// retried until they agree on an unlocked word (a lock held past a
+    /// bounded spin aborts, unless the attempt is irrevocable).
+    #[inline(always)]
+    fn stable_read<R>(
+        &self,
+        version: &TVersion,
+        mut load: impl FnMut() -> R,
+    ) -> TxResult<(u64, R)> {
         let mut spins = 0u32;
-        let (word, value) = loop {
+        loop {
             // SeqCst: an irrevocable reader pairs this load with a no-clock
             // committer's SeqCst read of the gate (Dekker). Every reader
             // uses it, since it costs what an acquire load costs on x86 and
@@ -44,11 +98,9 @@ impl TxState {
             }
             let value = load();
             if version.load() == w1 {
-                break (w1, value);
+                return Ok((w1, value));
             }
-        };
-        self.record_read(pos, word)?;
-        Ok(value)
+        }
     }
 
     /// Records a read of the item at `pos` at version word `word`: a
@@ -67,12 +119,12 @@ impl TxState {
         item.observe(word);
         match self.opacity {
             Opacity::Tl2 => {
-                // The first item needs no check against the snapshot bound:
+                // The first read needs no check against the snapshot bound:
                 // nothing read before it can disagree with it. The bound
                 // stays, so a later read newer than the bound revalidates
                 // this one.
                 let version = TVersion::version_of(word);
-                if version > self.start && self.items.len() > 1 {
+                if version > self.start && (self.items.len() > 1 || !self.reads.is_empty()) {
                     self.extend_snapshot(version)?;
                 }
             }
@@ -94,6 +146,8 @@ impl TxState {
     /// attempt's earlier reads if the word is within the snapshot; a newer
     /// word gets the check a newer read gets. With no read so far there is
     /// nothing to disagree with.
+    // (Only the collections use it, and the loom build has none.)
+    #[cfg_attr(txmem_loom, allow(dead_code))]
     pub(super) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
         if self.irrevocable.is_some() {
             return Ok(());
@@ -101,7 +155,8 @@ impl TxState {
         match self.opacity {
             Opacity::Tl2 => {
                 let version = TVersion::version_of(word);
-                if version > self.start && self.items.iter().any(|it| it.is_read()) {
+                let has_read = !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
+                if version > self.start && has_read {
                     self.extend_snapshot(version)?;
                 }
             }
@@ -147,7 +202,8 @@ impl TxState {
         self.irrevocable.is_some() || self.validate_reads()
     }
 
-    /// Validates every read item; true if all reads are still current.
+    /// Validates every read (items and the read log); true if all are
+    /// still current.
     pub(crate) fn validate_reads(&self) -> bool {
         let ctx = self.commit_ctx(0);
         self.items.iter().all(|it| {
@@ -156,6 +212,28 @@ impl TxState {
                 let obj = unsafe { it.object.as_ref() };
                 obj.check(it, &ctx)
             }
-        })
+        }) && self.validate_logged_reads()
+    }
+
+    /// Validates the read log: each word unchanged, or locked at the same
+    /// version by this attempt (it wrote the subobject after reading it and
+    /// holds the lock at commit).
+    pub(super) fn validate_logged_reads(&self) -> bool {
+        self.reads.iter().all(|r| self.logged_read_holds(r))
+    }
+
+    #[inline]
+    pub(super) fn logged_read_holds(&self, r: &LoggedRead) -> bool {
+        // SAFETY: the version belongs to an object that outlives the
+        // transaction (`Transaction<'env>`); the log is cleared with it.
+        let cur = unsafe { r.version.as_ref() }.load_seqcst();
+        cur == r.word || (cur == r.word | LOCK_BIT && self.holds_lock(r.object, r.key))
+    }
+
+    /// True if this attempt's item for (`object`, `key`) holds its lock.
+    #[cold]
+    fn holds_lock(&self, object: usize, key: u64) -> bool {
+        self.find(object, key)
+            .is_some_and(|p| self.items[p].is_locked())
     }
 }

@@ -171,6 +171,7 @@ fn run_attempts<'env>(
         // released (abort handlers inside `after_abort`, which saves the
         // call state around them).
         let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
+        st.set_tracking(call.mode.tracking);
         match &call.retrying {
             None => st.begin(
                 call.mode.opacity,

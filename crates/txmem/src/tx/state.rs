@@ -9,7 +9,7 @@
 //!
 //! Why a scan before an index: see `index`.
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -20,6 +20,7 @@ use super::index::{self, ItemIndex};
 use crate::item::{Item, ItemValue};
 use crate::object::TObject;
 use crate::options::Opacity;
+use crate::version::TVersion;
 
 /// A handler registered with `on_commit` or `on_abort`, its borrows erased
 /// (see `handlers`).
@@ -78,6 +79,16 @@ impl DerefMut for Entry {
     }
 }
 
+/// A read recorded without an item (see `read::TxState::observe_logged`):
+/// the version word it saw, and the subobject, for the lock-ownership test
+/// at commit and for blocking waits.
+pub(super) struct LoggedRead {
+    pub(super) version: NonNull<TVersion>,
+    pub(super) word: u64,
+    pub(super) object: usize,
+    pub(super) key: u64,
+}
+
 /// An open `or_else` branch: the tracking set's length and handler counts
 /// when it began, and the items it changed that predate it (see
 /// `savepoint`).
@@ -100,6 +111,22 @@ pub(super) struct Saved {
 /// a steady-state transaction allocates nothing.
 pub(crate) struct TxState {
     pub(super) items: Vec<Entry>,
+    /// Reads of subobjects the attempt has not written, logged without an
+    /// item (STO's read-only items): a word-STM-sized entry each, no lookup.
+    pub(super) reads: Vec<LoggedRead>,
+    /// A one-word filter of the subobjects the attempt holds items for,
+    /// built lazily once the attempt has written (see `may_have_written`):
+    /// a read of a subobject whose bit is clear cannot meet the attempt's
+    /// own write, so it may skip the item lookup.
+    pub(super) written: Cell<u64>,
+    /// How many items `written` covers.
+    pub(super) filtered: Cell<usize>,
+    /// Untracked reads are off: every read takes the tracking set.
+    pub(super) tracked_only: bool,
+    /// Read-my-writes is off: reads never look for the attempt's writes.
+    pub(super) no_read_my_writes: bool,
+    /// The `Tracking` bits the two flags above were set for.
+    pub(super) tracking: u8,
     pub(super) index: ItemIndex,
     pub(super) indexed: bool,
     /// True once `item_mut` handed out an item: until then the transaction
@@ -136,6 +163,12 @@ impl TxState {
     pub(crate) const fn new() -> Self {
         TxState {
             items: Vec::new(),
+            reads: Vec::new(),
+            written: Cell::new(0),
+            filtered: Cell::new(0),
+            tracked_only: false,
+            no_read_my_writes: false,
+            tracking: 0,
             index: ItemIndex::new(),
             indexed: false,
             mutated: false,
@@ -237,4 +270,48 @@ impl TxState {
     pub(crate) fn item_count(&self) -> usize {
         self.items.len()
     }
+
+    /// True unless the attempt certainly has not written (`addr`, `key`).
+    /// An attempt that has handed out no item for mutation has written
+    /// nothing: one test. Otherwise the filter answers, brought up to date
+    /// with every item created since it last did (any item, read or
+    /// written: an item read now may be written later, and a subobject
+    /// with an item is cheap to look up anyway).
+    #[inline(always)]
+    pub(super) fn may_have_written(&self, addr: usize, key: u64) -> bool {
+        if !self.mutated || self.tracked_only {
+            return self.tracked_only;
+        }
+        let bits = if self.filtered.get() == self.items.len() {
+            self.written.get()
+        } else {
+            self.refilter()
+        };
+        bits & written_bit(addr, key) != 0
+    }
+
+    /// Brings the filter up to date with the items created since it last
+    /// was, and returns it (none with read-my-writes off).
+    #[inline(never)]
+    fn refilter(&self) -> u64 {
+        let mut bits = self.written.get();
+        if !self.no_read_my_writes {
+            for e in &self.items[self.filtered.get()..] {
+                bits |= written_bit(e.object_addr(), e.key());
+            }
+        }
+        // (A cache brought up to date behind `&self`, so that the read path
+        // keeps its shared borrow: hence the cells.)
+        self.written.set(bits);
+        self.filtered.set(self.items.len());
+        bits
+    }
+}
+
+/// The filter bit of a subobject: six bits mixed from its address (whose
+/// low bits are alignment) and its key (an index, or a node address).
+#[inline(always)]
+fn written_bit(addr: usize, key: u64) -> u64 {
+    let h = (addr as u64 >> 4) ^ key ^ (key >> 6);
+    1 << (h & 63)
 }

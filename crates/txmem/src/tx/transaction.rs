@@ -27,6 +27,15 @@ use crate::version::TVersion;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ItemId(usize);
 
+/// Where a read is recorded: see [`Transaction::read_via`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ReadVia {
+    /// The subobject's item (which may hold this transaction's write).
+    Item(ItemId),
+    /// The read log: (object address, key) of a subobject not written.
+    Log(usize, u64),
+}
+
 /// A running transaction, handed to the closure of [`atomically`](crate::atomically).
 ///
 /// Datatype operations take `&mut Transaction` and return [`TxResult`];
@@ -105,6 +114,44 @@ impl<'env> Transaction<'env> {
         self.st.observe(id.0, version, load)
     }
 
+    /// True unless the transaction certainly has not written the subobject
+    /// (`object`, `key`): when false, a read of it may go to the read log,
+    /// without an item (see [`read_via`](Self::read_via)).
+    #[inline(always)]
+    pub(crate) fn may_have_written<O: TObject>(&self, object: &O, key: u64) -> bool {
+        self.st
+            .may_have_written(object as *const O as *const () as usize, key)
+    }
+
+    /// How a datatype reads subobject `key` of `object`: through its item
+    /// if the transaction may have written it (so the read sees the write),
+    /// else through the read log (see [`observe_via`](Self::observe_via)).
+    #[inline(always)]
+    pub(crate) fn read_via<O: TObject + 'env>(&mut self, object: &'env O, key: u64) -> ReadVia {
+        if self.may_have_written(object, key) {
+            ReadVia::Item(self.item(object, key))
+        } else {
+            ReadVia::Log(object as *const O as *const () as usize, key)
+        }
+    }
+
+    /// [`observe`](Self::observe) through the item or the read log, as
+    /// [`read_via`](Self::read_via) chose; `version` must be the word the
+    /// object's item for the key locks at commit, and the object's check of
+    /// that item the plain version comparison ([`TVersion::still_valid`]).
+    #[inline(always)]
+    pub(crate) fn observe_via<R>(
+        &mut self,
+        via: ReadVia,
+        version: &'env TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<R> {
+        match via {
+            ReadVia::Item(id) => self.st.observe(id.0, version, load),
+            ReadVia::Log(addr, key) => self.st.observe_logged(addr, key, version, load),
+        }
+    }
+
     /// Records a read of item `id` at a version word the caller obtained
     /// itself (for objects with their own read protocol), with the same
     /// repeated-read and opacity checks as [`observe`](Self::observe).
@@ -117,6 +164,8 @@ impl<'env> Transaction<'env> {
     /// recording a read (an insert that reports its key was absent); see
     /// `TxState::check_unrecorded`.
     #[inline]
+    // (Only the collections use it, and the loom build has none.)
+    #[cfg_attr(txmem_loom, allow(dead_code))]
     pub(crate) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
         self.st.check_unrecorded(word)
     }

@@ -7,7 +7,7 @@
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome};
-use crate::tx::{commit_single, ItemId, Transaction};
+use crate::tx::{commit_single, ItemId, ReadVia, Transaction};
 use crate::version::TVersion;
 
 use super::cell::ValueCell;
@@ -27,21 +27,23 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
 
     /// Transactional read by reference: the pending write if this
     /// transaction wrote the slot, else the committed value (recorded in
-    /// the read set).
+    /// the read set: the item `via` names, or the read log).
     #[inline(always)]
-    pub fn read_with<R>(
-        &self,
-        tx: &mut Transaction<'_>,
-        id: ItemId,
+    pub fn read_with<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        via: ReadVia,
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
-        if let Some(v) = tx.item_ref(id).write_value::<T>() {
-            return Ok(f(v));
+        if let ReadVia::Item(id) = via {
+            if let Some(v) = tx.item_ref(id).write_value::<T>() {
+                return Ok(f(v));
+            }
         }
         if ValueCell::<T>::INLINE {
             // Copying an inline value is a register move: read it under the
             // version check, then call `f` outside the retry loop.
-            let copy = tx.observe(id, &self.version, || {
+            let copy = tx.observe_via(via, &self.version, || {
                 self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v)))
             })?;
             Ok(f(&*copy))
@@ -49,7 +51,7 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
             // Heap values: pin, then borrow. The allocation a validated read
             // saw stays live while the transaction's guard is pinned.
             let _pinned = tx.guard();
-            let ptr = tx.observe(id, &self.version, || self.cell.with(|v| v as *const T))?;
+            let ptr = tx.observe_via(via, &self.version, || self.cell.with(|v| v as *const T))?;
             // SAFETY: `ptr` was published by a committed write observed under
             // a stable version; the transaction's epoch guard (pinned above,
             // before the read) keeps it from being freed until the
@@ -60,8 +62,8 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
 
     /// Transactional read returning a clone.
     #[inline(always)]
-    pub fn get(&self, tx: &mut Transaction<'_>, id: ItemId) -> TxResult<T> {
-        self.read_with(tx, id, T::clone)
+    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, via: ReadVia) -> TxResult<T> {
+        self.read_with(tx, via, T::clone)
     }
 
     /// Buffers a write.

@@ -5,7 +5,7 @@ use std::fmt;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::Transaction;
+use crate::tx::{ReadVia, Transaction};
 
 use super::slot::Slot;
 
@@ -63,8 +63,8 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     #[inline]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, index: usize) -> TxResult<T> {
         let slot = self.slot(index);
-        let id = tx.item(self, index as u64);
-        slot.get(tx, id)
+        let via = tx.read_via(self, index as u64);
+        slot.get(tx, via)
     }
 
     /// Calls `f` with a reference to element `index`.
@@ -76,8 +76,8 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
         let slot = self.slot(index);
-        let id = tx.item(self, index as u64);
-        slot.read_with(tx, id, f)
+        let via = tx.read_via(self, index as u64);
+        slot.read_with(tx, via, f)
     }
 
     /// Writes element `index`.
@@ -104,7 +104,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     ) -> TxResult<()> {
         let slot = self.slot(index);
         let id = tx.item(self, index as u64);
-        let old = slot.get(tx, id)?;
+        let old = slot.get(tx, ReadVia::Item(id))?;
         slot.set(tx, id, f(old));
         Ok(())
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::Transaction;
+use crate::tx::{ReadVia, Transaction};
 
 use super::slot::Slot;
 
@@ -42,8 +42,8 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     /// Reads the value (a clone of it) inside a transaction.
     #[inline(always)]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
-        let id = tx.item(self, 0);
-        self.slot.get(tx, id)
+        let via = tx.read_via(self, 0);
+        self.slot.get(tx, via)
     }
 
     /// Calls `f` with a reference to the value, without cloning it.
@@ -53,8 +53,8 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         tx: &mut Transaction<'env>,
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
-        let id = tx.item(self, 0);
-        self.slot.read_with(tx, id, f)
+        let via = tx.read_via(self, 0);
+        self.slot.read_with(tx, via, f)
     }
 
     /// Writes `value` (visible to this transaction at once, to others at commit).
@@ -73,7 +73,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
         let id = tx.item(self, 0);
-        let old = self.slot.get(tx, id)?;
+        let old = self.slot.get(tx, ReadVia::Item(id))?;
         self.slot.set(tx, id, f(old));
         Ok(())
     }
@@ -82,7 +82,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     #[inline]
     pub fn replace<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<T> {
         let id = tx.item(self, 0);
-        let old = self.slot.get(tx, id)?;
+        let old = self.slot.get(tx, ReadVia::Item(id))?;
         self.slot.set(tx, id, value);
         Ok(old)
     }

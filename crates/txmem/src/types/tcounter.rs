@@ -7,7 +7,7 @@ use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::sync::AtomicI64;
-use crate::tx::{commit_single, Transaction};
+use crate::tx::{commit_single, ReadVia, Transaction};
 use crate::version::TVersion;
 
 /// A transactional counter whose increments never conflict with each other.
@@ -65,10 +65,14 @@ impl TCounter {
     /// makes the transaction conflict with concurrent adds.
     #[inline]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<i64> {
-        let id = tx.item(self, 0);
-        let committed = tx.observe(id, &self.version, || self.value.load(Ordering::Acquire))?;
-        let pending = tx.item_ref(id).write_value::<i64>().copied().unwrap_or(0);
-        Ok(committed.wrapping_add(pending))
+        let via = tx.read_via(self, 0);
+        let committed =
+            tx.observe_via(via, &self.version, || self.value.load(Ordering::Acquire))?;
+        let pending = match via {
+            ReadVia::Item(id) => tx.item_ref(id).write_value::<i64>().copied(),
+            ReadVia::Log(..) => None,
+        };
+        Ok(committed.wrapping_add(pending.unwrap_or(0)))
     }
 
     /// Reads the committed value outside any transaction.

@@ -51,7 +51,8 @@ impl TxState {
     pub(crate) fn commit(&mut self) -> Result<Committed, AbortCause> {
         if !self.mutated {
             // No item was handed out for mutation: nothing to lock or install.
-            return self.commit_read_only(self.items.len() as u32);
+            let reads = self.items.len() + self.reads.len();
+            return self.commit_read_only(reads as u32);
         }
         // A set of one item (one box, one counter) is common enough to have
         // the protocol compiled for it, loops unrolled, inline; larger sets
@@ -99,6 +100,7 @@ impl TxState {
                 outcome => return Err(self.lock_failed(i, outcome)),
             }
         }
+        reads += self.reads.len() as u32;
         if writes == 0 {
             return self.commit_read_only(reads);
         }
@@ -129,7 +131,8 @@ impl TxState {
 
         // Phase 3: validate reads not already covered by a lock on the same
         // item (a read item is locked only if its version was unchanged).
-        if unlocked_reads && !self.validate_unlocked_reads(&ctx) {
+        let unchecked = unlocked_reads || !self.reads.is_empty();
+        if unchecked && !self.validate_unlocked_reads(&ctx) {
             self.unlock_all();
             return Err(AbortCause::Validation);
         }
@@ -168,13 +171,13 @@ impl TxState {
     #[inline(never)]
     fn validate_unlocked_reads(&self, ctx: &Commit<'_>) -> bool {
         ctx.irrevocable
-            || self.items.iter().all(|it| {
+            || (self.items.iter().all(|it| {
                 !it.is_read() || it.is_locked() || {
                     // SAFETY: objects outlive the transaction.
                     let obj = unsafe { it.object.as_ref() };
                     obj.check(it, ctx)
                 }
-            })
+            }) && self.validate_logged_reads())
     }
 
     #[cold]
