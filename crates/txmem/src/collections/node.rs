@@ -35,7 +35,7 @@ use crossbeam_epoch::Guard;
 use crate::error::TxResult;
 use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{ItemId, Transaction};
+use crate::tx::{ItemId, ReadVia, Transaction};
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
@@ -335,8 +335,20 @@ pub(super) trait MapNodes: NodeCollection {
         f: impl FnOnce(&Self::Value) -> R,
         absent: impl FnOnce(&mut Transaction<'env>) -> TxResult<()>,
     ) -> TxResult<Option<R>> {
-        let id = tx.item(self, np as u64);
-        self.view_item(tx, id, np, f, absent)
+        match tx.read_via(self, np as u64) {
+            ReadVia::Item(id) => self.view_item(tx, id, np, f, absent),
+            via => {
+                // Untouched by this attempt: no own write, placeholder or
+                // removal to look for.
+                // SAFETY: callers pass nodes reached while pinned.
+                let n = unsafe { &*np };
+                let r = observe_value(tx, via, Self::state(n), Self::cell(n), f)?;
+                if r.is_none() {
+                    absent(tx)?;
+                }
+                Ok(r)
+            }
+        }
     }
 
     /// [`view_value`](Self::view_value) through the node's item `id`
@@ -368,12 +380,14 @@ pub(super) trait MapNodes: NodeCollection {
         }
         if has_value {
             // A blind set: presence still has to be read.
-            if observe_value(tx, id, Self::state(n), Self::cell(n), |_| ())?.is_none() {
+            if observe_value(tx, ReadVia::Item(id), Self::state(n), Self::cell(n), |_| ())?
+                .is_none()
+            {
                 return Err(inconsistent());
             }
             return Ok(tx.item_ref(id).write_value::<Self::Value>().map(f));
         }
-        let r = observe_value(tx, id, Self::state(n), Self::cell(n), f)?;
+        let r = observe_value(tx, ReadVia::Item(id), Self::state(n), Self::cell(n), f)?;
         if r.is_none() {
             absent(tx)?;
         }
@@ -438,7 +452,7 @@ pub(super) trait MapNodes: NodeCollection {
             return Ok(Upserted::Present(None));
         }
         let swap = mode == WriteMode::Swap;
-        let seen = observe_value(tx, id, Self::state(n), Self::cell(n), |v| {
+        let seen = observe_value(tx, ReadVia::Item(id), Self::state(n), Self::cell(n), |v| {
             swap.then(|| v.clone())
         })?;
         match seen {
@@ -463,27 +477,27 @@ pub(super) trait MapNodes: NodeCollection {
 }
 
 /// Reads the committed value in `value` under the node state `state`,
-/// recording the read in item `id`. `None` if the node is a placeholder or
-/// deleted.
+/// recording the read where `via` says (the node's item or the read log).
+/// `None` if the node is a placeholder or deleted.
 #[inline(always)]
 fn observe_value<'env, V: Clone, R>(
     tx: &mut Transaction<'env>,
-    id: ItemId,
-    state: &TVersion,
-    value: &ValueCell<V>,
+    via: ReadVia,
+    state: &'env TVersion,
+    value: &'env ValueCell<V>,
     f: impl FnOnce(&V) -> R,
 ) -> TxResult<Option<R>> {
     if ValueCell::<V>::INLINE {
         // Small values: copy under the version check.
-        let v = tx.observe(id, state, || value.with(V::clone))?;
-        if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+        let (word, v) = tx.observe_via_word(via, state, || value.with(V::clone))?;
+        if word & (DELETED | INSERTING) != 0 {
             return Ok(None);
         }
         return Ok(Some(f(&v)));
     }
     let _ = tx.guard();
-    let p = tx.observe(id, state, || value.with(|v| v as *const V as usize))?;
-    if tx.item_ref(id).read_version() & (DELETED | INSERTING) != 0 {
+    let (word, p) = tx.observe_via_word(via, state, || value.with(|v| v as *const V as usize))?;
+    if word & (DELETED | INSERTING) != 0 {
         return Ok(None);
     }
     // SAFETY: heap values are replaced by swapping the pointer and retiring

@@ -47,6 +47,18 @@ impl TxState {
         version: &TVersion,
         load: impl FnMut() -> R,
     ) -> TxResult<R> {
+        Ok(self.observe_logged_word(object, key, version, load)?.1)
+    }
+
+    /// [`observe_logged`](Self::observe_logged), also returning the word read.
+    #[inline(always)]
+    pub(super) fn observe_logged_word<R>(
+        &mut self,
+        object: usize,
+        key: u64,
+        version: &TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<(u64, R)> {
         let (word, value) = self.stable_read(version, load)?;
         self.reads.push(LoggedRead {
             version: NonNull::from(version),
@@ -69,7 +81,7 @@ impl TxState {
             }
             Opacity::None => {}
         }
-        Ok(value)
+        Ok((word, value))
     }
 
     /// The seqlock-style read: two reads of the version word around `load`,

@@ -135,6 +135,24 @@ impl<'env> Transaction<'env> {
         }
     }
 
+    /// [`observe_via`](Self::observe_via), also returning the version word
+    /// the read recorded (for objects that keep flags in it).
+    #[inline(always)]
+    pub(crate) fn observe_via_word<R>(
+        &mut self,
+        via: ReadVia,
+        version: &'env TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<(u64, R)> {
+        match via {
+            ReadVia::Item(id) => {
+                let v = self.st.observe(id.0, version, load)?;
+                Ok((self.st.items[id.0].read_version(), v))
+            }
+            ReadVia::Log(addr, key) => self.st.observe_logged_word(addr, key, version, load),
+        }
+    }
+
     /// [`observe`](Self::observe) through the item or the read log, as
     /// [`read_via`](Self::read_via) chose; `version` must be the word the
     /// object's item for the key locks at commit, and the object's check of
