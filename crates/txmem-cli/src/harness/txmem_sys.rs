@@ -100,7 +100,7 @@ struct TxMem<'a, 'env> {
 }
 
 impl Mem for TxMem<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn read(&mut self, i: usize) -> Result<Word, Conflict> {
         self.words.get(self.tx, i).map_err(|e| {
             self.abort = Some(e);

@@ -51,6 +51,10 @@ impl TxState {
     }
 
     /// [`observe_logged`](Self::observe_logged), also returning the word read.
+    ///
+    /// The common case (a TL2 attempt reading a version within its snapshot)
+    /// is a seqlock read and a push; every other case is out of line, so that
+    /// the read inlines small into the program's loop.
     #[inline(always)]
     pub(super) fn observe_logged_word<R>(
         &mut self,
@@ -66,12 +70,22 @@ impl TxState {
             object,
             key,
         });
+        if self.opacity != Opacity::Tl2 || TVersion::version_of(word) > self.start {
+            self.check_logged_read(word)?;
+        }
+        Ok((word, value))
+    }
+
+    /// The opacity check of a logged read (just pushed) that is not a TL2
+    /// read within the snapshot.
+    #[cold]
+    #[inline(never)]
+    fn check_logged_read(&mut self, word: u64) -> TxResult<()> {
         match self.opacity {
             Opacity::Tl2 => {
                 // As in `record_read`: the first read needs no check.
-                let v = TVersion::version_of(word);
-                if v > self.start && (self.reads.len() > 1 || !self.items.is_empty()) {
-                    self.extend_snapshot(v)?;
+                if self.reads.len() > 1 || !self.items.is_empty() {
+                    self.extend_snapshot(TVersion::version_of(word))?;
                 }
             }
             Opacity::Revalidate => {
@@ -81,24 +95,44 @@ impl TxState {
             }
             Opacity::None => {}
         }
-        Ok((word, value))
+        Ok(())
     }
 
-    /// The seqlock-style read: two reads of the version word around `load`,
-    /// retried until they agree on an unlocked word (a lock held past a
-    /// bounded spin aborts, unless the attempt is irrevocable).
+    /// The seqlock-style read: two reads of the version word around `load`
+    /// that agree on an unlocked word.
     #[inline(always)]
     fn stable_read<R>(
         &self,
         version: &TVersion,
         mut load: impl FnMut() -> R,
     ) -> TxResult<(u64, R)> {
+        // SeqCst: an irrevocable reader pairs this load with a no-clock
+        // committer's SeqCst read of the gate (Dekker). Every reader uses it,
+        // since it costs what an acquire load costs on x86 and Arm (`mov`,
+        // `ldar`) and saves a test on the read path.
+        let w1 = version.load_seqcst();
+        if !TVersion::is_locked(w1) {
+            let value = load();
+            if version.load() == w1 {
+                return Ok((w1, value));
+            }
+        }
+        self.stable_read_contended(version, load)
+    }
+
+    /// [`stable_read`](Self::stable_read) after its first try met a lock or
+    /// a change: retried until the two reads agree on an unlocked word (a
+    /// lock held past a bounded spin aborts, unless the attempt is
+    /// irrevocable).
+    #[cold]
+    #[inline(never)]
+    fn stable_read_contended<R>(
+        &self,
+        version: &TVersion,
+        mut load: impl FnMut() -> R,
+    ) -> TxResult<(u64, R)> {
         let mut spins = 0u32;
         loop {
-            // SeqCst: an irrevocable reader pairs this load with a no-clock
-            // committer's SeqCst read of the gate (Dekker). Every reader
-            // uses it, since it costs what an acquire load costs on x86 and
-            // Arm (`mov`, `ldar`) and saves a test on the read path.
             let w1 = version.load_seqcst();
             if TVersion::is_locked(w1) {
                 if self.irrevocable.is_none() && spins >= LOCK_SPINS {
