@@ -43,6 +43,8 @@ pub enum System {
     Stm,
     /// GCC's libitm, in a child process.
     Libitm,
+    /// TinySTM's own `bank` program, in a child process (`TINYSTM_BANK`).
+    Tinystm,
     /// A std collection behind a `std::sync::RwLock`.
     RwLockStd,
     /// The `dashmap` crate's `DashSet`.
@@ -53,7 +55,7 @@ pub enum System {
 
 impl System {
     /// Every system, in the order `--list` describes them.
-    pub const ALL: [System; 19] = [
+    pub const ALL: [System; 20] = [
         System::Txmem,
         System::TxmemRevalidate,
         System::TxmemNoOpacity,
@@ -70,6 +72,7 @@ impl System {
         System::FastStm,
         System::Stm,
         System::Libitm,
+        System::Tinystm,
         System::RwLockStd,
         System::Dashmap,
         System::CrossbeamSkiplist,
@@ -94,6 +97,7 @@ impl System {
             System::FastStm => "fast-stm",
             System::Stm => "stm",
             System::Libitm => "libitm",
+            System::Tinystm => "tinystm",
             System::RwLockStd => "rwlock-std",
             System::Dashmap => "dashmap",
             System::CrossbeamSkiplist => "crossbeam-skiplist",

@@ -8,7 +8,8 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 
 use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
-use crate::harness::spec::{Plan, Tally};
+use crate::harness::peers::tinystm::TinyStmBank;
+use crate::harness::spec::{Case, Plan, Subject, Tally};
 use crate::harness::suites::config::SuiteConfig;
 use crate::harness::system::System;
 use crate::harness::workload::{add_rows, sum_words, WordWorkload};
@@ -161,4 +162,16 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
             bank.audit_percent.to_string(),
         ],
     );
+    match TinyStmBank::from_env() {
+        Ok(tiny) => plan.cases.push(Case {
+            suite: "bank",
+            workload: name.clone(),
+            system: System::Tinystm,
+            note: "TinySTM's test/bank program (write-back ETL, suicide CM)".into(),
+            subject: Subject::External(Box::new(move |p| {
+                tiny.run(bank.accounts, bank.audit_percent, p)
+            })),
+        }),
+        Err(why) => plan.skip(&name, System::Tinystm, &why),
+    }
 }
