@@ -264,6 +264,45 @@ mod tests {
         }
     }
 
+    /// Counts each operation under its worker's index, as its kind.
+    struct PerWorker;
+
+    impl Instance for PerWorker {
+        fn op(&self, _: &mut SmallRng, _: &mut Tally) {
+            unreachable!("the driver calls op_as")
+        }
+        fn op_as(&self, worker: usize, _: &mut SmallRng, t: &mut Tally, kinds: &mut KindTallies) {
+            t.ops += 1;
+            kinds.record(worker, 2, worker == 1, None);
+        }
+        fn kinds(&self) -> &'static [&'static str] {
+            &["worker 0", "worker 1", "worker 2"]
+        }
+        fn verify(&self, _: &Tally) -> Result<(), String> {
+            Ok(())
+        }
+        #[cfg(feature = "test-hooks")]
+        fn sabotage(&self) {}
+        fn abort_counting(&self) -> AbortCounting {
+            AbortCounting::Attempts
+        }
+    }
+
+    #[test]
+    fn each_thread_runs_as_its_own_worker_and_its_kinds_add_up() {
+        let run = run_threads_detailed(&PerWorker, 3, Budget::Ops(3000), 7).unwrap();
+        let kinds = run.kinds.kinds();
+        assert_eq!(kinds.len(), 3);
+        let commits: u64 = kinds.iter().map(|k| k.commits).sum();
+        assert_eq!(commits, run.tally.ops);
+        assert_eq!(commits, 3000);
+        for (worker, k) in kinds.iter().enumerate() {
+            assert_eq!(k.aborts, k.commits, "one abort per operation");
+            let rolled_back = if worker == 1 { k.commits } else { 0 };
+            assert_eq!(k.rolled_back, rolled_back);
+        }
+    }
+
     #[test]
     fn thread_lists() {
         let list = |s: &str| s.parse::<ThreadList>().map(|l| l.counts().to_vec());
