@@ -9,6 +9,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::bench::args::BenchArgs;
+use crate::db::args::DbArgs;
 use crate::failure::Failure;
 use crate::sim::args::SimArgs;
 
@@ -17,7 +18,7 @@ use crate::sim::args::SimArgs;
 #[command(
     name = "txmem",
     version,
-    about = "Transactional-memory toolkit: benchmarks and simulator experiments"
+    about = "Transactional-memory toolkit: benchmarks, database workloads and simulator experiments"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,32 +34,36 @@ enum Command {
     Sim(SimArgs),
     /// Run benchmark suites (micro, intset, bank) side by side against peers.
     Bench(BenchArgs),
+    /// Run database workloads (YCSB, TPC-C) on txmem's transactional maps.
+    Db(DbArgs),
 }
 
 impl Command {
-    /// The subcommand's name on the command line.
-    fn name(&self) -> &'static str {
+    /// The subcommand's path on the command line (`["db", "ycsb"]`).
+    fn path(&self) -> Vec<&'static str> {
         match self {
-            Command::Sim(_) => "sim",
-            Command::Bench(_) => "bench",
+            Command::Sim(_) => vec!["sim"],
+            Command::Bench(_) => vec!["bench"],
+            Command::Db(args) => vec!["db", args.benchmark.name()],
         }
     }
 }
 
 /// Runs the command with the process's arguments and returns its exit
 /// status: 0 on success, 2 for bad arguments (with the usage line), 1 for
-/// a failure while running; `txmem bench` adds 1 for a row that failed its
-/// check and 130 after Ctrl-C.
+/// a failure while running; `txmem bench` and `txmem db` add 1 for a row
+/// that failed its check and 130 after Ctrl-C.
 pub fn run() -> ExitCode {
     let cli = parse(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    let name = cli.command.name();
+    let path = cli.command.path();
     let result = match cli.command {
         Command::Sim(args) => crate::sim::run(args).map(|()| 0),
         Command::Bench(args) => crate::bench::run(args),
+        Command::Db(args) => crate::db::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),
-        Err(Failure::Usage(msg)) => usage_error(name, &msg).exit(),
+        Err(Failure::Usage(msg)) => usage_error(&path, &msg).exit(),
         Err(Failure::Run(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::FAILURE
@@ -79,7 +84,7 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
                 ErrorKind::ValueValidation | ErrorKind::InvalidValue
             );
             if bad_value && e.get(ContextKind::Usage).is_none() {
-                if let Some(usage) = subcommand_named(&args).and_then(|n| usage_of(&n)) {
+                if let Some(usage) = usage_of(&subcommands_named(&args)) {
                     e.insert(ContextKind::Usage, ContextValue::StyledStr(usage));
                 }
             }
@@ -88,31 +93,53 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches(&matches)
 }
 
-/// The subcommand the arguments name (the first argument that is one).
-fn subcommand_named(args: &[OsString]) -> Option<String> {
-    let cmd = Cli::command();
-    args.iter()
-        .skip(1)
-        .filter_map(|a| a.to_str())
-        .find(|a| cmd.find_subcommand(a).is_some())
-        .map(str::to_string)
-}
-
-/// The usage line of subcommand `name`, e.g. `Usage: txmem bench [OPTIONS] [SUITE]`.
-fn usage_of(name: &str) -> Option<StyledStr> {
+/// The subcommands the arguments name, outermost first (`["db", "ycsb"]`):
+/// the first argument that is a subcommand, then the first after it that
+/// is one of its subcommands, and so on.
+fn subcommands_named(args: &[OsString]) -> Vec<String> {
     let mut cmd = Cli::command();
-    cmd.build();
-    cmd.find_subcommand_mut(name).map(|s| s.render_usage())
-}
-
-/// A usage error of subcommand `name`, formatted as clap formats its own.
-fn usage_error(name: &str, msg: &str) -> clap::Error {
-    let mut cmd = Cli::command();
-    cmd.build();
-    match cmd.find_subcommand_mut(name) {
-        Some(sub) => sub.error(ErrorKind::ValueValidation, msg),
-        None => cmd.error(ErrorKind::ValueValidation, msg),
+    let mut path = Vec::new();
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if let Some(sub) = cmd.find_subcommand(a) {
+            path.push(a.to_string());
+            cmd = sub.clone();
+        }
     }
+    path
+}
+
+/// The whole command, built (usage lines render from a built command).
+fn built_command() -> clap::Command {
+    let mut cmd = Cli::command();
+    cmd.build();
+    cmd
+}
+
+/// The usage line of the subcommand at `path`, e.g. `Usage: txmem db ycsb [OPTIONS]`.
+fn usage_of<S: AsRef<str>>(path: &[S]) -> Option<StyledStr> {
+    if path.is_empty() {
+        return None;
+    }
+    let mut cmd = built_command();
+    let mut sub = &mut cmd;
+    for name in path {
+        sub = sub.find_subcommand_mut(name.as_ref())?;
+    }
+    Some(sub.render_usage())
+}
+
+/// A usage error of the subcommand at `path` (as far as it exists),
+/// formatted as clap formats its own.
+fn usage_error<S: AsRef<str>>(path: &[S], msg: &str) -> clap::Error {
+    let mut cmd = built_command();
+    let mut sub = &mut cmd;
+    for name in path {
+        if sub.find_subcommand(name.as_ref()).is_none() {
+            break;
+        }
+        sub = sub.find_subcommand_mut(name.as_ref()).expect("just found");
+    }
+    sub.error(ErrorKind::ValueValidation, msg)
 }
 
 #[cfg(test)]
@@ -136,6 +163,19 @@ mod tests {
             err.contains("PATH=VALUE") && err.contains("Usage: txmem sim"),
             "{err}"
         );
+        let err = parse_err(&["db", "ycsb", "--workload", "g"]);
+        assert!(
+            err.contains("`g`") && err.contains("Usage: txmem db ycsb"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_usage_error_names_the_nested_subcommand() {
+        let err = usage_error(&["db", "tpcc"], "bad").render().to_string();
+        assert!(err.contains("Usage: txmem db tpcc"), "{err}");
+        let err = usage_error(&["bench"], "bad").render().to_string();
+        assert!(err.contains("Usage: txmem bench"), "{err}");
     }
 
     #[test]

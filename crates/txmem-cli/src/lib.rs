@@ -1,4 +1,5 @@
-//! The `txmem` command of the txmem toolkit (`txmem bench`, `txmem sim`),
+//! The `txmem` command of the txmem toolkit (`txmem bench`, `txmem db`,
+//! `txmem sim`),
 //! and the benchmark harness it measures with.
 //!
 //! The harness is public so that the criterion benches of this crate
@@ -9,6 +10,7 @@
 
 mod bench;
 mod cli;
+mod db;
 mod failure;
 pub mod harness;
 mod output;

@@ -135,7 +135,7 @@ pub fn fmt_duration(d: Duration) -> String {
 }
 
 /// Parses a repeat count in 1..=1000.
-fn parse_repeats(s: &str) -> Result<usize, String> {
+pub fn parse_repeats(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if (1..=1000).contains(&n) => Ok(n),
         _ => Err(format!("`{s}` is not a repeat count in 1..=1000")),
@@ -143,7 +143,7 @@ fn parse_repeats(s: &str) -> Result<usize, String> {
 }
 
 /// Parses a contention policy by its name in txmem.
-fn parse_policy(name: &str) -> Result<ContentionPolicy, String> {
+pub fn parse_policy(name: &str) -> Result<ContentionPolicy, String> {
     let all = ContentionPolicy::all();
     all.iter()
         .find(|p| p.name() == name)

@@ -65,7 +65,7 @@ fn break_check(settings: &Settings) -> serde_json::Value {
 }
 
 /// The short hash of the checkout's HEAD, where there is one.
-fn git_commit() -> Option<String> {
+pub fn git_commit() -> Option<String> {
     std::process::Command::new("git")
         .args(["rev-parse", "--short", "HEAD"])
         .output()

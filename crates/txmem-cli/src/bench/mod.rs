@@ -14,12 +14,12 @@
 
 pub mod args;
 mod list;
-mod machine;
-mod metadata;
+pub(crate) mod machine;
+pub(crate) mod metadata;
 mod placement;
-mod report;
-mod runner;
-mod settings;
+pub(crate) mod report;
+pub(crate) mod runner;
+pub(crate) mod settings;
 mod stats;
 
 use std::sync::atomic::Ordering;
@@ -111,13 +111,19 @@ fn select(settings: &Settings, cfg: &SuiteConfig) -> Result<Plan, Failure> {
 /// Runs the plan. The first Ctrl-C lets the current repeat finish and the
 /// run report what ran; a second exits at once.
 fn measure(plan: &Plan, settings: &Settings) -> Vec<Measured> {
+    measure_plan(plan, &settings.measure)
+}
+
+/// Runs `plan` as `measurement` says, with the Ctrl-C handling of
+/// [`measure`] (shared with `txmem db`).
+pub(crate) fn measure_plan(plan: &Plan, measurement: &settings::Measurement) -> Vec<Measured> {
     let _ = ctrlc::set_handler(|| {
         if runner::INTERRUPTED.swap(true, Ordering::SeqCst) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
         eprintln!("\ninterrupted: stopping after the current run (Ctrl-C again to quit now)");
     });
-    runner::run(plan, &settings.measure)
+    runner::run(plan, measurement)
 }
 
 /// The report of the measured rows.
@@ -130,6 +136,8 @@ fn assemble(
     libitm: &Result<Arc<Libitm>, String>,
 ) -> Report {
     Report {
+        title: format!("txmem bench {}", settings.suite.name()),
+        unit: "ops",
         suite: settings.suite.name().to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
         machine,
@@ -143,7 +151,7 @@ fn assemble(
 
 /// Prints the table, then writes each requested file (all of them, even
 /// after one fails; the last failure is returned).
-fn export(report: &Report, outputs: &Outputs) -> Result<(), Failure> {
+pub(crate) fn export(report: &Report, outputs: &Outputs) -> Result<(), Failure> {
     print!("{}", report::table::render(report));
     type Writer = fn(&std::path::Path, &Report) -> Result<(), String>;
     let files: [(&Option<_>, Writer); 4] = [
@@ -164,7 +172,7 @@ fn export(report: &Report, outputs: &Outputs) -> Result<(), Failure> {
 }
 
 /// The exit status a finished report calls for.
-fn exit_status(report: &Report) -> u8 {
+pub(crate) fn exit_status(report: &Report) -> u8 {
     if report.interrupted {
         EXIT_INTERRUPTED
     } else if report.any_failed() {

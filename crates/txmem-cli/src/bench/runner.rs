@@ -14,7 +14,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::bench::placement;
 use crate::bench::settings::Measurement;
 use crate::bench::stats::median;
-use crate::harness::drive::{run_threads, Budget};
+use crate::harness::drive::{run_threads_detailed, Budget};
+use crate::harness::kinds::KindTallies;
 use crate::harness::peers::locks::ElisionCounts;
 use crate::harness::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
 use crate::harness::system::System;
@@ -63,6 +64,13 @@ pub struct Measured {
     /// this row's workload and thread count, `None` where the probe gave no
     /// figure (empty at one thread).
     pub round_trips_ns: Vec<Option<f64>>,
+    /// The names of the kinds the workload's operations come in (empty
+    /// for workloads without kinds).
+    pub kind_names: &'static [&'static str],
+    /// Per-kind tallies over the timed repeats (empty without kinds).
+    pub kinds: KindTallies,
+    /// Seconds of the timed repeats, together.
+    pub timed_secs: f64,
     /// How the row ended.
     pub status: Status,
 }
@@ -124,7 +132,10 @@ pub fn run(plan: &Plan, s: &Measurement) -> Vec<Measured> {
                 if interrupted() {
                     break;
                 }
-                bar.set_message(format!("{} warm-up t={threads}", row.m.workload));
+                bar.set_message(format!(
+                    "{} {} build and warm-up t={threads}",
+                    row.m.workload, row.m.system
+                ));
                 row.warm_up(s);
             }
             let mut round_trips = Vec::new();
@@ -195,6 +206,9 @@ impl<'a> Row<'a> {
                 aborts: Some(0),
                 elision: None,
                 round_trips_ns: Vec::new(),
+                kind_names: &[],
+                kinds: KindTallies::default(),
+                timed_secs: 0.0,
                 status: Status::Ok,
             },
         }
@@ -203,17 +217,26 @@ impl<'a> Row<'a> {
     /// Builds the instance and runs the untimed warm-up (external systems
     /// warm up in their own process at every repeat).
     fn warm_up(&mut self, s: &Measurement) {
-        let Subject::InProcess(make) = &self.case.subject else {
-            return;
+        let inst = match &self.case.subject {
+            Subject::InProcess(make) => make(),
+            Subject::Sized(make) => match make(self.threads) {
+                Ok(inst) => inst,
+                Err(e) => {
+                    self.m.status = Status::Failed(format!("cannot build the workload: {e}"));
+                    return;
+                }
+            },
+            Subject::External(_) => return,
         };
-        let inst = make();
+        self.m.kind_names = inst.kinds();
         if !s.warmup.is_zero() {
             let budget = Budget::Time {
                 duration: s.warmup,
                 cancel: &INTERRUPTED,
             };
-            match run_threads(inst.as_ref(), self.threads, budget, s.seed ^ 0x5741_524d) {
-                Ok((t, _)) => self.total.merge(&t),
+            inst.prepare();
+            match run_threads_detailed(inst.as_ref(), self.threads, budget, s.seed ^ 0x5741_524d) {
+                Ok(run) => self.total.merge(&run.tally),
                 Err(e) => self.m.status = Status::Failed(e),
             }
         }
@@ -224,7 +247,7 @@ impl<'a> Row<'a> {
     fn repeat(&mut self, r: usize, s: &Measurement) {
         let seed = s.seed.wrapping_add(r as u64);
         match &self.case.subject {
-            Subject::InProcess(_) => {
+            Subject::InProcess(_) | Subject::Sized(_) => {
                 let Some(inst) = self.inst.as_deref() else {
                     return;
                 };
@@ -236,13 +259,15 @@ impl<'a> Row<'a> {
                     duration: s.duration,
                     cancel: &INTERRUPTED,
                 };
-                let (t, elapsed) = match run_threads(inst, self.threads, budget, seed) {
-                    Ok(x) => x,
+                inst.prepare();
+                let run = match run_threads_detailed(inst, self.threads, budget, seed) {
+                    Ok(run) => run,
                     Err(e) => {
                         self.m.status = Status::Failed(e);
                         return;
                     }
                 };
+                let (t, elapsed) = (run.tally, run.elapsed);
                 let stats = txmem::stats::snapshot() - before;
                 let elision = elision_before.as_ref().map(ElisionCounts::since);
                 self.total.merge(&t);
@@ -263,6 +288,8 @@ impl<'a> Row<'a> {
                 }
                 self.m.samples.push(t.ops as f64 / elapsed.as_secs_f64());
                 self.m.ops += t.ops;
+                self.m.kinds.merge(&run.kinds);
+                self.m.timed_secs += elapsed.as_secs_f64();
                 let aborts = match counting {
                     AbortCounting::TxmemStats => stats.total_aborts(),
                     AbortCounting::Attempts => t.attempts.saturating_sub(t.ops),
@@ -312,6 +339,7 @@ impl<'a> Row<'a> {
         }
         if self.m.status != Status::Ok {
             self.m.samples.clear();
+            self.m.kinds = KindTallies::default();
         }
         self.m
     }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
+use crate::harness::kinds::KindTallies;
 use crate::harness::spec::{Instance, Tally};
 
 /// Thread counts to measure, each a separate row: positive, distinct, at
@@ -90,6 +91,17 @@ pub enum Budget<'a> {
     Ops(u64),
 }
 
+/// What one run of an instance did, summed over its threads.
+#[derive(Debug)]
+pub struct Run {
+    /// The threads' tallies.
+    pub tally: Tally,
+    /// The threads' per-kind tallies (empty for instances without kinds).
+    pub kinds: KindTallies,
+    /// From the start signal until the last thread finished.
+    pub elapsed: Duration,
+}
+
 /// Runs `inst` on `threads` threads within `budget` and returns the summed
 /// tallies and the time from the start signal until the last thread
 /// finished. Thread `i`'s generator is seeded from `seed` and `i`. A panic
@@ -100,26 +112,40 @@ pub fn run_threads(
     budget: Budget<'_>,
     seed: u64,
 ) -> Result<(Tally, Duration), String> {
+    run_threads_detailed(inst, threads, budget, seed).map(|r| (r.tally, r.elapsed))
+}
+
+/// [`run_threads`], with the per-kind tallies: thread `i` runs
+/// [`Instance::op_as`] as worker `i`.
+pub fn run_threads_detailed(
+    inst: &dyn Instance,
+    threads: usize,
+    budget: Budget<'_>,
+    seed: u64,
+) -> Result<Run, String> {
     let stop = AtomicBool::new(false);
     let claimed = AtomicU64::new(0);
     let start = Barrier::new(threads + 1);
+    let kinds = inst.kinds().len();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let (stop, claimed, start) = (&stop, &claimed, &start);
                 scope.spawn(move || {
-                    let mut rng = SmallRng::seed_from_u64(
-                        seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-                    );
-                    let mut t = Tally::default();
+                    let mut w = Worker {
+                        index: i,
+                        rng: SmallRng::seed_from_u64(
+                            seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        ),
+                        tally: Tally::default(),
+                        kinds: KindTallies::new(kinds),
+                    };
                     start.wait();
                     match budget {
-                        Budget::Time { .. } => until_stopped(inst, &mut rng, &mut t, stop),
-                        Budget::Ops(ops) => {
-                            shared_count(inst, &mut rng, &mut t, claimed, ops, threads)
-                        }
+                        Budget::Time { .. } => until_stopped(inst, &mut w, stop),
+                        Budget::Ops(ops) => shared_count(inst, &mut w, claimed, ops, threads),
                     }
-                    (t, Instant::now())
+                    (w.tally, w.kinds, Instant::now())
                 })
             })
             .collect();
@@ -137,12 +163,14 @@ pub fn run_threads(
             stop.store(true, Ordering::Relaxed);
         }
         let mut total = Tally::default();
+        let mut all_kinds = KindTallies::default();
         let mut last = t0;
         let mut panicked = None;
         for h in handles {
             match h.join() {
-                Ok((t, end)) => {
+                Ok((t, k, end)) => {
                     total.merge(&t);
+                    all_kinds.merge(&k);
                     last = last.max(end);
                 }
                 Err(p) => {
@@ -157,16 +185,35 @@ pub fn run_threads(
         }
         match panicked {
             Some(e) => Err(e),
-            None => Ok((total, last - t0)),
+            None => Ok(Run {
+                tally: total,
+                kinds: all_kinds,
+                elapsed: last - t0,
+            }),
         }
     })
 }
 
+/// One thread's state while it runs.
+struct Worker {
+    index: usize,
+    rng: SmallRng,
+    tally: Tally,
+    kinds: KindTallies,
+}
+
+impl Worker {
+    #[inline]
+    fn op(&mut self, inst: &dyn Instance) {
+        inst.op_as(self.index, &mut self.rng, &mut self.tally, &mut self.kinds);
+    }
+}
+
 /// The timed loop: at least one operation per thread, so a loaded machine
 /// cannot produce an empty (zero) sample.
-fn until_stopped(inst: &dyn Instance, rng: &mut SmallRng, t: &mut Tally, stop: &AtomicBool) {
+fn until_stopped(inst: &dyn Instance, w: &mut Worker, stop: &AtomicBool) {
     loop {
-        inst.op(rng, t);
+        w.op(inst);
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -177,8 +224,7 @@ fn until_stopped(inst: &dyn Instance, rng: &mut SmallRng, t: &mut Tally, stop: &
 /// left.
 fn shared_count(
     inst: &dyn Instance,
-    rng: &mut SmallRng,
-    t: &mut Tally,
+    w: &mut Worker,
     claimed: &AtomicU64,
     ops: u64,
     threads: usize,
@@ -192,7 +238,7 @@ fn shared_count(
             break;
         }
         for _ in first..(first + chunk).min(ops) {
-            inst.op(rng, t);
+            w.op(inst);
         }
     }
 }
@@ -215,6 +261,45 @@ mod tests {
         fn sabotage(&self) {}
         fn abort_counting(&self) -> AbortCounting {
             AbortCounting::Never
+        }
+    }
+
+    /// Counts each operation under its worker's index, as its kind.
+    struct PerWorker;
+
+    impl Instance for PerWorker {
+        fn op(&self, _: &mut SmallRng, _: &mut Tally) {
+            unreachable!("the driver calls op_as")
+        }
+        fn op_as(&self, worker: usize, _: &mut SmallRng, t: &mut Tally, kinds: &mut KindTallies) {
+            t.ops += 1;
+            kinds.record(worker, 2, worker == 1, None);
+        }
+        fn kinds(&self) -> &'static [&'static str] {
+            &["worker 0", "worker 1", "worker 2"]
+        }
+        fn verify(&self, _: &Tally) -> Result<(), String> {
+            Ok(())
+        }
+        #[cfg(feature = "test-hooks")]
+        fn sabotage(&self) {}
+        fn abort_counting(&self) -> AbortCounting {
+            AbortCounting::Attempts
+        }
+    }
+
+    #[test]
+    fn each_thread_runs_as_its_own_worker_and_its_kinds_add_up() {
+        let run = run_threads_detailed(&PerWorker, 3, Budget::Ops(3000), 7).unwrap();
+        let kinds = run.kinds.kinds();
+        assert_eq!(kinds.len(), 3);
+        let commits: u64 = kinds.iter().map(|k| k.commits).sum();
+        assert_eq!(commits, run.tally.ops);
+        assert_eq!(commits, 3000);
+        for (worker, k) in kinds.iter().enumerate() {
+            assert_eq!(k.aborts, k.commits, "one abort per operation");
+            let rolled_back = if worker == 1 { k.commits } else { 0 };
+            assert_eq!(k.rolled_back, rolled_back);
         }
     }
 

@@ -14,6 +14,7 @@
 //! suite's rows, grouped by workload, and the driver.
 
 pub(crate) mod drive;
+pub(crate) mod kinds;
 pub(crate) mod mem;
 pub(crate) mod peers;
 pub(crate) mod rtm;
@@ -110,7 +111,7 @@ pub fn intset_workloads(seed: u64) -> Vec<IntsetWorkload> {
                         system: c.system,
                         make,
                     }),
-                    Subject::External(_) => None,
+                    Subject::External(_) | Subject::Sized(_) => None,
                 })
                 .collect();
             IntsetWorkload {

@@ -1,8 +1,9 @@
 //! What a benchmark row is: a workload, a system that runs it, and how to
 //! build a fresh instance of the pair.
 //!
-//! In-process systems implement [`Instance`]: the runner calls [`Instance::op`]
-//! from every thread for the timed interval, then [`Instance::verify`]. The
+//! In-process systems implement [`Instance`]: the runner calls
+//! [`Instance::op_as`] (by default [`Instance::op`]) from every thread for
+//! the timed interval, then [`Instance::verify`]. The
 //! libitm peer runs in a child process instead ([`Subject::External`]); it
 //! does the same loop and check in C and reports the counts.
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use rand::rngs::SmallRng;
 
+use crate::harness::kinds::KindTallies;
 use crate::harness::system::System;
 
 /// Counts one thread accumulates while it runs a workload.
@@ -58,6 +60,26 @@ pub trait Instance: Sync {
     /// Runs one operation (one transaction) on the calling thread.
     fn op(&self, rng: &mut SmallRng, tally: &mut Tally);
 
+    /// Runs one operation as thread `worker` of the run (`0..threads`),
+    /// recording its kind in `kinds` (sized by [`kinds`](Self::kinds)).
+    /// The driver calls this; by default it runs [`op`](Self::op).
+    #[inline]
+    fn op_as(&self, worker: usize, rng: &mut SmallRng, tally: &mut Tally, kinds: &mut KindTallies) {
+        let _ = (worker, kinds);
+        self.op(rng, tally)
+    }
+
+    /// The names of the kinds its operations come in, for per-kind
+    /// reporting (none by default).
+    fn kinds(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Called before every run of the instance (warm-up and repeats), on
+    /// the runner's thread: sets what the instance needs set process-wide
+    /// (txmem's default options). Nothing by default.
+    fn prepare(&self) {}
+
     /// Checks the state after the timed run against the sum of all threads'
     /// tallies since the instance was built (final totals, set contents).
     fn verify(&self, total: &Tally) -> Result<(), String>;
@@ -102,10 +124,18 @@ pub struct ExternalParams {
 /// Runs one repeat in a child process.
 pub type ExternalRunner = Box<dyn Fn(&ExternalParams) -> Result<ExternalRun, String> + Send + Sync>;
 
+/// Builds an instance for a thread count, or says why it cannot. (Called
+/// on the runner's thread only, so it need not be `Send` or `Sync`.)
+pub type SizedBuilder = Box<dyn Fn(usize) -> Result<Box<dyn Instance>, String>>;
+
 /// How to run a row.
 pub enum Subject {
     /// Built fresh for each thread count; runs in this process.
     InProcess(Box<dyn Fn() -> Box<dyn Instance> + Send + Sync>),
+    /// Built fresh for each thread count by a builder that takes the count
+    /// (a database sized by its threads, such as TPC-C's one warehouse per
+    /// thread) and may fail, which fails the row; runs in this process.
+    Sized(SizedBuilder),
     /// Runs in a child process that warms up, times, checks and reports.
     External(ExternalRunner),
 }
@@ -160,6 +190,24 @@ impl Plan {
             system,
             note: note.to_string(),
             subject: Subject::InProcess(Box::new(make)),
+        });
+    }
+
+    /// Adds an in-process row built for each thread count by `make`.
+    pub fn case_sized(
+        &mut self,
+        suite: &'static str,
+        workload: &str,
+        system: System,
+        note: &str,
+        make: impl Fn(usize) -> Result<Box<dyn Instance>, String> + 'static,
+    ) {
+        self.cases.push(Case {
+            suite,
+            workload: workload.to_string(),
+            system,
+            note: note.to_string(),
+            subject: Subject::Sized(Box::new(make)),
         });
     }
 

@@ -43,12 +43,13 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "`txmem bench {}`, {} — {}. Ops/s median (min–max) over {} repeats; \
+        "`{}`, {} — {}. {}/s median (min–max) over {} repeats; \
          ratios to the `{REFERENCE}` row at the same thread count are medians of the \
          per-round ratios of the repeats.\n",
-        report.suite,
+        report.title,
         report.date,
         report.machine.line(),
+        capitalized(report.unit),
         report.settings["repeats"],
     );
     if let Some(line) = report.placement_line() {

@@ -8,6 +8,7 @@ pub mod markdown;
 pub mod svg;
 pub mod table;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use txmem_elide::stats::AbortCounts;
@@ -16,12 +17,21 @@ use crate::bench::machine::Machine;
 use crate::bench::placement;
 use crate::bench::runner::{Measured, Status};
 use crate::bench::stats::median;
+use crate::harness::kinds::KindTally;
 use crate::harness::peers::locks::ElisionCounts;
 use crate::harness::spec::Skip;
 
 /// Everything needed to rerun and compare a measurement.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The command that measured it, for the table's and the Markdown's
+    /// first line (`txmem bench micro`, `txmem db ycsb`).
+    #[serde(skip)]
+    pub title: String,
+    /// What a row's operation is, for column headers: `ops` (`txmem
+    /// bench`) or `txn` (`txmem db`).
+    #[serde(skip)]
+    pub unit: &'static str,
     /// The suite's name.
     pub suite: String,
     /// The txmem-cli package's version.
@@ -88,6 +98,107 @@ pub struct ResultRow {
     /// Elided-lock rows only (absent elsewhere): how their sections ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub elision: Option<ElisionRow>,
+    /// Rows of workloads whose transactions come in kinds (`txmem db`),
+    /// absent elsewhere: the latency of all the row's timed transactions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<Latency>,
+    /// Rows of workloads whose transactions come in kinds, absent
+    /// elsewhere: one entry per kind (empty for a failed row).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<KindRow>,
+}
+
+/// Latency percentiles of a sample of transactions, in nanoseconds (from
+/// a histogram with 3 significant digits).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Latency {
+    /// Transactions timed (one in
+    /// [`LATENCY_STRIDE`](crate::harness::kinds::LATENCY_STRIDE) per thread).
+    pub samples: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Longest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// The percentiles of `h`; `None` if it is empty.
+    pub fn of(h: &Histogram<u64>) -> Option<Latency> {
+        (!h.is_empty()).then(|| Latency {
+            samples: h.len(),
+            mean: h.mean(),
+            p50: h.value_at_quantile(0.5),
+            p90: h.value_at_quantile(0.9),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        })
+    }
+}
+
+/// What the transactions of one kind did over a row's timed repeats.
+#[derive(Clone, Debug, Serialize)]
+pub struct KindRow {
+    /// The kind's name (e.g. `NewOrder`, `read`).
+    pub kind: String,
+    /// Committed transactions of this kind (roll-backs included).
+    pub commits: u64,
+    /// This kind's share of the row's commits.
+    pub share: Option<f64>,
+    /// Commits of this kind per second of the timed repeats together.
+    pub commits_per_sec: Option<f64>,
+    /// Aborted attempts of transactions of this kind.
+    pub aborts: u64,
+    /// `aborts / commits`.
+    pub aborts_per_commit: Option<f64>,
+    /// Transactions that rolled themselves back (TPC-C's invalid items).
+    pub rolled_back: u64,
+    /// Latency of this kind's timed transactions.
+    pub latency_ns: Option<Latency>,
+}
+
+impl KindRow {
+    fn new(name: &str, k: &KindTally, total_commits: u64, secs: f64) -> KindRow {
+        let c = k.commits;
+        KindRow {
+            kind: name.to_string(),
+            commits: c,
+            share: (total_commits > 0).then(|| c as f64 / total_commits as f64),
+            commits_per_sec: (secs > 0.0).then(|| c as f64 / secs),
+            aborts: k.aborts,
+            aborts_per_commit: (c > 0).then(|| k.aborts as f64 / c as f64),
+            rolled_back: k.rolled_back,
+            latency_ns: Latency::of(&k.latency),
+        }
+    }
+}
+
+/// The per-kind rows and the overall latency of a measured row.
+fn kind_rows(m: &Measured) -> (Vec<KindRow>, Option<Latency>) {
+    let tallies = m.kinds.kinds();
+    if tallies.is_empty() {
+        return (Vec::new(), None);
+    }
+    let total: u64 = tallies.iter().map(|k| k.commits).sum();
+    let rows = m
+        .kind_names
+        .iter()
+        .zip(tallies)
+        .map(|(name, k)| KindRow::new(name, k, total, m.timed_secs))
+        .collect();
+    let mut all = tallies[0].latency.clone();
+    for k in &tallies[1..] {
+        all.add(&k.latency).expect("histograms of one bound add up");
+    }
+    (rows, Latency::of(&all))
 }
 
 /// How an elided lock's sections ran over a row's timed repeats.
@@ -131,6 +242,7 @@ pub const REFERENCE: &str = "txmem";
 
 impl ResultRow {
     fn from_measured(m: &Measured) -> ResultRow {
+        let (kinds, latency_ns) = kind_rows(m);
         let (status, error) = match &m.status {
             Status::Ok => ("ok", None),
             Status::Failed(e) => ("failed", Some(e.clone())),
@@ -159,6 +271,8 @@ impl ResultRow {
             note: m.note.clone(),
             round_trip_ns: m.round_trips_ns.clone(),
             elision: m.elision.as_ref().map(|e| ElisionRow::new(e, m.ops)),
+            latency_ns,
+            kinds,
         }
     }
 }
@@ -245,6 +359,8 @@ mod tests {
             note: String::new(),
             round_trip_ns: Vec::new(),
             elision: None,
+            latency_ns: None,
+            kinds: Vec::new(),
         }
     }
 

@@ -17,7 +17,7 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
                 panels.push(Panel {
                     title: r.workload.clone(),
                     x_label: "threads".into(),
-                    y_label: "ops/s (median, log scale)".into(),
+                    y_label: format!("{}/s (median, log scale)", report.unit),
                     series: Vec::new(),
                 });
                 panels.last_mut().expect("just pushed")

@@ -9,30 +9,57 @@ fn ops(x: Option<f64>) -> String {
     x.map(human).unwrap_or_else(|| "-".into())
 }
 
+/// A latency in nanoseconds, short: `850ns`, `3.1µs`, `12ms`.
+pub fn latency(ns: u64) -> String {
+    let x = ns as f64;
+    if x < 1e3 {
+        format!("{ns}ns")
+    } else if x < 1e6 {
+        format!("{:.1}µs", x / 1e3)
+    } else if x < 1e9 {
+        format!("{:.1}ms", x / 1e6)
+    } else {
+        format!("{:.2}s", x / 1e9)
+    }
+}
+
+fn aborts_per_commit(apc: Option<f64>) -> String {
+    apc.map(|a| format!("{a:.3}"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
 /// The table printed after a run.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "txmem bench {} — {} — {}",
-        report.suite,
+        "{} — {} — {}",
+        report.title,
         report.date,
         report.machine.line()
     );
     if let Some(line) = report.placement_line() {
         let _ = writeln!(out, "{line}");
     }
-    let header = [
+    let rate = format!("{}/s", report.unit);
+    let mut header = vec![
         "workload",
         "system",
         "threads",
-        "ops/s",
+        rate.as_str(),
         "min–max",
         "aborts/commit",
         "vs txmem",
     ];
-    let mut rows: Vec<[String; 7]> = Vec::new();
-    for r in &report.results {
+    // Workloads with transaction kinds add latency columns and a line per kind.
+    let latencies = report.results.iter().any(|r| r.latency_ns.is_some());
+    if latencies {
+        header.extend(["p50", "p99"]);
+    }
+    let columns = header.len();
+    // Each line: its cells and the result row it belongs to.
+    let mut rows: Vec<(Vec<String>, usize)> = Vec::new();
+    for (i, r) in report.results.iter().enumerate() {
         let (throughput, range) = match r.status {
             "ok" => (
                 ops(r.ops_per_sec),
@@ -41,35 +68,60 @@ pub fn render(report: &Report) -> String {
             "failed" => ("FAILED".to_string(), r.error.clone().unwrap_or_default()),
             other => (other.to_string(), String::new()),
         };
-        let apc = r
-            .aborts_per_commit
-            .map(|a| format!("{a:.3}"))
-            .unwrap_or_else(|| "n/a".into());
         let ratio = match r.ratio_to_txmem {
             Some(_) if r.system == REFERENCE => "1.00".to_string(),
             Some(x) => format!("{x:.2}x"),
             None => "-".into(),
         };
-        rows.push([
+        let mut cells = vec![
             r.workload.clone(),
             r.system.clone(),
             r.threads.to_string(),
             throughput,
             range,
-            apc,
+            aborts_per_commit(r.aborts_per_commit),
             ratio,
-        ]);
+        ];
+        if latencies {
+            let l = r.latency_ns.as_ref();
+            cells.push(l.map_or_else(|| "-".into(), |l| latency(l.p50)));
+            cells.push(l.map_or_else(|| "-".into(), |l| latency(l.p99)));
+        }
+        rows.push((cells, i));
+        for k in &r.kinds {
+            let mut cells = vec![
+                String::new(),
+                format!(
+                    "  {} {}",
+                    k.kind,
+                    k.share
+                        .map(|s| format!("{:.1}%", s * 100.0))
+                        .unwrap_or_default()
+                ),
+                String::new(),
+                ops(k.commits_per_sec),
+                String::new(),
+                aborts_per_commit(k.aborts_per_commit),
+                String::new(),
+            ];
+            let l = k.latency_ns.as_ref();
+            cells.push(l.map_or_else(|| "-".into(), |l| latency(l.p50)));
+            cells.push(l.map_or_else(|| "-".into(), |l| latency(l.p99)));
+            rows.push((cells, i));
+        }
     }
-    let mut width = header.map(|h| h.chars().count());
-    for row in &rows {
-        for (w, cell) in width.iter_mut().zip(row) {
-            // The error text of a failed row may be long: let it overflow.
-            *w = (*w).max(cell.chars().count().min(40));
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for (row, _) in &rows {
+        for (i, (w, cell)) in width.iter_mut().zip(row).enumerate() {
+            // The error text of a failed row (in the range column) may be
+            // long: let it overflow.
+            let n = cell.chars().count();
+            *w = (*w).max(if i == 4 { n.min(40) } else { n });
         }
     }
     let fmt_row = |cells: &[String]| {
         let mut line = String::new();
-        for (i, (c, w)) in cells.iter().zip(width).enumerate() {
+        for (i, (c, w)) in cells.iter().zip(&width).enumerate().take(columns) {
             let pad = w.saturating_sub(c.chars().count());
             if i >= 2 && i != 4 {
                 line.push_str(&" ".repeat(pad));
@@ -82,9 +134,11 @@ pub fn render(report: &Report) -> String {
         }
         line.trim_end().to_string()
     };
-    let _ = writeln!(out, "{}", fmt_row(&header.map(String::from)));
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let _ = writeln!(out, "{}", fmt_row(&header));
     let mut last = None;
-    for (row, r) in rows.iter().zip(&report.results) {
+    for (row, i) in &rows {
+        let r = &report.results[*i];
         if last.is_some_and(|l: &str| l != r.workload) {
             out.push('\n');
         }

@@ -1,0 +1,275 @@
+//! End-to-end tests of `txmem db`: the binary runs YCSB workloads on tiny
+//! tables with tiny durations (these tests check the plumbing and the
+//! checks, never speed), writes JSON with a row per kind, CSV, Markdown
+//! and SVG, rejects bad arguments with a message naming the value and the
+//! usage line, fails `tpcc` until TPC-C exists, and reports a database
+//! broken before its check (the hidden `--break-check` flag, compiled only
+//! with the `test-hooks` feature these tests turn on) as a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn txmem() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_txmem"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("txmem-cli-db-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// `txmem db ycsb` on a small table with tiny durations, plus `args`
+/// (one repeat unless `args` say otherwise).
+fn ycsb(args: &[&str]) -> Command {
+    let mut cmd = txmem();
+    cmd.args(["db", "ycsb", "--records", "2000", "--duration", "30ms"])
+        .args(["--warmup", "5ms", "--no-progress"])
+        .args(args);
+    if !args.contains(&"--repeat") {
+        cmd.args(["--repeat", "1"]);
+    }
+    cmd
+}
+
+#[test]
+fn ycsb_reports_every_row_with_its_kinds() {
+    let (json, csv, svg, md) = (tmp("a.json"), tmp("a.csv"), tmp("a.svg"), tmp("a.md"));
+    let out = ycsb(&[
+        "--workload",
+        "a,e",
+        "--ops-per-txn",
+        "4",
+        "--threads",
+        "1,2",
+    ])
+    .arg("--json")
+    .arg(&json)
+    .arg("--csv")
+    .arg(&csv)
+    .arg("--plot")
+    .arg(&svg)
+    .arg("--markdown")
+    .arg(&md)
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "txmem db ycsb",
+        "txn/s",
+        "p50",
+        "p99",
+        "  update ",
+        "  scan ",
+    ] {
+        assert!(stdout.contains(want), "table lacks {want:?}:\n{stdout}");
+    }
+
+    let v = read_json(&json);
+    assert_eq!(v["suite"], "ycsb");
+    let s = &v["settings"];
+    assert_eq!(s["benchmark"], "ycsb");
+    assert_eq!(s["threads"], serde_json::json!([1, 2]));
+    assert_eq!(s["txmem"]["opacity"], serde_json::json!(["tl2"]));
+    let workloads = s["workloads"].as_array().unwrap();
+    assert_eq!(workloads.len(), 2);
+    assert_eq!(workloads[0]["records"], 2000);
+    assert_eq!(workloads[1]["index"], "ordered");
+
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4, "2 workloads × 2 thread counts");
+    for r in results {
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["system"], "txmem", "{r}");
+        assert!(r["ops_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        let workload = r["workload"].as_str().unwrap();
+        let want_kinds = if workload.starts_with("ycsb-a/") {
+            ["read", "update"]
+        } else {
+            assert!(workload.starts_with("ycsb-e/"), "{workload}");
+            ["scan", "insert"]
+        };
+        let kinds = r["kinds"].as_array().expect("per-kind rows");
+        let names: Vec<&str> = kinds.iter().map(|k| k["kind"].as_str().unwrap()).collect();
+        assert_eq!(names, want_kinds, "{r}");
+        let commits: u64 = kinds.iter().map(|k| k["commits"].as_u64().unwrap()).sum();
+        assert_eq!(commits, r["commits"].as_u64().unwrap(), "{r}");
+        let aborts: u64 = kinds.iter().map(|k| k["aborts"].as_u64().unwrap()).sum();
+        assert_eq!(Some(aborts), r["aborts"].as_u64(), "{r}");
+        let l = &r["latency_ns"];
+        assert!(l["samples"].as_u64().unwrap() > 0, "{r}");
+        assert!(
+            l["p50"].as_u64().unwrap() <= l["p99"].as_u64().unwrap(),
+            "{r}"
+        );
+        assert!(
+            l["p99"].as_u64().unwrap() <= l["max"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
+
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 1 + results.len(), "{csv}");
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(md.starts_with("`txmem db ycsb`"), "{md}");
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("ycsb-a/"),
+        "not the plot"
+    );
+}
+
+#[test]
+fn every_workload_and_opacity_mode_runs_and_passes_its_check() {
+    let json = tmp("all.json");
+    let out = ycsb(&["--workload", "b,c,d,f", "--threads", "2"])
+        .args([
+            "--opacity",
+            "tl2,revalidate,none",
+            "--distribution",
+            "uniform",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = read_json(&json);
+    let rows: Vec<(String, String)> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            assert_eq!(r["status"], "ok", "{r}");
+            let w = r["workload"].as_str().unwrap();
+            assert!(w.contains("/uniform/"), "{w}");
+            (
+                w[..6].to_string(),
+                r["system"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 12, "{rows:?}");
+    for w in ["ycsb-b", "ycsb-c", "ycsb-d", "ycsb-f"] {
+        for s in ["txmem", "txmem-revalidate", "txmem-no-opacity"] {
+            assert!(rows.contains(&(w.into(), s.into())), "no {w} {s}: {rows:?}");
+        }
+    }
+}
+
+#[test]
+fn json_and_plot_without_a_file_name_use_default_names() {
+    let dir = tmp("defaults");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = ycsb(&["--workload", "c", "--threads", "1", "--json", "--plot"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = read_json(&dir.join("txmem-db.json"));
+    assert_eq!(v["results"][0]["kinds"][0]["kind"], "read");
+    assert!(dir.join("txmem-db.svg").is_file());
+}
+
+fn expect_usage_error(args: &[&str], message: &str) {
+    let out = txmem().arg("db").args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(err.contains(message), "stderr lacks {message:?}:\n{err}");
+    assert!(err.contains("Usage: txmem db"), "no usage line:\n{err}");
+}
+
+#[test]
+fn bad_arguments_fail_with_a_message_naming_the_value_and_the_usage() {
+    fn y<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        [&["ycsb"], extra].concat()
+    }
+    expect_usage_error(&y(&["--workload", "g"]), "unknown YCSB workload `g`");
+    expect_usage_error(&y(&["--workload", "a,a"]), "workload `a` given twice");
+    expect_usage_error(&y(&["--records", "0"]), "record count 0 out of range");
+    expect_usage_error(&y(&["--records", "many"]), "`many` is not a record count");
+    expect_usage_error(&y(&["--value-size", "0"]), "`0` is not a value size");
+    expect_usage_error(&y(&["--theta", "1.5"]), "`1.5` is not a zipfian θ");
+    expect_usage_error(
+        &y(&["--distribution", "zipf"]),
+        "unknown key distribution `zipf`",
+    );
+    expect_usage_error(&y(&["--ops-per-txn", "0"]), "`0` is not an operation count");
+    expect_usage_error(&y(&["--index", "skiplist"]), "unknown index `skiplist`");
+    expect_usage_error(
+        &y(&["--workload", "e", "--index", "hash"]),
+        "needs the ordered index",
+    );
+    expect_usage_error(
+        &y(&["--opacity", "strict"]),
+        "unknown opacity mode `strict`",
+    );
+    expect_usage_error(&y(&["--opacity", "none,none"]), "`none` given twice");
+    expect_usage_error(&y(&["--threads", "0"]), "thread count 0");
+    expect_usage_error(&y(&["--duration", "soon"]), "not a duration");
+    expect_usage_error(&y(&["--json", "/nonexistent-dir/x.json"]), "does not exist");
+    expect_usage_error(
+        &["tpcc", "--warehouses", "0"],
+        "`0` is not a warehouse count",
+    );
+    expect_usage_error(&["tpcc", "--items", "lots"], "`lots` is not an item count");
+    expect_usage_error(&["mongo"], "mongo");
+}
+
+#[test]
+fn tpcc_fails_with_a_clear_error_until_it_is_built() {
+    let out = txmem()
+        .args(["db", "tpcc", "--threads", "1", "--duration", "10ms"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TPC-C is not built yet"), "{err}");
+}
+
+#[test]
+fn a_broken_database_fails_its_row_and_the_command() {
+    let json = tmp("broken.json");
+    let out = ycsb(&["--workload", "a", "--threads", "1", "--repeat", "2"])
+        .args(["--opacity", "tl2,none", "--break-check", "txmem"])
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAILED"), "{stdout}");
+    let v = read_json(&json);
+    assert_eq!(v["settings"]["break_check"], serde_json::json!(["txmem"]));
+    for r in v["results"].as_array().unwrap() {
+        if r["system"] == "txmem" {
+            assert_eq!(r["status"], "failed", "{r}");
+            assert!(
+                r["ops_per_sec"].is_null(),
+                "a failed row has no figure: {r}"
+            );
+            assert!(r.get("kinds").is_none(), "nor per-kind figures: {r}");
+            let error = r["error"].as_str().unwrap();
+            assert!(error.contains("record 0 holds the record of key 1"), "{r}");
+        } else {
+            assert_eq!(r["status"], "ok", "{r}");
+            assert_eq!(r["repeats"], 2, "{r}");
+        }
+    }
+}
