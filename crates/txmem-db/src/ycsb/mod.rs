@@ -48,8 +48,8 @@
 //! | op | what it does in the transaction |
 //! |---|---|
 //! | read | `get_with` the record, copy its fields out |
-//! | update | `put` a new record without reading the old one (a blind write) |
-//! | read-modify-write | `get_with` the record, then `put` its next version |
+//! | update | `set` a new record without reading the old one (a blind write) |
+//! | read-modify-write | `get_with` the record, then `set` its next version |
 //! | insert | `insert` a record under a fresh key (the result must be `true`) |
 //! | scan | visit 1–`max_scan_len` records (uniform) in key order, copying each |
 //!

@@ -61,23 +61,23 @@ impl Table {
         record: Record,
     ) -> TxResult<()> {
         match self {
-            Table::Hash(m) => m.put(tx, key, record),
-            Table::Ordered(m) => m.put(tx, mix64(key), record),
+            Table::Hash(m) => m.set(tx, key, record),
+            Table::Ordered(m) => m.set(tx, mix64(key), record),
         }
     }
 
     /// Inserts `record` as record `key` if there is none; returns whether
     /// it did.
     #[inline]
-    pub fn insert<'env>(
+    pub fn insert_if_absent<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         key: u64,
         record: Record,
     ) -> TxResult<bool> {
         match self {
-            Table::Hash(m) => m.insert(tx, key, record),
-            Table::Ordered(m) => m.insert(tx, mix64(key), record),
+            Table::Hash(m) => m.insert_if_absent(tx, key, record),
+            Table::Ordered(m) => m.insert_if_absent(tx, mix64(key), record),
         }
     }
 
@@ -135,7 +135,7 @@ impl Table {
                     atomically(|tx| {
                         for key in keys.clone() {
                             let record = Record::new(key, Stamp::Version(0), value_size);
-                            let fresh = self.insert(tx, key, record)?;
+                            let fresh = self.insert_if_absent(tx, key, record)?;
                             assert!(fresh, "record {key} loaded twice");
                         }
                         Ok(())

@@ -181,7 +181,7 @@ impl Ycsb {
                 }
                 Op::Insert => {
                     let record = Record::new(key, Stamp::Version(0), size);
-                    if !self.table.insert(tx, key, record)? {
+                    if !self.table.insert_if_absent(tx, key, record)? {
                         note(format!("record {key} was inserted twice"));
                     }
                 }
