@@ -230,6 +230,51 @@ fn bad_arguments_fail_with_a_message_naming_the_value_and_the_usage() {
     );
     expect_usage_error(&["tpcc", "--items", "lots"], "`lots` is not an item count");
     expect_usage_error(&["mongo"], "mongo");
+    expect_usage_error(
+        &y(&["--read-my-writes", "maybe"]),
+        "`maybe` is not on or off",
+    );
+    expect_usage_error(&y(&["--untracked-reads", "1"]), "`1` is not on or off");
+    expect_usage_error(
+        &y(&["--index-cutoff", "never"]),
+        "`never` is not an item count or off",
+    );
+}
+
+/// The STO knobs reach the rows: the JSON settings record them, the notes
+/// name those off their defaults, and the rows still pass their checks.
+#[test]
+fn the_sto_knobs_are_recorded_and_the_checks_pass() {
+    let json = tmp("knobs.json");
+    let out = ycsb(&[
+        "--workload",
+        "f",
+        "--untracked-reads",
+        "off",
+        "--read-my-writes",
+        "off",
+        "--index-cutoff",
+        "off",
+        "--threads",
+        "2",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = read_json(&json);
+    let knobs = &v["settings"]["txmem"];
+    assert_eq!(knobs["untracked_reads"], Value::Bool(false), "{v}");
+    assert_eq!(knobs["read_my_writes"], Value::Bool(false), "{v}");
+    assert_eq!(knobs["item_index_cutoff"], Value::from("off"), "{v}");
+    let note = v["results"][0]["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("untracked reads off")
+            && note.contains("read-my-writes off")
+            && note.contains("no item index"),
+        "{note}"
+    );
 }
 
 #[test]

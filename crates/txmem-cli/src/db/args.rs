@@ -141,6 +141,23 @@ pub struct CommonArgs {
     #[arg(long, value_name = "MODE,..", value_delimiter = ',', default_value = "tl2", value_parser = Opacity::from_str)]
     pub opacity: Vec<Opacity>,
 
+    /// STO's read-only items: reads of records the transaction has not
+    /// written go to the read log instead of the tracking set (on, the
+    /// default; off to compare).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_switch, action = clap::ArgAction::Set)]
+    pub untracked_reads: bool,
+
+    /// Read-my-writes: reads look for the transaction's own writes (on, the
+    /// default). Off, a transaction that reads a record it wrote sees the
+    /// committed value (STO's knob; both workloads read before they write).
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = parse_switch, action = clap::ArgAction::Set)]
+    pub read_my_writes: bool,
+
+    /// The tracking set's hash index: built once a transaction tracks more
+    /// than N items (default 10), or `off` (a linear scan at any size).
+    #[arg(long, value_name = "N|off", value_parser = parse_cutoff)]
+    pub index_cutoff: Option<usize>,
+
     /// txmem's contention policy: immediate, backoff-exponential (default),
     /// backoff-linear, backoff-random, hourglass, karma, timestamp.
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
@@ -274,4 +291,22 @@ mod tests {
         assert!(parse_value_size("-3").unwrap_err().contains("`-3`"));
         assert!(parse_warehouses("0").unwrap_err().contains("`0`"));
     }
+}
+
+/// `on` or `off`.
+fn parse_switch(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("`{other}` is not on or off")),
+    }
+}
+
+/// An item count, or `off` (never index).
+fn parse_cutoff(s: &str) -> Result<usize, String> {
+    if s == "off" {
+        return Ok(usize::MAX);
+    }
+    s.parse()
+        .map_err(|_| format!("`{s}` is not an item count or off"))
 }

@@ -34,6 +34,13 @@ pub fn settings_json(settings: &DbSettings) -> serde_json::Value {
             "contention_policy": policy.name(),
             "contention_policy_params": format!("{policy:?}"),
             "serialize_after": txmem::DEFAULT_SERIALIZE_AFTER,
+            "untracked_reads": settings.untracked_reads,
+            "read_my_writes": settings.read_my_writes,
+            "item_index_cutoff": if settings.index_cutoff == usize::MAX {
+                serde_json::Value::from("off")
+            } else {
+                serde_json::Value::from(settings.index_cutoff)
+            },
             "stats": "on (default)",
         },
         "latency": {

@@ -42,6 +42,7 @@ use tpcc::make_tpcc;
 pub fn run(args: DbArgs) -> Result<u8, Failure> {
     let machine = Machine::detect();
     let settings = DbSettings::new(args, machine.cores)?;
+    txmem::tuning::set_item_index_cutoff(settings.index_cutoff);
     let plan = plan(&settings)?;
     let date = machine::utc_now();
     let measured = crate::bench::measure_plan(&plan, &settings.measure);
@@ -75,7 +76,9 @@ fn plan(settings: &DbSettings) -> Result<Plan, Failure> {
         for &opacity in &settings.opacity {
             let options = TxOptions::new()
                 .opacity(opacity)
-                .contention(settings.policy);
+                .contention(settings.policy)
+                .untracked_reads(settings.untracked_reads)
+                .read_my_writes(settings.read_my_writes);
             let build = builder(w.clone(), options);
             let prebuilt = match plan.cases.is_empty() {
                 true => Some(build(first_threads)?),
@@ -86,7 +89,7 @@ fn plan(settings: &DbSettings) -> Result<Plan, Failure> {
                 settings.benchmark,
                 &w.name(),
                 System::Txmem.with_opacity(opacity),
-                &w.note(opacity),
+                &w.note(opacity, settings),
                 move |threads| {
                     if threads == first_threads {
                         if let Some(inst) = prebuilt.borrow_mut().take() {

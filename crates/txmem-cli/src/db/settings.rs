@@ -24,6 +24,12 @@ pub struct DbSettings {
     pub opacity: Vec<Opacity>,
     /// txmem's contention policy.
     pub policy: ContentionPolicy,
+    /// Reads of unwritten records go to the read log.
+    pub untracked_reads: bool,
+    /// Reads look for the transaction's own writes.
+    pub read_my_writes: bool,
+    /// The tracking set's hash-index cutoff (`usize::MAX`: never).
+    pub index_cutoff: usize,
     /// Files to write besides the table.
     pub outputs: Outputs,
     /// How every row is measured.
@@ -48,13 +54,26 @@ impl DbWorkload {
         }
     }
 
-    /// What the rows run on, for the report's notes.
-    pub fn note(&self, opacity: Opacity) -> String {
+    /// What the rows run on, for the report's notes (the knobs off their
+    /// defaults included).
+    pub fn note(&self, opacity: Opacity, settings: &DbSettings) -> String {
         let on = match self {
             DbWorkload::Ycsb(c) => format!("YCSB on txmem {}", c.index().map_type()),
             DbWorkload::Tpcc(_) => "TPC-C on txmem maps".to_string(),
         };
-        format!("{on}, opacity {}", opacity.name())
+        let mut knobs = String::new();
+        if !settings.untracked_reads {
+            knobs += ", untracked reads off";
+        }
+        if !settings.read_my_writes {
+            knobs += ", read-my-writes off";
+        }
+        match settings.index_cutoff {
+            usize::MAX => knobs += ", no item index",
+            txmem::tuning::HASH_CUTOFF => {}
+            n => knobs += &format!(", item index past {n}"),
+        }
+        format!("{on}, opacity {}{knobs}", opacity.name())
     }
 }
 
@@ -98,6 +117,9 @@ impl DbSettings {
             repeat,
             warmup,
             opacity,
+            untracked_reads,
+            read_my_writes,
+            index_cutoff,
             contention,
             json,
             csv,
@@ -122,6 +144,9 @@ impl DbSettings {
             workloads,
             opacity,
             policy: contention.unwrap_or(ContentionPolicy::DEFAULT),
+            untracked_reads,
+            read_my_writes,
+            index_cutoff: index_cutoff.unwrap_or(txmem::tuning::HASH_CUTOFF),
             outputs: Outputs {
                 json,
                 csv,
