@@ -1,0 +1,127 @@
+//! A quick TPC-C measurement: loads one warehouse and runs the standard
+//! mix on one thread, then two warehouses with two threads, printing
+//! committed transactions per second, per-kind aborts and rollbacks, and
+//! the consistency check's verdict.
+//!
+//! ```text
+//! cargo run --release -p txmem-db --example tpcc_quick [seconds] [--only KIND]
+//! ```
+//!
+//! `--only NewOrder` (or any kind name) runs that kind alone, for
+//! profiling one transaction.
+
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use txmem_db::tpcc::{Config, Tpcc, TxKind, KIND_NAMES};
+use txmem_db::Workload;
+
+/// Per-kind totals of one thread.
+#[derive(Clone, Copy, Default)]
+struct Tally {
+    runs: [u64; 5],
+    aborts: [u64; 5],
+    rolled_back: u64,
+}
+
+fn run(db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) -> (Tally, f64) {
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs_f64(secs);
+    let tallies: Vec<Tally> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|worker| {
+                s.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(0x5eed + worker as u64);
+                    let mut t = Tally::default();
+                    let home = db.home_warehouse(worker);
+                    loop {
+                        for _ in 0..64 {
+                            let o = match only {
+                                Some(kind) => db.run_kind(kind, &mut rng, home),
+                                None => db.run_one(&mut rng, worker),
+                            };
+                            t.runs[o.kind] += 1;
+                            t.aborts[o.kind] += u64::from(o.attempts - 1);
+                            t.rolled_back += u64::from(o.rolled_back);
+                        }
+                        if Instant::now() >= deadline {
+                            return t;
+                        }
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let mut total = Tally::default();
+    for t in tallies {
+        for k in 0..5 {
+            total.runs[k] += t.runs[k];
+            total.aborts[k] += t.aborts[k];
+        }
+        total.rolled_back += t.rolled_back;
+    }
+    (total, elapsed)
+}
+
+fn report(label: &str, db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) {
+    let (t, elapsed) = run(db, threads, secs, only);
+    let n: u64 = t.runs.iter().sum();
+    println!(
+        "{label}: {n} transactions in {elapsed:.2} s = {:.0} txn/s ({} rolled back)",
+        n as f64 / elapsed,
+        t.rolled_back
+    );
+    for (k, name) in KIND_NAMES.iter().enumerate() {
+        if t.runs[k] > 0 {
+            println!(
+                "  {name:<12} {:>9} runs {:>7} aborts ({:.3}%)",
+                t.runs[k],
+                t.aborts[k],
+                100.0 * t.aborts[k] as f64 / t.runs[k] as f64
+            );
+        }
+    }
+    let start = Instant::now();
+    let verdict = db.check();
+    println!(
+        "  check: {} ({:.2} s)",
+        verdict.as_ref().map_or_else(|e| e.as_str(), |()| "ok"),
+        start.elapsed().as_secs_f64()
+    );
+    if let Err(e) = verdict {
+        eprintln!("consistency check failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn main() {
+    let mut secs = 5.0;
+    let mut only = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--only" {
+            let name = args.next().expect("--only needs a kind");
+            only = Some(
+                *TxKind::ALL
+                    .iter()
+                    .find(|k| k.name().eq_ignore_ascii_case(&name))
+                    .unwrap_or_else(|| panic!("unknown kind {name}; kinds: {KIND_NAMES:?}")),
+            );
+        } else {
+            secs = a.parse().expect("seconds");
+        }
+    }
+    for (warehouses, threads) in [(1u16, 1usize), (2, 2)] {
+        let start = Instant::now();
+        let db = Tpcc::new(Config::new(warehouses));
+        println!(
+            "loaded {warehouses} warehouse(s) in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
+        let label = format!("{threads} thread(s), {warehouses} warehouse(s)");
+        report(&label, &db, threads, secs, only);
+    }
+}
