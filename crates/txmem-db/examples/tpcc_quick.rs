@@ -4,11 +4,12 @@
 //! the consistency check's verdict.
 //!
 //! ```text
-//! cargo run --release -p txmem-db --example tpcc_quick [seconds] [--only KIND]
+//! cargo run --release -p txmem-db --example tpcc_quick [seconds] [--only KIND] [--phase 1|2]
 //! ```
 //!
 //! `--only NewOrder` (or any kind name) runs that kind alone, for
-//! profiling one transaction.
+//! profiling one transaction; `--phase` runs only the first (one thread)
+//! or the second (two threads) measurement.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,18 @@ struct Tally {
     runs: [u64; 5],
     aborts: [u64; 5],
     rolled_back: u64,
+    /// Nanoseconds the thread ran on a CPU (0 if unknown).
+    cpu_ns: u64,
+}
+
+/// Nanoseconds the calling thread has run on a CPU (Linux's schedstat;
+/// 0 elsewhere). On a machine shared with other work, throughput per CPU
+/// second is steadier than per wall second.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn run(db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) -> (Tally, f64) {
@@ -34,6 +47,7 @@ fn run(db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) -> (Tally, f6
                 s.spawn(move || {
                     let mut rng = SmallRng::seed_from_u64(0x5eed + worker as u64);
                     let mut t = Tally::default();
+                    let cpu_start = thread_cpu_ns();
                     let home = db.home_warehouse(worker);
                     loop {
                         for _ in 0..64 {
@@ -46,6 +60,7 @@ fn run(db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) -> (Tally, f6
                             t.rolled_back += u64::from(o.rolled_back);
                         }
                         if Instant::now() >= deadline {
+                            t.cpu_ns = thread_cpu_ns() - cpu_start;
                             return t;
                         }
                     }
@@ -62,6 +77,7 @@ fn run(db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind>) -> (Tally, f6
             total.aborts[k] += t.aborts[k];
         }
         total.rolled_back += t.rolled_back;
+        total.cpu_ns += t.cpu_ns;
     }
     (total, elapsed)
 }
@@ -74,6 +90,13 @@ fn report(label: &str, db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind
         n as f64 / elapsed,
         t.rolled_back
     );
+    if t.cpu_ns > 0 {
+        let cpu = t.cpu_ns as f64 / 1e9;
+        println!(
+            "  on-CPU {cpu:.2} thread-seconds: {:.0} txn per CPU-second per thread",
+            n as f64 / cpu
+        );
+    }
     for (k, name) in KIND_NAMES.iter().enumerate() {
         if t.runs[k] > 0 {
             println!(
@@ -100,6 +123,7 @@ fn report(label: &str, db: &Tpcc, threads: usize, secs: f64, only: Option<TxKind
 fn main() {
     let mut secs = 5.0;
     let mut only = None;
+    let mut phases = vec![(1u16, 1usize), (2, 2)];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if a == "--only" {
@@ -110,11 +134,14 @@ fn main() {
                     .find(|k| k.name().eq_ignore_ascii_case(&name))
                     .unwrap_or_else(|| panic!("unknown kind {name}; kinds: {KIND_NAMES:?}")),
             );
+        } else if a == "--phase" {
+            let p: usize = args.next().and_then(|p| p.parse().ok()).expect("--phase 1 or 2");
+            phases = vec![phases[p - 1]];
         } else {
             secs = a.parse().expect("seconds");
         }
     }
-    for (warehouses, threads) in [(1u16, 1usize), (2, 2)] {
+    for (warehouses, threads) in phases {
         let start = Instant::now();
         let db = Tpcc::new(Config::new(warehouses));
         println!(
