@@ -82,12 +82,11 @@ struct HistorySums {
     customer: HashMap<u64, Money>,
 }
 
-/// One district's orders, new orders and order lines, read in one
-/// transaction.
+/// One district's orders, new orders and order lines.
 #[derive(Default)]
 struct DistrictRows {
     next_o_id: u32,
-    /// Ascending by id.
+    /// Ascending by id (from [`orders_by_district`]).
     orders: Vec<(u32, Order)>,
     /// Ascending.
     new_orders: Vec<u32>,
@@ -111,6 +110,7 @@ pub(super) fn check(t: &Tables, config: &Config) -> Result<(), Violation> {
         })?;
         Ok(sums)
     });
+    let mut orders = orders_by_district(t);
     let mut rows = DistrictRows::default();
     for w in 1..=config.warehouses {
         let at = At { w, d: None };
@@ -143,6 +143,7 @@ pub(super) fn check(t: &Tables, config: &Config) -> Result<(), Violation> {
         }
         for d in districts {
             let at = At { w, d: Some(d) };
+            rows.orders = orders.remove(&district_key(w, d)).unwrap_or_default();
             read_district(t, w, d, &mut rows);
             check_orders(at, &rows)?;
             check_customers(t, config, at, &rows, &history)?;
@@ -151,10 +152,26 @@ pub(super) fn check(t: &Tables, config: &Config) -> Result<(), Violation> {
     Ok(())
 }
 
-/// Reads district `(w, d)`'s next order id, orders, new orders and lines.
+/// Every order, by district key, each district's ascending by id (the
+/// order table is hashed: one pass over all of it).
+fn orders_by_district(t: &Tables) -> HashMap<u64, Vec<(u32, Order)>> {
+    let mut orders = atomically(|tx| {
+        let mut by_district: HashMap<u64, Vec<(u32, Order)>> = HashMap::new();
+        t.order.for_each(tx, |&k, o| {
+            let district = k >> 32;
+            by_district.entry(district).or_default().push((order_id_of(k), *o));
+        })?;
+        Ok(by_district)
+    });
+    for list in orders.values_mut() {
+        list.sort_unstable_by_key(|&(o_id, _)| o_id);
+    }
+    orders
+}
+
+/// Reads district `(w, d)`'s next order id, new orders and lines.
 fn read_district(t: &Tables, w: WarehouseId, d: DistrictId, rows: &mut DistrictRows) {
     atomically(|tx| {
-        rows.orders.clear();
         rows.new_orders.clear();
         rows.lines.clear();
         rows.next_o_id = t
@@ -162,10 +179,6 @@ fn read_district(t: &Tables, w: WarehouseId, d: DistrictId, rows: &mut DistrictR
             .get(tx, &district_key(w, d))?
             .expect("district row");
         let orders = order_key(w, d, 0)..=order_key(w, d, u32::MAX);
-        t.order.scan(tx, orders.clone(), |&k, o| {
-            rows.orders.push((order_id_of(k), *o));
-            true
-        })?;
         t.new_order.scan(tx, orders, |&k, _| {
             rows.new_orders.push(order_id_of(k));
             true

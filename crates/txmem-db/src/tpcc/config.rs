@@ -65,6 +65,10 @@ impl Config {
             "customers_per_district must be at least 1"
         );
         assert!(
+            self.districts() as u64 * u64::from(self.customers_per_district) <= 1 << 32,
+            "at most 2^32 customers in all (the orders-by-customer key numbers them in 32 bits)"
+        );
+        assert!(
             self.orders_per_district >= 1,
             "orders_per_district must be at least 1"
         );

@@ -14,7 +14,7 @@
 //! | customer | `(W_ID, D_ID, C_ID)` | `u64` ([`customer_key`]) |
 //! | customer by last name | `(W_ID, D_ID, C_LAST)` | [`NameKey`] |
 //! | order, new-order | `(W_ID, D_ID, O_ID)` | `u64` ([`order_key`]) |
-//! | order by customer | `(W_ID, D_ID, C_ID, O_ID)` | `u128` ([`customer_order_key`]) |
+//! | order by customer | `(W_ID, D_ID, C_ID, O_ID)` | `u64` ([`Tables::customer_order_key`](super::Tables::customer_order_key)) |
 //! | order-line | `(W_ID, D_ID, O_ID, OL_NUMBER)` | `u64` ([`order_line_key`]) |
 //! | item | `I_ID` | `u32` |
 //! | stock | `(W_ID, I_ID)` | `u64` ([`stock_key`]) |
@@ -71,13 +71,6 @@ pub const fn line_of_order(order_key: u64, ol: u8) -> u64 {
 #[inline]
 pub const fn order_id_of_line(line_key: u64) -> u32 {
     (line_key >> 8) as u32
-}
-
-/// The key of the order-by-customer index entry of order `o`, placed by
-/// customer `c` of district `(w, d)`.
-#[inline]
-pub const fn customer_order_key(w: WarehouseId, d: DistrictId, c: u32, o: u32) -> u128 {
-    (customer_key(w, d, c) as u128) << 32 | o as u128
 }
 
 /// The stock key of item `i` in warehouse `w`.
@@ -209,7 +202,6 @@ mod tests {
     fn keys_order_like_their_tuples() {
         assert!(order_line_key(1, 10, 5, 15) < order_line_key(1, 10, 6, 1));
         assert!(order_line_key(1, 10, u32::MAX, 255) < order_line_key(2, 1, 1, 1));
-        assert!(customer_order_key(3, 2, 7, u32::MAX) < customer_order_key(3, 2, 8, 0));
         assert_eq!(order_id_of(order_key(65535, 255, 77)), 77);
         assert_eq!(order_id_of_line(order_line_key(65535, 255, 77, 3)), 77);
         assert_eq!(

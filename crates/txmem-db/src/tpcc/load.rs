@@ -15,8 +15,8 @@ use txmem::{atomically, Transaction, TxResult};
 
 use super::config::Config;
 use super::keys::{
-    customer_key, customer_order_key, district_key, order_key, order_line_key, stock_key,
-    DistrictId, NameKey, WarehouseId,
+    customer_key, district_key, order_key, order_line_key, stock_key, DistrictId, NameKey,
+    WarehouseId,
 };
 use super::random::{
     a_string, data_string, fixed_a_string, last_name, n_string, nurand, state, zip, NuRandConstants,
@@ -296,7 +296,7 @@ impl Loader<'_> {
             let o = row.o_id;
             let ok = order_key(w, d, o);
             fresh(t.order.insert(tx, ok, row.order)?, "order")?;
-            let ck = customer_order_key(w, d, row.order.c_id, o);
+            let ck = t.customer_order_key(w, d, row.order.c_id, o);
             fresh(t.order_by_customer.insert(tx, ck, ())?, "order")?;
             if row.order.carrier_id.is_none() {
                 fresh(t.new_order.insert(tx, ok, ())?, "new-order")?;

@@ -28,9 +28,16 @@
 //! | item | `THashMap` | key |
 //! | stock | `THashMap` | key |
 //! | new-order | [`TBTreeMap`](txmem::TBTreeMap) | Delivery takes each district's oldest |
-//! | order (`OORDER`) | `TBTreeMap` | key; the checks scan a district's orders |
+//! | order (`OORDER`) | `THashMap` | key |
 //! | orders by customer | `TBTreeMap` | OrderStatus takes a customer's newest |
 //! | order-line | `TBTreeMap` | ranges: an order's lines, a district's last 20 orders |
+//!
+//! Silo keeps every table in an ordered tree; here a table goes into a
+//! B+ tree only if a transaction needs its order, because an insert into
+//! txmem's B+ tree copies the leaf it lands in, and NewOrder inserts a
+//! dozen rows. Orders in particular are found by key only (Delivery and
+//! OrderStatus know the order id; the most recent order of a customer comes
+//! from the orders-by-customer index), so `OORDER` is hashed.
 //!
 //! The hash maps hash with [`KeyHasher`](keys::KeyHasher), a multiply and
 //! mix over the packed keys, instead of SipHash. History has no primary

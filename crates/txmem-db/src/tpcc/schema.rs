@@ -117,25 +117,27 @@ pub struct Address {
 /// A warehouse row, less `W_YTD` (a [`TCounter`](txmem::TCounter) of its
 /// own: see the module docs of [`tpcc`](super)). Read-only after loading.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)] // (the columns NewOrder and Payment read first, in one cache line)
 pub struct Warehouse {
+    /// `W_TAX`.
+    pub tax: Rate,
     /// `W_NAME`.
     pub name: Text<10>,
     /// `W_STREET_1` to `W_ZIP`.
     pub address: Address,
-    /// `W_TAX`.
-    pub tax: Rate,
 }
 
 /// A district row, less `D_YTD` (a counter) and `D_NEXT_O_ID` (its own
 /// table). Read-only after loading.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)] // (as `Warehouse`)
 pub struct District {
+    /// `D_TAX`.
+    pub tax: Rate,
     /// `D_NAME`.
     pub name: Text<10>,
     /// `D_STREET_1` to `D_ZIP`.
     pub address: Address,
-    /// `D_TAX`.
-    pub tax: Rate,
 }
 
 /// `C_CREDIT`: good (`"GC"`) or bad (`"BC"`) credit.
@@ -150,7 +152,12 @@ pub enum Credit {
 
 /// The read-only part of a customer row: names, address and terms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)] // (the columns NewOrder and Payment read first)
 pub struct Customer {
+    /// `C_DISCOUNT`.
+    pub discount: Rate,
+    /// `C_CREDIT`.
+    pub credit: Credit,
     /// `C_FIRST`.
     pub first: Text<16>,
     /// `C_MIDDLE` (`"OE"`).
@@ -163,12 +170,8 @@ pub struct Customer {
     pub phone: [u8; 16],
     /// `C_SINCE`.
     pub since: Timestamp,
-    /// `C_CREDIT`.
-    pub credit: Credit,
     /// `C_CREDIT_LIM`.
     pub credit_lim: Money,
-    /// `C_DISCOUNT`.
-    pub discount: Rate,
 }
 
 /// The updated part of a customer row: what Payment and Delivery change.
@@ -243,30 +246,32 @@ pub struct OrderLine {
 
 /// An item row. Read-only.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)] // (what NewOrder reads first, in one cache line)
 pub struct Item {
+    /// `I_PRICE`.
+    pub price: Money,
+    /// Whether `I_DATA` contains `"ORIGINAL"` (derived at load: the data
+    /// never changes, and NewOrder asks it of every line).
+    pub original: bool,
     /// `I_IM_ID`.
     pub im_id: u32,
     /// `I_NAME`.
     pub name: Text<24>,
-    /// `I_PRICE`.
-    pub price: Money,
     /// `I_DATA`.
     pub data: Text<50>,
-    /// Whether `I_DATA` contains `"ORIGINAL"` (derived at load: the data
-    /// never changes, and NewOrder asks it of every line).
-    pub original: bool,
 }
 
 /// The read-only part of a stock row: the district texts and `S_DATA`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)] // (`original` next to the first district texts)
 pub struct Stock {
+    /// Whether `S_DATA` contains `"ORIGINAL"` (derived at load, as
+    /// [`Item::original`]).
+    pub original: bool,
     /// `S_DIST_01` to `S_DIST_10` (index `d_id - 1`).
     pub dist: [[u8; 24]; 10],
     /// `S_DATA`.
     pub data: Text<50>,
-    /// Whether `S_DATA` contains `"ORIGINAL"` (derived at load, as
-    /// [`Item::original`]).
-    pub original: bool,
 }
 
 /// The updated part of a stock row (`S_QUANTITY`, `S_YTD`, `S_ORDER_CNT`,

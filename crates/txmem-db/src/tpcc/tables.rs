@@ -43,10 +43,10 @@ pub struct Tables {
     /// `NEW_ORDER`: the undelivered orders, by order key.
     pub new_order: TBTreeMap<u64, ()>,
     /// `OORDER`, by order key.
-    pub order: TBTreeMap<u64, Order>,
-    /// Orders by customer: `(W_ID, D_ID, C_ID, O_ID)`, for OrderStatus's
-    /// "most recent order of the customer".
-    pub order_by_customer: TBTreeMap<u128, ()>,
+    pub order: HashTable<u64, Order>,
+    /// Orders by customer ([`Tables::customer_order_key`]), for
+    /// OrderStatus's "most recent order of the customer".
+    pub order_by_customer: TBTreeMap<u64, ()>,
     /// `ORDER_LINE`, by order-line key.
     pub order_line: TBTreeMap<u64, OrderLine>,
     /// `ITEM`, by item id.
@@ -56,6 +56,7 @@ pub struct Tables {
     /// `STOCK`: quantity and counts, by stock key.
     pub stock_counters: HashTable<u64, StockCounters>,
     districts_per_warehouse: u8,
+    customers_per_district: u32,
 }
 
 impl Tables {
@@ -66,6 +67,8 @@ impl Tables {
         let districts = config.districts();
         let customers = districts * config.customers_per_district as usize;
         let stock = w * config.items as usize;
+        // Room for the loaded orders and as many again from a run.
+        let orders = 2 * districts * config.orders_per_district as usize;
         Tables {
             warehouse: HashTable::with_capacity_and_hasher(w, KeyHasher),
             warehouse_ytd: (0..w).map(|_| TCounter::new(warehouse_ytd)).collect(),
@@ -83,13 +86,14 @@ impl Tables {
             ),
             history: HashTable::with_capacity_and_hasher(customers * 2, KeyHasher),
             new_order: TBTreeMap::new(),
-            order: TBTreeMap::new(),
+            order: HashTable::with_capacity_and_hasher(orders, KeyHasher),
             order_by_customer: TBTreeMap::new(),
             order_line: TBTreeMap::new(),
             item: HashTable::with_capacity_and_hasher(config.items as usize, KeyHasher),
             stock: HashTable::with_capacity_and_hasher(stock, KeyHasher),
             stock_counters: HashTable::with_capacity_and_hasher(stock, KeyHasher),
             districts_per_warehouse: config.districts_per_warehouse,
+            customers_per_district: config.customers_per_district,
         }
     }
 
@@ -98,6 +102,19 @@ impl Tables {
     #[inline]
     pub fn district_index(&self, w: WarehouseId, d: DistrictId) -> usize {
         (usize::from(w) - 1) * usize::from(self.districts_per_warehouse) + usize::from(d) - 1
+    }
+
+    /// The key of the orders-by-customer entry of order `o`, placed by
+    /// customer `c` of district `(w, d)`: the customer's number in the
+    /// database (districts in key order, customers within each) in the high
+    /// 32 bits, the order id in the low 32. It orders like the tuple
+    /// `(W_ID, D_ID, C_ID, O_ID)`, in one word where the four fields'
+    /// own widths would need more than 64 bits.
+    #[inline]
+    pub fn customer_order_key(&self, w: WarehouseId, d: DistrictId, c: u32, o: u32) -> u64 {
+        let district = self.district_index(w, d) as u64;
+        let customer = district * u64::from(self.customers_per_district) + u64::from(c) - 1;
+        customer << 32 | u64::from(o)
     }
 
     /// Districts per warehouse.

@@ -9,8 +9,7 @@ use txmem::{try_atomically, Transaction, TxError};
 use super::{customer_id, district_id, insert_new, other_warehouse, Executed};
 use crate::tpcc::config::Config;
 use crate::tpcc::keys::{
-    customer_key, customer_order_key, district_key, order_key, order_line_key, stock_key,
-    DistrictId, WarehouseId,
+    customer_key, district_key, order_key, order_line_key, stock_key, DistrictId, WarehouseId,
 };
 use crate::tpcc::random::{nurand, NuRandConstants};
 use crate::tpcc::schema::{now, Money, Order, OrderLine, Timestamp};
@@ -189,7 +188,7 @@ fn body<'env>(
     };
     insert_new(tx, |tx| t.order.insert(tx, ok, order))?;
     insert_new(tx, |tx| t.new_order.insert(tx, ok, ()))?;
-    let by_customer = customer_order_key(w, d, c, o_id);
+    let by_customer = t.customer_order_key(w, d, c, o_id);
     insert_new(tx, |tx| t.order_by_customer.insert(tx, by_customer, ()))?;
 
     let mut sum: Money = 0;

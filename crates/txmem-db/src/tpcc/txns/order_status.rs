@@ -6,9 +6,7 @@ use txmem::{atomically, Transaction, TxResult};
 
 use super::{district_id, CustomerSelector, Executed};
 use crate::tpcc::config::Config;
-use crate::tpcc::keys::{
-    customer_key, customer_order_key, line_of_order, order_key, DistrictId, WarehouseId,
-};
+use crate::tpcc::keys::{customer_key, line_of_order, order_key, DistrictId, WarehouseId};
 use crate::tpcc::random::NuRandConstants;
 use crate::tpcc::schema::{LastName, Money, Text, Timestamp};
 use crate::tpcc::tables::Tables;
@@ -110,8 +108,8 @@ fn body<'env>(
 
     // The customer's order with the largest id: the last index entry.
     let mut last_order = None;
-    let newest = customer_order_key(w, d, c_id, u32::MAX);
-    let oldest = customer_order_key(w, d, c_id, 0);
+    let newest = t.customer_order_key(w, d, c_id, u32::MAX);
+    let oldest = t.customer_order_key(w, d, c_id, 0);
     t.order_by_customer.scan_rev(tx, oldest..=newest, |&k, _| {
         last_order = Some(k as u32);
         false
