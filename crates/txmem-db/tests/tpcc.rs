@@ -89,13 +89,18 @@ fn the_mix_on_one_thread_keeps_the_database_consistent() {
     let mut rng = SmallRng::seed_from_u64(1);
     let mut per_kind = [0u32; 5];
     let mut rolled_back = 0;
+    let mut retries = 0;
     for _ in 0..3000 {
         let o = db.run_one(&mut rng, 0);
-        assert_eq!(o.attempts, 1, "a lone thread never aborts");
+        // Alone on its database the thread conflicts with nobody, but a
+        // transaction of another test that txmem serializes (irrevocable,
+        // after many aborts) makes every writer in the process retry.
+        retries += o.attempts - 1;
         per_kind[o.kind] += 1;
         rolled_back += u32::from(o.rolled_back);
         assert!(!o.rolled_back || o.kind == TxKind::NewOrder as usize);
     }
+    assert!(retries < 100, "{retries} retries");
     assert!(per_kind.iter().all(|&n| n > 0), "{per_kind:?}");
     assert!(per_kind[0] > 1100 && per_kind[1] > 1100, "{per_kind:?}");
     assert!(

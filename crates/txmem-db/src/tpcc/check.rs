@@ -159,7 +159,10 @@ fn orders_by_district(t: &Tables) -> HashMap<u64, Vec<(u32, Order)>> {
         let mut by_district: HashMap<u64, Vec<(u32, Order)>> = HashMap::new();
         t.order.for_each(tx, |&k, o| {
             let district = k >> 32;
-            by_district.entry(district).or_default().push((order_id_of(k), *o));
+            by_district
+                .entry(district)
+                .or_default()
+                .push((order_id_of(k), *o));
         })?;
         Ok(by_district)
     });

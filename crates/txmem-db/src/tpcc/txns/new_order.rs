@@ -12,7 +12,7 @@ use crate::tpcc::keys::{
     customer_key, district_key, order_key, order_line_key, stock_key, DistrictId, WarehouseId,
 };
 use crate::tpcc::random::{nurand, NuRandConstants};
-use crate::tpcc::schema::{now, Money, Order, OrderLine, Timestamp};
+use crate::tpcc::schema::{now, Money, Order, OrderLine, StockCounters, Timestamp};
 use crate::tpcc::tables::Tables;
 use crate::tpcc::Tpcc;
 
@@ -155,6 +155,20 @@ impl Tpcc {
     }
 }
 
+/// What NewOrder reads for one line before it updates anything.
+#[derive(Clone, Copy, Default)]
+struct LineRead {
+    stock_key: u64,
+    /// `I_PRICE`.
+    price: Money,
+    /// Whether both `I_DATA` and `S_DATA` contain `"ORIGINAL"`.
+    brand: bool,
+    /// `S_DIST_xx` of the order's district.
+    dist_info: [u8; 24],
+    /// The stock's counters (after the line's update, once made).
+    counters: StockCounters,
+}
+
 fn body<'env>(
     t: &'env Tables,
     tx: &mut Transaction<'env>,
@@ -191,9 +205,11 @@ fn body<'env>(
     let by_customer = t.customer_order_key(w, d, c, o_id);
     insert_new(tx, |tx| t.order_by_customer.insert(tx, by_customer, ()))?;
 
-    let mut sum: Money = 0;
-    let mut brand_lines = 0;
-    for (n, line) in (1..).zip(lines) {
+    // First every line's reads, then the updates: the reads of consecutive
+    // lines, each likely a cache miss, are then close enough for the
+    // processor to overlap them.
+    let mut read = [LineRead::default(); MAX_LINES];
+    for (line, r) in lines.iter().zip(&mut read) {
         let Some((price, item_original)) =
             t.item.get_with(tx, &line.i_id, |r| (r.price, r.original))?
         else {
@@ -204,22 +220,40 @@ fn body<'env>(
             .stock
             .get_with(tx, &sk, |r| (r.dist[usize::from(d) - 1], r.original))?
             .expect("stock row");
-        let counters = t.stock_counters.get(tx, &sk)?.expect("stock row");
+        *r = LineRead {
+            stock_key: sk,
+            price,
+            brand: item_original && stock_original,
+            dist_info,
+            counters: t.stock_counters.get(tx, &sk)?.expect("stock row"),
+        };
+    }
+    let mut sum: Money = 0;
+    let mut brand_lines = 0;
+    for n in 0..lines.len() {
+        let (line, r) = (&lines[n], read[n]);
+        // An item ordered twice: update the stock as the earlier line left it.
+        let counters = read[..n]
+            .iter()
+            .rev()
+            .find(|earlier| earlier.stock_key == r.stock_key)
+            .map_or(r.counters, |earlier| earlier.counters);
         let remote = line.supply_w_id != w;
         let counters = counters.after_order(u32::from(line.quantity), remote);
-        t.stock_counters.put(tx, sk, counters)?;
-        let amount = Money::from(line.quantity) * price;
+        read[n].counters = counters;
+        t.stock_counters.put(tx, r.stock_key, counters)?;
+        let amount = Money::from(line.quantity) * r.price;
         sum += amount;
-        brand_lines += u8::from(item_original && stock_original);
+        brand_lines += u8::from(r.brand);
         let row = OrderLine {
             i_id: line.i_id,
             supply_w_id: line.supply_w_id,
             quantity: line.quantity,
             amount,
             delivery_d: None,
-            dist_info,
+            dist_info: r.dist_info,
         };
-        let lk = order_line_key(w, d, o_id, n);
+        let lk = order_line_key(w, d, o_id, n as u8 + 1);
         insert_new(tx, |tx| t.order_line.insert(tx, lk, row))?;
     }
     let scale = 10_000;
