@@ -27,6 +27,8 @@ struct Tally {
     runs: [u64; 5],
     aborts: [u64; 5],
     rolled_back: u64,
+    /// Wall-clock nanoseconds spent in each kind (attempts included).
+    nanos: [u64; 5],
     /// Nanoseconds the thread ran on a CPU (0 if unknown).
     cpu_ns: u64,
 }
@@ -66,10 +68,12 @@ fn worker_loop(
     loop {
         let batch = (count - done).min(64);
         for _ in 0..batch {
+            let begin = Instant::now();
             let o = match only {
                 Some(kind) => db.run_kind(kind, &mut rng, home),
                 None => db.run_one(&mut rng, worker),
             };
+            t.nanos[o.kind] += begin.elapsed().as_nanos() as u64;
             t.runs[o.kind] += 1;
             t.aborts[o.kind] += u64::from(o.attempts - 1);
             t.rolled_back += u64::from(o.rolled_back);
@@ -100,6 +104,7 @@ fn run(db: &Tpcc, threads: usize, length: Length, only: Option<TxKind>) -> (Tall
         for k in 0..5 {
             total.runs[k] += t.runs[k];
             total.aborts[k] += t.aborts[k];
+            total.nanos[k] += t.nanos[k];
         }
         total.rolled_back += t.rolled_back;
         total.cpu_ns += t.cpu_ns;
@@ -132,10 +137,11 @@ fn report(
     for (k, name) in KIND_NAMES.iter().enumerate() {
         if t.runs[k] > 0 {
             println!(
-                "  {name:<12} {:>9} runs {:>7} aborts ({:.3}%)",
+                "  {name:<12} {:>9} runs {:>7} aborts ({:.3}%) {:>8.2} us each",
                 t.runs[k],
                 t.aborts[k],
-                100.0 * t.aborts[k] as f64 / t.runs[k] as f64
+                100.0 * t.aborts[k] as f64 / t.runs[k] as f64,
+                t.nanos[k] as f64 / t.runs[k] as f64 / 1000.0
             );
         }
     }

@@ -10,7 +10,7 @@ use txmem::{atomically, Transaction, TxResult};
 use super::new_order::MAX_LINES;
 use super::Executed;
 use crate::tpcc::keys::{customer_key, line_of_order, order_id_of, order_key, WarehouseId};
-use crate::tpcc::schema::{now, Money, Order, OrderLine, Timestamp};
+use crate::tpcc::schema::{now, CustomerBalance, Money, Order, OrderLine, Timestamp};
 use crate::tpcc::tables::Tables;
 use crate::tpcc::Tpcc;
 
@@ -41,7 +41,7 @@ impl DeliveryInput {
 pub struct DeliveryOutput {
     /// The order delivered in district `d` at index `d - 1` (`None` if the
     /// district had no undelivered order).
-    pub delivered: [Option<u32>; 10],
+    pub delivered: [Option<u32>; MAX_DISTRICTS],
 }
 
 impl DeliveryOutput {
@@ -72,6 +72,21 @@ impl Tpcc {
     }
 }
 
+/// What Delivery reads of one district's oldest undelivered order.
+#[derive(Clone, Copy)]
+struct Reading {
+    /// The order's key.
+    order_key: u64,
+    order: Order,
+    /// The order's lines (the first `line_count`), with their keys.
+    lines: [(u64, OrderLine); MAX_LINES],
+    line_count: usize,
+    balance: CustomerBalance,
+}
+
+/// The most districts a warehouse has.
+const MAX_DISTRICTS: usize = 10;
+
 fn body<'env>(
     t: &'env Tables,
     tx: &mut Transaction<'env>,
@@ -79,44 +94,66 @@ fn body<'env>(
     undelivered_from: &[AtomicU32],
 ) -> TxResult<DeliveryOutput> {
     let w = input.w_id;
-    let mut output = DeliveryOutput::default();
-    for d in 1..=t.districts_per_warehouse() {
+    let districts = 1..=t.districts_per_warehouse();
+    // Each step reads for every district before the next step, and all
+    // writes come last: the districts' reads are independent, and grouped
+    // so their cache misses overlap.
+    let mut readings: [Option<Reading>; MAX_DISTRICTS] = [None; MAX_DISTRICTS];
+    for (d, reading) in districts.clone().zip(&mut readings) {
         let from = undelivered_from[t.district_index(w, d)].load(Ordering::Relaxed);
-        let mut oldest = None;
         t.new_order.scan(
             tx,
             order_key(w, d, from)..=order_key(w, d, u32::MAX),
             |&k, _| {
-                oldest = Some(k);
+                *reading = Some(Reading {
+                    order_key: k,
+                    order: Order::default(),
+                    lines: [(0, OrderLine::default()); MAX_LINES],
+                    line_count: 0,
+                    balance: CustomerBalance::default(),
+                });
                 false
             },
         )?;
-        let Some(ok) = oldest else {
-            continue;
-        };
-        t.new_order
-            .remove(tx, &ok)?
-            .expect("new-order row just read");
-        let order = t.order.get(tx, &ok)?.expect("order row");
-        let delivered = Order {
-            carrier_id: Some(input.carrier_id),
-            ..order
-        };
-        t.order.put(tx, ok, delivered)?;
-
-        let mut lines = [(0u64, OrderLine::default()); MAX_LINES];
-        let mut n = 0;
+    }
+    for r in readings.iter_mut().flatten() {
+        r.order = t.order.get(tx, &r.order_key)?.expect("order row");
+    }
+    for r in readings.iter_mut().flatten() {
+        let ok = r.order_key;
         t.order_line.scan(
             tx,
             line_of_order(ok, 0)..=line_of_order(ok, u8::MAX),
             |&k, l| {
-                lines[n] = (k, *l);
-                n += 1;
-                n < MAX_LINES
+                r.lines[r.line_count] = (k, *l);
+                r.line_count += 1;
+                r.line_count < MAX_LINES
             },
         )?;
+    }
+    for (d, r) in districts.clone().zip(&mut readings) {
+        if let Some(r) = r {
+            let ck = customer_key(w, d, r.order.c_id);
+            r.balance = t.customer_balance.get(tx, &ck)?.expect("customer row");
+        }
+    }
+
+    let mut output = DeliveryOutput::default();
+    for (d, r) in districts.zip(&readings) {
+        let Some(r) = r else {
+            continue;
+        };
+        let ok = r.order_key;
+        t.new_order
+            .remove(tx, &ok)?
+            .expect("new-order row just read");
+        let delivered = Order {
+            carrier_id: Some(input.carrier_id),
+            ..r.order
+        };
+        t.order.put(tx, ok, delivered)?;
         let mut total: Money = 0;
-        for &(k, line) in &lines[..n] {
+        for &(k, line) in &r.lines[..r.line_count] {
             total += line.amount;
             let line = OrderLine {
                 delivery_d: Some(input.delivery_d),
@@ -124,12 +161,13 @@ fn body<'env>(
             };
             t.order_line.put(tx, k, line)?;
         }
-
-        let ck = customer_key(w, d, order.c_id);
-        let mut balance = t.customer_balance.get(tx, &ck)?.expect("customer row");
-        balance.balance += total;
-        balance.delivery_cnt += 1;
-        t.customer_balance.put(tx, ck, balance)?;
+        let balance = CustomerBalance {
+            balance: r.balance.balance + total,
+            delivery_cnt: r.balance.delivery_cnt + 1,
+            ..r.balance
+        };
+        t.customer_balance
+            .put(tx, customer_key(w, d, r.order.c_id), balance)?;
         output.delivered[usize::from(d) - 1] = Some(order_id_of(ok));
     }
     Ok(output)
