@@ -69,8 +69,9 @@
 //!   `C_DATA` (500 bytes), which only Payments of bad-credit customers
 //!   (one in ten) read and rewrite.
 //!
-//! Items and readers of the read-only parts use `get_with` to copy out only
-//! the columns they need.
+//! Transactions read the read-only parts, and the read-only item table,
+//! with `get_with`, copying out only the columns they use; records put
+//! those columns first, in the cache line the read touches first.
 //!
 //! # Year-to-date totals
 //!
@@ -91,6 +92,19 @@
 //! state) of the order id its undelivered orders start from: every order
 //! below a delivered one has been delivered (Delivery always takes the
 //! oldest) and no new order gets a smaller id, so the scan may start there.
+//!
+//! # Reads before writes
+//!
+//! NewOrder reads every line's item, stock row and counters before it
+//! updates any of them, and Delivery reads each step (oldest new order,
+//! order, lines, customer) for every district before the next step and
+//! writes last. The reads of different lines or districts do not depend on
+//! each other and most miss the cache; grouped, their misses overlap
+//! instead of each waiting behind the previous line's inserts. The
+//! transactions read and write the same rows as the spec's line-by-line
+//! order would (an item ordered twice is updated from the earlier line's
+//! result); a NewOrder with an unused item meets it among the reads and
+//! rolls back before it has written anything.
 //!
 //! # Consistency
 //!
