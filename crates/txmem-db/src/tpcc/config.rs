@@ -87,7 +87,7 @@ impl Config {
     /// Orders per district with a new-order row at load time (the spec's
     /// 900 of 3,000, at least one).
     pub fn new_orders_per_district(&self) -> u32 {
-        (self.orders_per_district * 3 / 10).max(1)
+        ((u64::from(self.orders_per_district) * 3 / 10) as u32).max(1)
     }
 
     /// The highest last-name number (0 to 999) that some customer of every
