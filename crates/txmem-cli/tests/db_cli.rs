@@ -2,7 +2,7 @@
 //! tables with tiny durations (these tests check the plumbing and the
 //! checks, never speed), writes JSON with a row per kind, CSV, Markdown
 //! and SVG, rejects bad arguments with a message naming the value and the
-//! usage line, fails `tpcc` until TPC-C exists, and reports a database
+//! usage line, runs TPC-C's mix on a small database, and reports a database
 //! broken before its check (the hidden `--break-check` flag, compiled only
 //! with the `test-hooks` feature these tests turn on) as a failure.
 
@@ -229,6 +229,10 @@ fn bad_arguments_fail_with_a_message_naming_the_value_and_the_usage() {
         "`0` is not a warehouse count",
     );
     expect_usage_error(&["tpcc", "--items", "lots"], "`lots` is not an item count");
+    expect_usage_error(
+        &["tpcc", "--customers", "0"],
+        "`0` is not a count per district",
+    );
     expect_usage_error(&["mongo"], "mongo");
     expect_usage_error(
         &y(&["--read-my-writes", "maybe"]),
@@ -277,15 +281,78 @@ fn the_sto_knobs_are_recorded_and_the_checks_pass() {
     );
 }
 
+/// `txmem db tpcc` on a small database (60 customers and orders per
+/// district, 1,000 items), one warehouse per thread.
+fn tpcc(args: &[&str]) -> Command {
+    let mut cmd = txmem();
+    cmd.args([
+        "db",
+        "tpcc",
+        "--items",
+        "1000",
+        "--customers",
+        "60",
+        "--orders",
+        "60",
+    ])
+    .args([
+        "--duration",
+        "40ms",
+        "--warmup",
+        "5ms",
+        "--repeat",
+        "1",
+        "--no-progress",
+    ])
+    .args(args);
+    cmd
+}
+
 #[test]
-fn tpcc_fails_with_a_clear_error_until_it_is_built() {
-    let out = txmem()
-        .args(["db", "tpcc", "--threads", "1", "--duration", "10ms"])
+fn tpcc_runs_the_mix_and_reports_each_transaction_kind() {
+    let json = tmp("tpcc.json");
+    let out = tpcc(&["--threads", "1,2", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v = read_json(&json);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        assert_eq!(r["status"], "ok", "{r}");
+        let kinds: Vec<&str> = r["kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k["kind"].as_str().unwrap())
+            .collect();
+        for k in [
+            "NewOrder",
+            "Payment",
+            "OrderStatus",
+            "Delivery",
+            "StockLevel",
+        ] {
+            assert!(kinds.contains(&k), "no {k} in {kinds:?}");
+        }
+    }
+    assert_eq!(
+        v["settings"]["workloads"][0]["customers_per_district"], 60,
+        "{v}"
+    );
+}
+
+#[test]
+fn a_broken_tpcc_database_fails_with_the_condition_named() {
+    let out = tpcc(&["--threads", "1", "--break-check", "txmem"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("TPC-C is not built yet"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAILED") && stdout.contains("condition 2"),
+        "{stdout}"
+    );
 }
 
 #[test]

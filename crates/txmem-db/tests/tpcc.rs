@@ -162,7 +162,7 @@ fn new_order_footprint(db: &Tpcc, input: &NewOrderInput) -> impl PartialEq + std
         t.new_order.load_len(),
         t.order_by_customer.load_len(),
         t.order_line.load_len(),
-        t.order_line.keys_committed(),
+        t.order_line.load_keys(),
     )
 }
 
@@ -346,7 +346,7 @@ fn a_bumped_next_order_id_fails_condition_2() {
     let dk = district_key(1, 3);
     atomically(|tx| {
         let next = t.district_next_o_id.get(tx, &dk)?.unwrap();
-        t.district_next_o_id.put(tx, dk, next + 1)
+        t.district_next_o_id.set(tx, dk, next + 1)
     });
     let v = violation(&db);
     assert_eq!(
@@ -400,7 +400,7 @@ fn a_payment_missing_from_the_balance_fails_condition_10() {
     atomically(|tx| {
         let mut b = t.customer_balance.get(tx, &ck)?.unwrap();
         b.balance += 100;
-        t.customer_balance.put(tx, ck, b)
+        t.customer_balance.set(tx, ck, b)
     });
     let v = violation(&db);
     assert_eq!(

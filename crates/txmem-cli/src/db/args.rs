@@ -110,6 +110,14 @@ pub struct TpccArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = parse_items)]
     pub items: u32,
 
+    /// Customers per district (TPC-C: 3000); fewer for quick runs.
+    #[arg(long, value_name = "N", default_value_t = 3000, value_parser = parse_per_district)]
+    pub customers: u32,
+
+    /// Orders per district loaded before the run (TPC-C: 3000).
+    #[arg(long, value_name = "N", default_value_t = 3000, value_parser = parse_per_district)]
+    pub orders: u32,
+
     /// Options every benchmark shares.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -269,6 +277,32 @@ fn parse_items(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `on` or `off`.
+fn parse_switch(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("`{other}` is not on or off")),
+    }
+}
+
+/// An item count, or `off` (never index).
+fn parse_cutoff(s: &str) -> Result<usize, String> {
+    if s == "off" {
+        return Ok(usize::MAX);
+    }
+    s.parse()
+        .map_err(|_| format!("`{s}` is not an item count or off"))
+}
+
+/// A per-district count of at least one.
+fn parse_per_district(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a count per district (at least 1)")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,22 +325,4 @@ mod tests {
         assert!(parse_value_size("-3").unwrap_err().contains("`-3`"));
         assert!(parse_warehouses("0").unwrap_err().contains("`0`"));
     }
-}
-
-/// `on` or `off`.
-fn parse_switch(s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        other => Err(format!("`{other}` is not on or off")),
-    }
-}
-
-/// An item count, or `off` (never index).
-fn parse_cutoff(s: &str) -> Result<usize, String> {
-    if s == "off" {
-        return Ok(usize::MAX);
-    }
-    s.parse()
-        .map_err(|_| format!("`{s}` is not an item count or off"))
 }

@@ -35,7 +35,7 @@ use crate::harness::system::System;
 use args::DbArgs;
 use instance::DbInstance;
 use settings::{DbSettings, DbWorkload};
-use tpcc::make_tpcc;
+use tpcc::{break_tpcc, make_tpcc};
 
 /// Runs `txmem db` and returns the process exit status: 0, 1 if a row
 /// failed its check, 130 after Ctrl-C.
@@ -120,7 +120,11 @@ fn builder(workload: DbWorkload, options: TxOptions) -> Builder {
                     Some(|y: &Ycsb| y.corrupt(0)),
                 ))
             }
-            DbWorkload::Tpcc(t) => Box::new(DbInstance::new(make_tpcc(t, threads)?, options, None)),
+            DbWorkload::Tpcc(t) => Box::new(DbInstance::new(
+                Box::new(make_tpcc(t, threads)?),
+                options,
+                Some(break_tpcc),
+            )),
         })
     })
 }

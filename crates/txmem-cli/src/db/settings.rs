@@ -107,6 +107,8 @@ impl DbSettings {
                 vec![DbWorkload::Tpcc(TpccSettings {
                     warehouses: a.warehouses,
                     items: a.items,
+                    customers: a.customers,
+                    orders: a.orders,
                 })],
                 a.common,
             ),

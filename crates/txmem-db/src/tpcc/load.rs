@@ -139,7 +139,7 @@ impl Loader<'_> {
             (i, item)
         });
         commit_in_batches(BATCH, rows, |tx, &(i, item)| {
-            fresh(t.item.insert(tx, i, item)?, "item")
+            fresh(t.item.insert_if_absent(tx, i, item)?, "item")
         });
     }
 
@@ -150,7 +150,7 @@ impl Loader<'_> {
             address: address(rng),
             tax: rng.random_range(0..=2000),
         };
-        atomically(|tx| fresh(t.warehouse.insert(tx, w, row)?, "warehouse"));
+        atomically(|tx| fresh(t.warehouse.insert_if_absent(tx, w, row)?, "warehouse"));
         let stock = (1..=self.config.items).map(|i| {
             let mut dist = [[0u8; 24]; 10];
             for d in &mut dist {
@@ -169,8 +169,8 @@ impl Loader<'_> {
             )
         });
         commit_in_batches(BATCH, stock, |tx, &(k, stock, counters)| {
-            fresh(t.stock.insert(tx, k, stock)?, "stock")?;
-            fresh(t.stock_counters.insert(tx, k, counters)?, "stock")
+            fresh(t.stock.insert_if_absent(tx, k, stock)?, "stock")?;
+            fresh(t.stock_counters.insert_if_absent(tx, k, counters)?, "stock")
         });
         for d in 1..=self.config.districts_per_warehouse {
             self.district(rng, w, d);
@@ -187,10 +187,10 @@ impl Loader<'_> {
             tax: rng.random_range(0..=2000),
         };
         atomically(|tx| {
-            fresh(t.district.insert(tx, dk, row)?, "district")?;
+            fresh(t.district.insert_if_absent(tx, dk, row)?, "district")?;
             fresh(
                 t.district_next_o_id
-                    .insert(tx, dk, c.orders_per_district + 1)?,
+                    .insert_if_absent(tx, dk, c.orders_per_district + 1)?,
                 "district",
             )
         });
@@ -242,12 +242,21 @@ impl Loader<'_> {
         };
         commit_in_batches(BATCH, customers, |tx, row| {
             let k = customer_key(w, d, row.c_id);
-            fresh(t.customer.insert(tx, k, row.customer)?, "customer")?;
-            fresh(t.customer_balance.insert(tx, k, balance)?, "customer")?;
-            fresh(t.customer_data.insert(tx, k, row.data)?, "customer")?;
+            fresh(
+                t.customer.insert_if_absent(tx, k, row.customer)?,
+                "customer",
+            )?;
+            fresh(
+                t.customer_balance.insert_if_absent(tx, k, balance)?,
+                "customer",
+            )?;
+            fresh(
+                t.customer_data.insert_if_absent(tx, k, row.data)?,
+                "customer",
+            )?;
             // A loaded history row takes its customer's key (run-time
             // keys have the top bit set).
-            fresh(t.history.insert(tx, k, row.history)?, "history")
+            fresh(t.history.insert_if_absent(tx, k, row.history)?, "history")
         });
 
         names.sort_unstable();
@@ -257,7 +266,7 @@ impl Loader<'_> {
         });
         commit_in_batches(BATCH, groups, |tx, (key, ids)| {
             fresh(
-                t.customer_by_name.insert(tx, *key, ids.clone())?,
+                t.customer_by_name.insert_if_absent(tx, *key, ids.clone())?,
                 "customer-name index",
             )
         });
@@ -295,15 +304,15 @@ impl Loader<'_> {
         commit_in_batches(BATCH / 10, orders, |tx, row| {
             let o = row.o_id;
             let ok = order_key(w, d, o);
-            fresh(t.order.insert(tx, ok, row.order)?, "order")?;
+            fresh(t.order.insert_if_absent(tx, ok, row.order)?, "order")?;
             let ck = t.customer_order_key(w, d, row.order.c_id, o);
-            fresh(t.order_by_customer.insert(tx, ck, ())?, "order")?;
+            fresh(t.order_by_customer.insert_if_absent(tx, ck, ())?, "order")?;
             if row.order.carrier_id.is_none() {
-                fresh(t.new_order.insert(tx, ok, ())?, "new-order")?;
+                fresh(t.new_order.insert_if_absent(tx, ok, ())?, "new-order")?;
             }
             for (n, line) in (1..).zip(&row.lines[..usize::from(row.order.ol_cnt)]) {
                 let lk = order_line_key(w, d, o, n);
-                fresh(t.order_line.insert(tx, lk, *line)?, "order-line")?;
+                fresh(t.order_line.insert_if_absent(tx, lk, *line)?, "order-line")?;
             }
             Ok(())
         });

@@ -151,7 +151,7 @@ fn body<'env>(
             carrier_id: Some(input.carrier_id),
             ..r.order
         };
-        t.order.put(tx, ok, delivered)?;
+        t.order.set(tx, ok, delivered)?;
         let mut total: Money = 0;
         for &(k, line) in &r.lines[..r.line_count] {
             total += line.amount;
@@ -159,7 +159,7 @@ fn body<'env>(
                 delivery_d: Some(input.delivery_d),
                 ..line
             };
-            t.order_line.put(tx, k, line)?;
+            t.order_line.set(tx, k, line)?;
         }
         let balance = CustomerBalance {
             balance: r.balance.balance + total,
@@ -167,7 +167,7 @@ fn body<'env>(
             ..r.balance
         };
         t.customer_balance
-            .put(tx, customer_key(w, d, r.order.c_id), balance)?;
+            .set(tx, customer_key(w, d, r.order.c_id), balance)?;
         output.delivered[usize::from(d) - 1] = Some(order_id_of(ok));
     }
     Ok(output)

@@ -185,7 +185,7 @@ fn body<'env>(
         .get_with(tx, &dk, |r| r.tax)?
         .expect("district row");
     let o_id = t.district_next_o_id.get(tx, &dk)?.expect("district row");
-    t.district_next_o_id.put(tx, dk, o_id + 1)?;
+    t.district_next_o_id.set(tx, dk, o_id + 1)?;
     let discount = t
         .customer
         .get_with(tx, &customer_key(w, d, c), |r| r.discount)?
@@ -200,10 +200,12 @@ fn body<'env>(
         ol_cnt: lines.len() as u8,
         all_local: lines.iter().all(|l| l.supply_w_id == w),
     };
-    insert_new(tx, |tx| t.order.insert(tx, ok, order))?;
-    insert_new(tx, |tx| t.new_order.insert(tx, ok, ()))?;
+    insert_new(tx, |tx| t.order.insert_if_absent(tx, ok, order))?;
+    insert_new(tx, |tx| t.new_order.insert_if_absent(tx, ok, ()))?;
     let by_customer = t.customer_order_key(w, d, c, o_id);
-    insert_new(tx, |tx| t.order_by_customer.insert(tx, by_customer, ()))?;
+    insert_new(tx, |tx| {
+        t.order_by_customer.insert_if_absent(tx, by_customer, ())
+    })?;
 
     // First every line's reads, then the updates: the reads of consecutive
     // lines, each likely a cache miss, are then close enough for the
@@ -241,7 +243,7 @@ fn body<'env>(
         let remote = line.supply_w_id != w;
         let counters = counters.after_order(u32::from(line.quantity), remote);
         read[n].counters = counters;
-        t.stock_counters.put(tx, r.stock_key, counters)?;
+        t.stock_counters.set(tx, r.stock_key, counters)?;
         let amount = Money::from(line.quantity) * r.price;
         sum += amount;
         brand_lines += u8::from(r.brand);
@@ -254,7 +256,7 @@ fn body<'env>(
             dist_info: r.dist_info,
         };
         let lk = order_line_key(w, d, o_id, n as u8 + 1);
-        insert_new(tx, |tx| t.order_line.insert(tx, lk, row))?;
+        insert_new(tx, |tx| t.order_line.insert_if_absent(tx, lk, row))?;
     }
     let scale = 10_000;
     let total =

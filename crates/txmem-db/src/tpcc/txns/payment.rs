@@ -116,7 +116,7 @@ fn body<'env>(
     balance.balance -= amount;
     balance.ytd_payment += amount;
     balance.payment_cnt += 1;
-    t.customer_balance.put(tx, ck, balance)?;
+    t.customer_balance.set(tx, ck, balance)?;
     if credit == Credit::Bad {
         let data = t
             .customer_data
@@ -128,7 +128,7 @@ fn body<'env>(
                 )
             })?
             .expect("customer row");
-        t.customer_data.put(tx, ck, data)?;
+        t.customer_data.set(tx, ck, data)?;
     }
 
     let mut data = Text::<24>::new(w_name.as_bytes());
@@ -144,7 +144,7 @@ fn body<'env>(
         amount,
         data,
     };
-    insert_new(tx, |tx| t.history.insert(tx, h_key, row))?;
+    insert_new(tx, |tx| t.history.insert_if_absent(tx, h_key, row))?;
     Ok(PaymentOutput {
         c_id,
         balance: balance.balance,
