@@ -28,6 +28,11 @@ pub(crate) fn item_index_cutoff() -> usize {
 }
 
 /// An open-addressing table mapping (object address, key) to item positions.
+///
+/// The table in use is `slots[..=mask]`, sized for the transaction that
+/// built it; the vector keeps the largest size any transaction needed, so
+/// that a big transaction's table costs later small ones nothing (they use,
+/// and clear, only their own part). Every slot past `mask` is zero.
 pub(crate) struct ItemIndex {
     /// Slot values are item position + 1; 0 marks an empty slot.
     slots: Vec<u32>,
@@ -53,9 +58,20 @@ impl ItemIndex {
 
     pub fn clear(&mut self) {
         if self.len > 0 {
-            self.slots.iter_mut().for_each(|s| *s = 0);
+            self.slots[..=self.mask].fill(0);
             self.len = 0;
         }
+    }
+
+    /// Makes `slots[..cap]` the (empty) table.
+    fn use_slots(&mut self, cap: usize) {
+        if self.slots.len() < cap {
+            self.slots = vec![0; cap];
+        } else {
+            self.slots[..cap].fill(0);
+        }
+        self.mask = cap - 1;
+        self.len = 0;
     }
 
     /// Finds the position of (addr, key) given a way to read the key of a position.
@@ -88,11 +104,8 @@ impl ItemIndex {
         pos: usize,
         key_of: impl Fn(usize) -> (usize, u64),
     ) {
-        if (self.len + 1) * 2 > self.slots.len() {
-            let new_cap = (self.slots.len() * 2).max(64);
-            self.slots = vec![0; new_cap];
-            self.mask = new_cap - 1;
-            self.len = 0;
+        if (self.len + 1) * 2 > self.mask + 1 {
+            self.use_slots(((self.mask + 1) * 2).max(64));
             for p in 0..pos {
                 let (a, k) = key_of(p);
                 self.put(a, k, p);
@@ -113,15 +126,50 @@ impl ItemIndex {
 
     /// Indexes positions `0..n` from scratch (when crossing the cutoff).
     pub fn build(&mut self, n: usize, key_of: impl Fn(usize) -> (usize, u64)) {
-        let cap = (n * 4).next_power_of_two().max(64);
-        if self.slots.len() < cap {
-            self.slots = vec![0; cap];
-            self.mask = cap - 1;
-        }
-        self.len = 0;
+        self.use_slots((n * 4).next_power_of_two().max(64));
         for p in 0..n {
             let (a, k) = key_of(p);
             self.put(a, k, p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<(usize, u64)> {
+        (0..n).map(|i| (0x1000 + (i % 7) * 64, i as u64)).collect()
+    }
+
+    #[test]
+    fn a_small_table_after_a_big_one_uses_and_clears_only_its_part() {
+        let mut idx = ItemIndex::new();
+        let big = keys(1000);
+        idx.build(big.len(), |p| big[p]);
+        assert!(idx.mask + 1 >= 4000);
+        for (p, &(a, k)) in big.iter().enumerate() {
+            assert_eq!(idx.find(a, k, |q| big[q]), Some(p));
+        }
+        idx.clear();
+        assert!(idx.slots.iter().all(|&s| s == 0));
+        let small = keys(20);
+        idx.build(small.len(), |p| small[p]);
+        assert_eq!(idx.mask + 1, 128, "sized for the small set");
+        let mut grown = small.clone();
+        for p in small.len()..200 {
+            grown.push((0x9000, p as u64));
+            let (a, k) = grown[p];
+            idx.insert(a, k, p, |q| grown[q]);
+        }
+        for (p, &(a, k)) in grown.iter().enumerate() {
+            assert_eq!(idx.find(a, k, |q| grown[q]), Some(p));
+        }
+        assert_eq!(idx.find(0x9000, 5000, |q| grown[q]), None);
+        idx.clear();
+        assert!(
+            idx.slots.iter().all(|&s| s == 0),
+            "every slot is empty again"
+        );
     }
 }
