@@ -184,7 +184,7 @@ pub use tx::{atomically, try_atomically, ItemId, Transaction};
 /// normal use).
 #[doc(hidden)]
 pub mod tuning {
-    pub use crate::tx::{set_item_index_cutoff, HASH_CUTOFF};
+    pub use crate::tx::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};
 }
 pub use types::{TArray, TBox, TCounter};
 pub use version::TVersion;

@@ -118,9 +118,12 @@ impl Mem for TxMem<'_, '_> {
 
 impl Backend for TxmemArray {
     #[inline]
-    fn atomic<B: Body>(&self, _tally: &mut Tally, body: &B) -> B::Out {
+    fn atomic<B: Body>(&self, tally: &mut Tally, body: &B) -> B::Out {
         let words = &self.words;
         self.options.run(|tx| {
+            // (Counted for per-kind aborts; the row's aborts come from
+            // txmem's statistics.)
+            tally.attempts += 1;
             let mut m = TxMem {
                 tx,
                 words,
@@ -202,9 +205,10 @@ impl Mem for UntypedMem<'_, '_> {
 
 impl Backend for TxmemUntyped {
     #[inline]
-    fn atomic<B: Body>(&self, _tally: &mut Tally, body: &B) -> B::Out {
+    fn atomic<B: Body>(&self, tally: &mut Tally, body: &B) -> B::Out {
         let (words, base) = (&self.words, self.base);
         self.options.run(|tx| {
+            tally.attempts += 1;
             let mut m = UntypedMem {
                 tx,
                 words,

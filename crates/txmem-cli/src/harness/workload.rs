@@ -3,6 +3,7 @@
 use rand::rngs::SmallRng;
 use txmem::ContentionPolicy;
 
+use crate::harness::kinds::KindTallies;
 use crate::harness::mem::{Backend, Layout, Word};
 use crate::harness::peers::locks::{LockKind, Locked};
 use crate::harness::peers::stm_crates::{FastStm, StmCrate};
@@ -17,6 +18,23 @@ pub trait WordWorkload: Send + Sync + 'static {
     fn layout(&self) -> Layout;
     /// One operation: draws its random choices, then runs through `b.atomic`.
     fn op<B: Backend>(&self, b: &B, rng: &mut SmallRng, tally: &mut Tally);
+    /// [`op`](Self::op), recording the operation's kind in `kinds` (sized
+    /// by [`kinds`](Self::kinds); empty when the run does not count kinds).
+    /// Workloads without kinds run `op`.
+    fn op_kinds<B: Backend>(
+        &self,
+        b: &B,
+        rng: &mut SmallRng,
+        tally: &mut Tally,
+        kinds: &mut KindTallies,
+    ) {
+        let _ = kinds;
+        self.op(b, rng, tally)
+    }
+    /// The names of the workload's operation kinds (none by default).
+    fn kinds(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Checks the quiescent state against the summed tallies.
     fn verify<B: Backend>(&self, b: &B, total: &Tally) -> Result<(), String>;
     /// Breaks the state the check inspects (through `b.atomic`, uncounted).
@@ -41,6 +59,13 @@ impl<W: WordWorkload, B: Backend> Instance for Pair<W, B> {
     #[inline]
     fn op(&self, rng: &mut SmallRng, tally: &mut Tally) {
         self.workload.op(&self.backend, rng, tally)
+    }
+    #[inline]
+    fn op_as(&self, _: usize, rng: &mut SmallRng, tally: &mut Tally, kinds: &mut KindTallies) {
+        self.workload.op_kinds(&self.backend, rng, tally, kinds)
+    }
+    fn kinds(&self) -> &'static [&'static str] {
+        self.workload.kinds()
     }
     fn verify(&self, total: &Tally) -> Result<(), String> {
         self.workload.verify(&self.backend, total)
@@ -145,4 +170,28 @@ pub fn add_rows<W, F>(
 /// balances stored two's-complement sum correctly).
 pub fn sum_words<B: Backend>(b: &B, range: std::ops::Range<usize>) -> Word {
     range.fold(0, |s, i| s.wrapping_add(b.load(i)))
+}
+
+/// Runs `body` through `b` as an operation of kind `kind`, recording it in
+/// `kinds` (if the run counts kinds): its attempts, as the backend counts
+/// them in the tally (at least one), and its latency on every
+/// [`LATENCY_STRIDE`](crate::harness::kinds::LATENCY_STRIDE)-th operation.
+#[inline]
+pub fn atomic_of_kind<B: Backend, Bd: crate::harness::mem::Body>(
+    b: &B,
+    tally: &mut Tally,
+    kinds: &mut KindTallies,
+    kind: usize,
+    body: &Bd,
+) -> Bd::Out {
+    if kinds.kinds().is_empty() {
+        return b.atomic(tally, body);
+    }
+    let before = tally.attempts;
+    let start = kinds.time_next().then(std::time::Instant::now);
+    let out = b.atomic(tally, body);
+    let latency = start.map(|t| t.elapsed());
+    let attempts = u32::try_from(tally.attempts - before).unwrap_or(u32::MAX);
+    kinds.record(kind, attempts.max(1), false, latency);
+    out
 }

@@ -22,8 +22,10 @@ pub fn set_item_index_cutoff(n: usize) {
     CUTOFF.store(n, Ordering::Relaxed);
 }
 
+/// The item count past which transactions index their items (see
+/// [`set_item_index_cutoff`]).
 #[inline]
-pub(crate) fn item_index_cutoff() -> usize {
+pub fn item_index_cutoff() -> usize {
     CUTOFF.load(Ordering::Relaxed)
 }
 

@@ -44,7 +44,7 @@ mod single;
 mod state;
 mod transaction;
 
-pub use index::{set_item_index_cutoff, HASH_CUTOFF};
+pub use index::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};
 pub use run::{atomically, try_atomically};
 pub(crate) use single::commit_single;
 pub(crate) use transaction::ReadVia;

@@ -7,18 +7,22 @@
 use rand::rngs::SmallRng;
 use rand::Rng;
 
+use crate::harness::kinds::KindTallies;
 use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word};
 use crate::harness::peers::tinystm::TinyStmBank;
 use crate::harness::spec::{Case, Plan, Subject, Tally};
 use crate::harness::suites::config::SuiteConfig;
 use crate::harness::system::System;
-use crate::harness::workload::{add_rows, sum_words, WordWorkload};
+use crate::harness::workload::{add_rows, atomic_of_kind, sum_words, WordWorkload};
 
 /// Accounts in the bank.
 pub const ACCOUNTS: usize = 1024;
 /// Percentage of operations that are audits.
 pub const AUDIT_PERCENT: u32 = 20;
 const INITIAL: i64 = 1000;
+/// The kinds of the bank's operations, as indexes into `kinds()`.
+const TRANSFER: usize = 0;
+const AUDIT: usize = 1;
 
 /// Parameters of the bank workload.
 #[derive(Clone, Copy, Debug)]
@@ -97,13 +101,22 @@ impl WordWorkload for Bank {
 
     #[inline]
     fn op<B: Backend>(&self, b: &B, rng: &mut SmallRng, tally: &mut Tally) {
+        self.op_kinds(b, rng, tally, &mut KindTallies::default())
+    }
+
+    #[inline]
+    fn op_kinds<B: Backend>(
+        &self,
+        b: &B,
+        rng: &mut SmallRng,
+        tally: &mut Tally,
+        kinds: &mut KindTallies,
+    ) {
         if rng.random_range(0..100) < self.audit_percent {
-            let total = b.atomic(
-                tally,
-                &Audit {
-                    accounts: self.accounts,
-                },
-            );
+            let audit = Audit {
+                accounts: self.accounts,
+            };
+            let total = atomic_of_kind(b, tally, kinds, AUDIT, &audit);
             if total != self.expected_total() {
                 tally.bad += 1;
             }
@@ -114,9 +127,16 @@ impl WordWorkload for Bank {
                 to += 1;
             }
             let amount = rng.random_range(1..=10);
-            b.atomic(tally, &Transfer { from, to, amount });
+            let transfer = Transfer { from, to, amount };
+            atomic_of_kind(b, tally, kinds, TRANSFER, &transfer);
         }
         tally.ops += 1;
+    }
+
+    /// Transfers and audits, counted apart: whether audits starve shows
+    /// in their aborts.
+    fn kinds(&self) -> &'static [&'static str] {
+        &["transfer", "audit"]
     }
 
     fn verify<B: Backend>(&self, b: &B, total: &Tally) -> Result<(), String> {
