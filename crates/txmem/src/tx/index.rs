@@ -29,17 +29,24 @@ pub fn item_index_cutoff() -> usize {
     CUTOFF.load(Ordering::Relaxed)
 }
 
+/// The smallest table.
+const MIN_SLOTS: usize = 64;
+
 /// An open-addressing table mapping (object address, key) to item positions.
 ///
-/// The table in use is `slots[..=mask]`, sized for the transaction that
-/// built it; the vector keeps the largest size any transaction needed, so
-/// that a big transaction's table costs later small ones nothing (they use,
-/// and clear, only their own part). Every slot past `mask` is zero.
+/// The table in use is `slots[..=mask]`; the vector keeps the largest size
+/// any transaction needed. A table starts at the size the last transaction
+/// ended with (so a run of big transactions does not regrow it each time),
+/// halved after each transaction that filled less than an eighth of it (so
+/// that after a big one, small transactions soon use, and clear, only a
+/// small part). Every slot past `mask` is zero.
 pub(crate) struct ItemIndex {
     /// Slot values are item position + 1; 0 marks an empty slot.
     slots: Vec<u32>,
     mask: usize,
     len: usize,
+    /// The size the next table starts at.
+    hint: usize,
 }
 
 #[inline]
@@ -55,12 +62,19 @@ impl ItemIndex {
             slots: Vec::new(),
             mask: 0,
             len: 0,
+            hint: MIN_SLOTS,
         }
     }
 
     pub fn clear(&mut self) {
         if self.len > 0 {
-            self.slots[..=self.mask].fill(0);
+            let size = self.mask + 1;
+            self.hint = if self.len * 8 < size {
+                (size / 2).max(MIN_SLOTS)
+            } else {
+                size
+            };
+            self.slots[..size].fill(0);
             self.len = 0;
         }
     }
@@ -107,7 +121,7 @@ impl ItemIndex {
         key_of: impl Fn(usize) -> (usize, u64),
     ) {
         if (self.len + 1) * 2 > self.mask + 1 {
-            self.use_slots(((self.mask + 1) * 2).max(64));
+            self.use_slots(((self.mask + 1) * 2).max(MIN_SLOTS));
             for p in 0..pos {
                 let (a, k) = key_of(p);
                 self.put(a, k, p);
@@ -128,7 +142,7 @@ impl ItemIndex {
 
     /// Indexes positions `0..n` from scratch (when crossing the cutoff).
     pub fn build(&mut self, n: usize, key_of: impl Fn(usize) -> (usize, u64)) {
-        self.use_slots((n * 4).next_power_of_two().max(64));
+        self.use_slots((n * 4).next_power_of_two().max(self.hint));
         for p in 0..n {
             let (a, k) = key_of(p);
             self.put(a, k, p);
@@ -155,9 +169,25 @@ mod tests {
         }
         idx.clear();
         assert!(idx.slots.iter().all(|&s| s == 0));
+        // Each small transaction after the big one halves the next table.
         let small = keys(20);
+        let mut sizes = Vec::new();
+        for _ in 0..8 {
+            idx.build(small.len(), |p| small[p]);
+            sizes.push(idx.mask + 1);
+            idx.clear();
+        }
+        assert_eq!(sizes[0], 4096, "starts where the big one ended");
+        assert!(
+            sizes.windows(2).all(|w| w[1] == (w[0] / 2).max(128)),
+            "{sizes:?}"
+        );
+        assert_eq!(
+            *sizes.last().unwrap(),
+            128,
+            "down to what the small set needs"
+        );
         idx.build(small.len(), |p| small[p]);
-        assert_eq!(idx.mask + 1, 128, "sized for the small set");
         let mut grown = small.clone();
         for p in small.len()..200 {
             grown.push((0x9000, p as u64));
