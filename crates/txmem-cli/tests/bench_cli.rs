@@ -5,29 +5,15 @@
 //! broken result check (the hidden `--break-check` flag, compiled only with
 //! the `test-hooks` feature these tests turn on) as a failure.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn txmem() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_txmem"))
-}
+mod common;
+use common::{read_json, text, tmp, txmem};
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("txmem-cli-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+/// The name of this binary's temporary directory.
+const SUITE: &str = "bench";
 
 /// The standard output of a run that must have succeeded (the whole output
 /// in the failure message otherwise).
@@ -36,14 +22,9 @@ fn succeeded(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The JSON document a run wrote to `path`.
-fn read_json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// True if this machine has gcc with libitm (the harness compiles).
 fn have_libitm() -> bool {
-    let src = tmp("probe.c");
+    let src = tmp(SUITE, "probe.c");
     std::fs::write(
         &src,
         "int x; int main(void){ __transaction_atomic { x++; } return 0; }",
@@ -51,7 +32,7 @@ fn have_libitm() -> bool {
     .unwrap();
     Command::new("gcc")
         .args(["-fgnu-tm", "-o"])
-        .arg(tmp("probe"))
+        .arg(tmp(SUITE, "probe"))
         .arg(&src)
         .output()
         .is_ok_and(|o| o.status.success())
@@ -62,10 +43,10 @@ fn have_libitm() -> bool {
 /// with it.
 fn run_suite(tag: &str, args: &[&str]) -> Value {
     let (json, csv, svg, md) = (
-        tmp(&format!("{tag}.json")),
-        tmp(&format!("{tag}.csv")),
-        tmp(&format!("{tag}.svg")),
-        tmp(&format!("{tag}.md")),
+        tmp(SUITE, &format!("{tag}.json")),
+        tmp(SUITE, &format!("{tag}.csv")),
+        tmp(SUITE, &format!("{tag}.svg")),
+        tmp(SUITE, &format!("{tag}.md")),
     );
     let out = txmem()
         .arg("bench")
@@ -323,7 +304,7 @@ fn check_elided_rows(htm_off: bool) {
         ("intset", "hash/size=256/range=512/update=20%"),
         ("micro", "tx=5"),
     ] {
-        let json = tmp(&format!("{tag}-{suite}.json"));
+        let json = tmp(SUITE, &format!("{tag}-{suite}.json"));
         let mut cmd = txmem();
         cmd.env_remove("TXMEM_ELIDE_HTM");
         if htm_off {
@@ -463,8 +444,8 @@ fn bad_arguments_fail_with_a_message_and_the_usage() {
 
 #[test]
 fn a_broken_check_is_reported_as_a_failure() {
-    let json = tmp("broken.json");
-    let csv = tmp("broken.csv");
+    let json = tmp(SUITE, "broken.json");
+    let csv = tmp(SUITE, "broken.csv");
     let mut systems = vec!["txmem", "mutex", "fast-stm", "elided-rwlock"];
     if have_libitm() {
         systems.push("libitm");
@@ -512,7 +493,7 @@ fn a_broken_check_is_reported_as_a_failure() {
 
 #[test]
 fn ctrl_c_stops_cleanly_and_prints_what_finished() {
-    let json = tmp("interrupted.json");
+    let json = tmp(SUITE, "interrupted.json");
     let child = txmem()
         .args(["bench", "bank", "--threads", "1", "--duration", "500ms"])
         .args([
@@ -554,7 +535,7 @@ fn ctrl_c_stops_cleanly_and_prints_what_finished() {
 
 #[test]
 fn libitm_rows_are_skipped_with_a_reason_without_a_compiler() {
-    let json = tmp("no-cc.json");
+    let json = tmp(SUITE, "no-cc.json");
     let out = txmem()
         .env("CC_LIBITM", "/nonexistent/gcc")
         .args(["bench", "bank", "--threads", "1", "--duration", "20ms"])
@@ -586,7 +567,7 @@ fn libitm_rows_are_skipped_with_a_reason_without_a_compiler() {
 fn the_set_peers_run_and_a_broken_check_fails_them() {
     let peers = "dashmap,rwlock-std,crossbeam-skiplist";
     for broken in [false, true] {
-        let json = tmp(&format!("set-peers-{broken}.json"));
+        let json = tmp(SUITE, &format!("set-peers-{broken}.json"));
         let mut cmd = txmem();
         cmd.args([
             "bench",

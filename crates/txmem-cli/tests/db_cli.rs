@@ -6,33 +6,15 @@
 //! broken before its check (the hidden `--break-check` flag, compiled only
 //! with the `test-hooks` feature these tests turn on) as a failure.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn txmem() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_txmem"))
-}
+mod common;
+use common::{read_json, text, tmp, txmem};
 
-fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("txmem-cli-db-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+/// The name of this binary's temporary directory.
+const SUITE: &str = "db";
 
 /// `txmem db ycsb` on a small table with tiny durations, plus `args`
 /// (one repeat unless `args` say otherwise).
@@ -49,7 +31,12 @@ fn ycsb(args: &[&str]) -> Command {
 
 #[test]
 fn ycsb_reports_every_row_with_its_kinds() {
-    let (json, csv, svg, md) = (tmp("a.json"), tmp("a.csv"), tmp("a.svg"), tmp("a.md"));
+    let (json, csv, svg, md) = (
+        tmp(SUITE, "a.json"),
+        tmp(SUITE, "a.csv"),
+        tmp(SUITE, "a.svg"),
+        tmp(SUITE, "a.md"),
+    );
     let out = ycsb(&[
         "--workload",
         "a,e",
@@ -137,7 +124,7 @@ fn ycsb_reports_every_row_with_its_kinds() {
 
 #[test]
 fn every_workload_and_opacity_mode_runs_and_passes_its_check() {
-    let json = tmp("all.json");
+    let json = tmp(SUITE, "all.json");
     let out = ycsb(&["--workload", "b,c,d,f", "--threads", "2"])
         .args([
             "--opacity",
@@ -175,7 +162,7 @@ fn every_workload_and_opacity_mode_runs_and_passes_its_check() {
 
 #[test]
 fn json_and_plot_without_a_file_name_use_default_names() {
-    let dir = tmp("defaults");
+    let dir = tmp(SUITE, "defaults");
     std::fs::create_dir_all(&dir).unwrap();
     let out = ycsb(&["--workload", "c", "--threads", "1", "--json", "--plot"])
         .current_dir(&dir)
@@ -249,7 +236,7 @@ fn bad_arguments_fail_with_a_message_naming_the_value_and_the_usage() {
 /// name those off their defaults, and the rows still pass their checks.
 #[test]
 fn the_sto_knobs_are_recorded_and_the_checks_pass() {
-    let json = tmp("knobs.json");
+    let json = tmp(SUITE, "knobs.json");
     let out = ycsb(&[
         "--workload",
         "f",
@@ -310,7 +297,7 @@ fn tpcc(args: &[&str]) -> Command {
 
 #[test]
 fn tpcc_runs_the_mix_and_reports_each_transaction_kind() {
-    let json = tmp("tpcc.json");
+    let json = tmp(SUITE, "tpcc.json");
     let out = tpcc(&["--threads", "1,2", "--json", json.to_str().unwrap()])
         .output()
         .unwrap();
@@ -357,7 +344,7 @@ fn a_broken_tpcc_database_fails_with_the_condition_named() {
 
 #[test]
 fn a_broken_database_fails_its_row_and_the_command() {
-    let json = tmp("broken.json");
+    let json = tmp(SUITE, "broken.json");
     let out = ycsb(&["--workload", "a", "--threads", "1", "--repeat", "2"])
         .args(["--opacity", "tl2,none", "--break-check", "txmem"])
         .arg("--json")

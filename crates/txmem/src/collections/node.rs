@@ -279,6 +279,47 @@ macro_rules! node_tobject {
 }
 pub(super) use node_tobject;
 
+/// The write methods both maps offer, over their `upsert` (the insert and
+/// write rules of `std`'s maps plus a blind write; see [`WriteMode`]).
+macro_rules! map_write_api {
+    () => {
+        /// Inserts `key → value`, returning the old value if `key` was
+        /// present (which it then overwrites), as `std`'s `insert` does.
+        /// Reads the old value; an insert of an absent key reads nothing.
+        pub fn insert<'env>(
+            &'env self,
+            tx: &mut Transaction<'env>,
+            key: K,
+            value: V,
+        ) -> TxResult<Option<V>> {
+            Ok(match self.upsert(tx, key, value, WriteMode::Swap)? {
+                Upserted::Present(old) => old,
+                _ => None,
+            })
+        }
+
+        /// Inserts `key → value` if `key` is absent; returns whether it did.
+        /// Reads the key's presence only if it is there.
+        pub fn insert_if_absent<'env>(
+            &'env self,
+            tx: &mut Transaction<'env>,
+            key: K,
+            value: V,
+        ) -> TxResult<bool> {
+            let done = self.upsert(tx, key, value, WriteMode::IfAbsent)?;
+            Ok(matches!(done, Upserted::Inserted))
+        }
+
+        /// Sets `key → value`, inserting or overwriting, without reading the
+        /// old value (a blind write, as [`TBox::set`](crate::TBox::set):
+        /// concurrent sets of one key never abort each other).
+        pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+            self.upsert(tx, key, value, WriteMode::Blind).map(|_| ())
+        }
+    };
+}
+pub(super) use map_write_api;
+
 /// How a map write treats a key that is already present.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum WriteMode {
