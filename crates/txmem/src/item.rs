@@ -187,6 +187,25 @@ impl ItemValue {
         Some(value)
     }
 
+    /// Moves the stored value out in a box: the box it is stored in, if
+    /// it is too large to be stored inline (no new allocation), else a new
+    /// one.
+    #[inline]
+    pub(crate) fn take_boxed<T: Clone + 'static>(&mut self) -> Option<Box<T>> {
+        let p = self.slot::<T>()?;
+        let boxed = if fits_inline::<T>() {
+            // SAFETY: `p` points to a live inline `T`, whose ownership moves
+            // out here (the slot is marked empty below).
+            Box::new(unsafe { ptr::read(p) })
+        } else {
+            // SAFETY: `p` came from `Box::into_raw` of a `Box<T>` in `set`;
+            // the box's ownership moves out here.
+            unsafe { Box::from_raw(p) }
+        };
+        self.vtable = None;
+        Some(boxed)
+    }
+
     /// Drops the stored value, if any.
     #[inline]
     pub fn clear(&mut self) {

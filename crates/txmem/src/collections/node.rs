@@ -359,9 +359,7 @@ pub(super) trait MapNodes: NodeCollection {
     /// write value, if any.
     #[inline]
     fn store_pending(node: &Self::Node, item: &mut Item, commit: &Commit<'_>) {
-        if let Some(v) = item.value.take::<Self::Value>() {
-            Self::cell(node).store(v, || commit.guard());
-        }
+        Self::cell(node).store_pending(&mut item.value, || commit.guard());
     }
 
     /// The transaction's view of node `np`: `Some(f(value))` if it is

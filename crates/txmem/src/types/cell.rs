@@ -17,6 +17,8 @@ use std::sync::atomic::Ordering;
 use atomic_maybe_uninit::AtomicMaybeUninit;
 use crossbeam_epoch::Guard;
 
+use crate::item::ItemValue;
+
 pub(crate) struct ValueCell<T> {
     word: AtomicMaybeUninit<u64>,
     _owns: PhantomData<T>,
@@ -95,7 +97,23 @@ impl<T> ValueCell<T> {
     /// Replaces the value. The caller holds the version lock (one writer at a time).
     #[inline]
     pub fn store<'g>(&self, value: T, guard: impl FnOnce() -> &'g Guard) {
-        let new = Self::encode(value);
+        self.store_bits(Self::encode(value), guard);
+    }
+
+    /// [`store`](Self::store) of a heap value already boxed (`p` from
+    /// `Box::into_raw`, owned by the caller until now).
+    #[inline]
+    fn store_raw<'g>(&self, p: *mut T, guard: impl FnOnce() -> &'g Guard) {
+        debug_assert!(!Self::INLINE);
+        let mut bits = MaybeUninit::<u64>::uninit();
+        // SAFETY: a pointer fits in a u64 on supported (64-bit) targets.
+        unsafe { ptr::write(bits.as_mut_ptr().cast::<*mut T>(), p) };
+        self.store_bits(bits, guard);
+    }
+
+    /// Publishes an encoded word and retires the old value.
+    #[inline]
+    fn store_bits<'g>(&self, new: MaybeUninit<u64>, guard: impl FnOnce() -> &'g Guard) {
         // The caller holds the version lock, so no other writer races with
         // this load/store pair (no locked exchange needed).
         let old = self.word.load(Ordering::Relaxed);
@@ -109,6 +127,38 @@ impl<T> ValueCell<T> {
             unsafe {
                 guard().defer_unchecked(move || drop(Box::from_raw(old as *mut T)));
             }
+        }
+    }
+
+    /// Replaces the value with the pending write of type `T` that `pending`
+    /// holds, if any; returns whether there was one. A heap value moves in
+    /// with its allocation where the pending write was boxed (a value too
+    /// large for the item's inline buffer), instead of being copied into a
+    /// new one. The caller holds the version lock.
+    #[inline]
+    pub fn store_pending<'g>(
+        &self,
+        pending: &mut ItemValue,
+        guard: impl FnOnce() -> &'g Guard,
+    ) -> bool
+    where
+        T: Clone + 'static,
+    {
+        if Self::INLINE {
+            return match pending.take::<T>() {
+                Some(v) => {
+                    self.store(v, guard);
+                    true
+                }
+                None => false,
+            };
+        }
+        match pending.take_boxed::<T>() {
+            Some(b) => {
+                self.store_raw(Box::into_raw(b), guard);
+                true
+            }
+            None => false,
         }
     }
 
@@ -156,7 +206,42 @@ mod tests {
     use std::sync::Mutex;
 
     use super::ValueCell;
+    use crate::item::ItemValue;
     use crate::test_hook;
+
+    /// A pending write too large for the item's inline buffer moves into
+    /// the cell with its allocation; a smaller heap value is boxed once;
+    /// an inline one is copied.
+    #[test]
+    fn a_boxed_pending_write_moves_in_with_its_allocation() {
+        let guard = crossbeam_epoch::pin();
+        let big = ValueCell::new([0u64; 8]);
+        let mut pending = ItemValue::default();
+        pending.set([7u64; 8]);
+        let before = pending.get::<[u64; 8]>().unwrap() as *const [u64; 8];
+        assert!(big.store_pending(&mut pending, || &guard));
+        assert!(!pending.is_set(), "the pending write was moved out");
+        assert_eq!(
+            big.with(|v| v as *const [u64; 8]),
+            before,
+            "same allocation"
+        );
+        assert_eq!(big.with(|v| v[3]), 7);
+        assert!(
+            !big.store_pending(&mut pending, || &guard),
+            "nothing pending"
+        );
+
+        let mid = ValueCell::new((0u64, 0u64));
+        pending.set((1u64, 2u64));
+        assert!(mid.store_pending(&mut pending, || &guard));
+        assert_eq!(mid.with(|v| *v), (1, 2));
+
+        let small = ValueCell::new(0u32);
+        pending.set(9u32);
+        assert!(small.store_pending(&mut pending, || &guard));
+        assert_eq!(small.with(|v| *v), 9);
+    }
 
     thread_local! {
         /// The hook point in `with` between loading a heap pointer and

@@ -147,11 +147,11 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
 
     #[inline]
     pub fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        let value = item
-            .value
-            .take::<T>()
-            .expect("a written slot item holds a value of the slot's type");
-        self.cell.store(value, || commit.guard());
+        let stored = self.cell.store_pending(&mut item.value, || commit.guard());
+        assert!(
+            stored,
+            "a written slot item holds a value of the slot's type"
+        );
         self.version
             .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
     }
