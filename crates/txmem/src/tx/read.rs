@@ -52,26 +52,15 @@ impl TxState {
     /// [`observe`](Self::observe) for a subobject the attempt has not
     /// written (the caller checked [`may_have_written`](Self::may_have_written)):
     /// the read goes to the read log instead of an item, with the same
-    /// opacity check. A repeated read is logged again; the check of a
-    /// version newer than the first read's catches a change in between.
-    #[inline(always)]
-    pub(super) fn observe_logged<R>(
-        &mut self,
-        object: usize,
-        key: u64,
-        version: &TVersion,
-        load: impl FnMut() -> R,
-    ) -> TxResult<R> {
-        Ok(self.observe_logged_word(object, key, version, load)?.1)
-    }
-
-    /// [`observe_logged`](Self::observe_logged), also returning the word read.
+    /// opacity check, and returns the word read with the value. A repeated
+    /// read is logged again; the check of a version newer than the first
+    /// read's catches a change in between.
     ///
     /// The common case (a TL2 attempt reading a version within its snapshot)
     /// is a seqlock read and a push; every other case is out of line, so that
     /// the read inlines small into the program's loop.
     #[inline(always)]
-    pub(super) fn observe_logged_word<R>(
+    pub(super) fn observe_logged<R>(
         &mut self,
         object: usize,
         key: u64,
@@ -85,37 +74,39 @@ impl TxState {
             object,
             key,
         });
-        let check = match self.opacity {
-            Opacity::Tl2 => TVersion::version_of(word) > self.start,
-            Opacity::Revalidate => true,
-            Opacity::None => false,
-        };
-        if check {
-            self.check_logged_read(word)?;
+        if self.needs_view_check(word) {
+            // (The entry just pushed does not count as an earlier read.)
+            let earlier = self.reads.len() > 1 || !self.items.is_empty();
+            self.check_view(word, earlier)?;
         }
         Ok((word, value))
     }
 
-    /// The opacity check of a logged read (just pushed): a TL2 read newer
-    /// than the snapshot, or any read under `Revalidate`.
+    /// Whether an observation at `word` needs the opacity check of the
+    /// attempt's mode: under TL2, if it is newer than the snapshot; under
+    /// `Revalidate`, always; under `None`, never.
+    #[inline(always)]
+    fn needs_view_check(&self, word: u64) -> bool {
+        match self.opacity {
+            Opacity::Tl2 => TVersion::version_of(word) > self.start,
+            Opacity::Revalidate => true,
+            Opacity::None => false,
+        }
+    }
+
+    /// The opacity check of a new observation at `word` (a logged read, or
+    /// an absence an insert reports) that
+    /// [`needs_view_check`](Self::needs_view_check): TL2 extends the
+    /// snapshot if anything was read before it (`earlier`: the first read
+    /// cannot disagree with anything), `Revalidate` checks every read.
     #[cold]
     #[inline(never)]
-    fn check_logged_read(&mut self, word: u64) -> TxResult<()> {
+    fn check_view(&mut self, word: u64, earlier: bool) -> TxResult<()> {
         match self.opacity {
-            Opacity::Tl2 => {
-                // As in `record_read`: the first read needs no check.
-                if self.reads.len() > 1 || !self.items.is_empty() {
-                    self.extend_snapshot(TVersion::version_of(word))?;
-                }
-            }
-            Opacity::Revalidate => {
-                if !self.view_holds() {
-                    return Err(Abort::new(AbortCause::Opacity));
-                }
-            }
-            Opacity::None => {}
+            Opacity::Tl2 if earlier => self.extend_snapshot(TVersion::version_of(word)),
+            Opacity::Revalidate if !self.view_holds() => Err(Abort::new(AbortCause::Opacity)),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// The seqlock-style read: two reads of the version word around `load`
@@ -183,6 +174,10 @@ impl TxState {
             };
         }
         item.observe(word);
+        // The check of `needs_view_check` and `check_view`, written out with
+        // the first-read test ahead of any call: a read-modify-write of one
+        // box meets a version past its kept bound in every transaction
+        // (callgrind-core.sh: 5 instructions fewer than calling out).
         match self.opacity {
             Opacity::Tl2 => {
                 // The first read needs no check against the snapshot bound:
@@ -215,25 +210,11 @@ impl TxState {
     // (Only the collections use it, and the loom build has none.)
     #[cfg_attr(txmem_loom, allow(dead_code))]
     pub(super) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
-        if self.irrevocable.is_some() {
+        if self.irrevocable.is_some() || !self.needs_view_check(word) {
             return Ok(());
         }
-        match self.opacity {
-            Opacity::Tl2 => {
-                let version = TVersion::version_of(word);
-                let has_read = !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
-                if version > self.start && has_read {
-                    self.extend_snapshot(version)?;
-                }
-            }
-            Opacity::Revalidate => {
-                if !self.validate_reads() {
-                    return Err(Abort::new(AbortCause::Opacity));
-                }
-            }
-            Opacity::None => {}
-        }
-        Ok(())
+        let earlier = !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
+        self.check_view(word, earlier)
     }
 
     /// STO's extended check: instead of aborting on a version newer than
