@@ -1,7 +1,7 @@
 //! The cost of one more read, for deterministic instruction counts under
 //! callgrind (`scripts/callgrind-reads.sh` runs it).
 //!
-//! usage: read_cost <audit|after-write> READS [tracked] [no-rmw]
+//! usage: read_cost <audit|after-write> READS [tracked] [no-rmw] [read-only]
 //!
 //! Runs 2,000 transactions over a `TArray<u64>` of 4,096 accounts, each
 //! reading `READS` accounts (the bank benchmark's audit, in miniature):
@@ -11,13 +11,15 @@
 //!   come after a write and must look out for it (read-my-writes).
 //!
 //! `tracked` turns untracked reads off (every read finds or creates its
-//! item, as before the read log); `no-rmw` turns read-my-writes off. The
+//! item, as before the read log); `no-rmw` turns read-my-writes off;
+//! `read-only` declares the transactions read-only (snapshot attempts, no
+//! read log; an `after-write` transaction then reruns as an ordinary one). The
 //! instructions per read are the difference between two runs with
 //! different `READS`, divided by the difference in reads.
 
 use txmem::{TArray, TxOptions};
 
-const USAGE: &str = "usage: read_cost <audit|after-write> READS [tracked] [no-rmw]";
+const USAGE: &str = "usage: read_cost <audit|after-write> READS [tracked] [no-rmw] [read-only]";
 const ACCOUNTS: usize = 4096;
 const TRANSACTIONS: usize = 2_000;
 
@@ -35,7 +37,8 @@ fn main() {
     };
     let options = TxOptions::new()
         .untracked_reads(!args.iter().any(|a| a == "tracked"))
-        .read_my_writes(!args.iter().any(|a| a == "no-rmw"));
+        .read_my_writes(!args.iter().any(|a| a == "no-rmw"))
+        .read_only(args.iter().any(|a| a == "read-only"));
     let accounts = TArray::from_fn(ACCOUNTS, |_| 1u64);
     let mut total = 0u64;
     for t in 0..TRANSACTIONS {

@@ -242,8 +242,10 @@ impl Contention {
     /// priority, possibly take the hourglass, and wait out the backoff.
     pub fn after_abort(&mut self, policy: &ContentionPolicy, cause: AbortCause, items: usize) {
         self.consecutive += 1;
-        if cause == AbortCause::Retry {
-            return; // blocking retry already waited for a change
+        if matches!(cause, AbortCause::Retry | AbortCause::Snapshot) {
+            // A blocking retry already waited for a change; a snapshot
+            // attempt lost to no one (its rerun logs its reads).
+            return;
         }
         match policy {
             ContentionPolicy::Karma => self.priority += items as u64 + 1,

@@ -28,11 +28,16 @@ pub enum AbortCause {
     /// A panic inside an attempt whose reads were no longer valid (a doomed
     /// transaction); it is retried rather than propagated.
     Panic,
+    /// A snapshot attempt of a read-only transaction
+    /// ([`TxOptions::read_only`](crate::TxOptions::read_only)) met a version
+    /// newer than its snapshot, or wrote, retried or asked for
+    /// irrevocability: the transaction goes on as an ordinary one.
+    Snapshot,
 }
 
 impl AbortCause {
     /// Every cause, in counter order.
-    pub const ALL: [AbortCause; 7] = [
+    pub const ALL: [AbortCause; 8] = [
         AbortCause::Validation,
         AbortCause::LockBusy,
         AbortCause::Opacity,
@@ -40,6 +45,7 @@ impl AbortCause {
         AbortCause::Retry,
         AbortCause::Irrevocable,
         AbortCause::Panic,
+        AbortCause::Snapshot,
     ];
     /// Number of causes.
     pub const COUNT: usize = Self::ALL.len();
@@ -54,6 +60,7 @@ impl AbortCause {
             AbortCause::Retry => "retry",
             AbortCause::Irrevocable => "irrevocable",
             AbortCause::Panic => "doomed-panic",
+            AbortCause::Snapshot => "snapshot",
         }
     }
 

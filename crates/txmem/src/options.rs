@@ -73,6 +73,7 @@ pub struct TxOptions {
     pub(crate) irrevocable: bool,
     pub(crate) untracked_reads: bool,
     pub(crate) read_my_writes: bool,
+    pub(crate) read_only: bool,
 }
 
 /// The default for [`TxOptions::serialize_after`]: after this many
@@ -94,6 +95,7 @@ impl TxOptions {
         irrevocable: false,
         untracked_reads: true,
         read_my_writes: true,
+        read_only: false,
     };
 
     /// The built-in defaults: TL2 opacity, exponential backoff, serialize
@@ -153,6 +155,45 @@ impl TxOptions {
     pub fn read_my_writes(mut self, yes: bool) -> Self {
         self.read_my_writes = yes;
         self
+    }
+
+    /// Declares the transaction read-only (off by default): a hint that
+    /// makes its first attempt a *snapshot attempt*. Under TL2's reasoning
+    /// every value whose version is at most a clock value read before the
+    /// first read belongs to the state at that clock value, so a snapshot
+    /// attempt reads the clock once, checks each read against it, and logs
+    /// nothing: a read costs a seqlock read and one comparison, and the
+    /// commit checks nothing.
+    ///
+    /// A snapshot attempt cannot extend its snapshot (it kept no reads to
+    /// revalidate), so if it meets a version newer than its snapshot, writes,
+    /// calls [`retry`](crate::Transaction::retry) or asks to become
+    /// irrevocable, it aborts (cause [`Snapshot`](crate::AbortCause::Snapshot))
+    /// and the transaction goes on as an ordinary one: a wrong hint costs
+    /// one attempt, never a wrong result. The snapshot attempt is opaque
+    /// whatever the [`opacity`](Self::opacity) mode.
+    ///
+    /// ```
+    /// use txmem::{TArray, TxOptions};
+    /// let accounts = TArray::from_fn(64, |_| 100i64);
+    /// let audit = TxOptions::new().read_only(true);
+    /// let total: i64 = audit.run(|tx| {
+    ///     let mut sum = 0;
+    ///     for i in 0..accounts.len() {
+    ///         sum += accounts.get(tx, i)?;
+    ///     }
+    ///     Ok(sum)
+    /// });
+    /// assert_eq!(total, 6400);
+    /// ```
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
+    }
+
+    /// Whether the transaction is declared read-only (see [`read_only`](Self::read_only)).
+    pub fn read_only_enabled(&self) -> bool {
+        self.read_only
     }
 
     /// Whether untracked reads are on (see [`untracked_reads`](Self::untracked_reads)).

@@ -74,6 +74,13 @@ pub fn options(variant: &Variant, policy: &ContentionPolicy) -> TxOptions {
         .contention(*policy)
 }
 
+/// The options a body runs with: the row's, declared read-only for a body
+/// that only reads (as the C peers declare their read-only transactions).
+#[inline]
+fn options_for<B: Body>(options: &TxOptions, body: &B) -> TxOptions {
+    options.read_only(body.read_only())
+}
+
 /// Words in a typed `TArray<u64>`, one subobject per word.
 pub struct TxmemArray {
     words: TArray<Word>,
@@ -120,7 +127,7 @@ impl Backend for TxmemArray {
     #[inline]
     fn atomic<B: Body>(&self, tally: &mut Tally, body: &B) -> B::Out {
         let words = &self.words;
-        self.options.run(|tx| {
+        options_for(&self.options, body).run(|tx| {
             // (Counted for per-kind aborts; the row's aborts come from
             // txmem's statistics.)
             tally.attempts += 1;
@@ -207,7 +214,7 @@ impl Backend for TxmemUntyped {
     #[inline]
     fn atomic<B: Body>(&self, tally: &mut Tally, body: &B) -> B::Out {
         let (words, base) = (&self.words, self.base);
-        self.options.run(|tx| {
+        options_for(&self.options, body).run(|tx| {
             tally.attempts += 1;
             let mut m = UntypedMem {
                 tx,

@@ -29,6 +29,11 @@ impl TxState {
     /// attempt extended its snapshot or aborted), the next attempt reads the
     /// clock, so that transactions over fast-changing data do not extend
     /// (and revalidate) in every attempt.
+    ///
+    /// A snapshot attempt (`snapshot`: the first attempt of a read-only
+    /// transaction) always reads the clock: it cannot extend its snapshot,
+    /// so a stale bound would abort it. It checks its reads as TL2 does,
+    /// whatever the transaction's mode.
     #[inline]
     pub(crate) fn begin(
         &mut self,
@@ -36,15 +41,17 @@ impl TxState {
         irrevocable: bool,
         requested: bool,
         holds_hourglass: bool,
+        snapshot: bool,
     ) {
         if clock::hourglass_held() && !holds_hourglass {
             clock::wait_hourglass_released();
         }
-        if self.stale_start {
+        self.snapshot = snapshot && !irrevocable;
+        if self.stale_start || self.snapshot {
             self.stale_start = false;
             self.start = clock::now().time();
         }
-        self.opacity = opacity;
+        self.opacity = if self.snapshot { Opacity::Tl2 } else { opacity };
         self.wants_irrevocable = false;
         self.user_irrevocable = requested;
         if irrevocable && self.irrevocable.is_none() {

@@ -272,6 +272,9 @@ pub(super) struct Mode {
     pub(super) priority: bool,
     /// How reads are tracked: [`Tracking`] bits.
     pub(super) tracking: u8,
+    /// The transaction is declared read-only: its first attempt is a
+    /// snapshot attempt.
+    pub(super) read_only: bool,
 }
 
 /// The read-tracking knobs of [`Mode::tracking`], as bits (so that a mode
@@ -299,6 +302,7 @@ impl Mode {
             irrevocable: options.irrevocable,
             priority: options.contention.uses_priority(),
             tracking,
+            read_only: options.read_only,
         }
     }
 }

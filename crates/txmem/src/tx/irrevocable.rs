@@ -96,6 +96,11 @@ impl TxState {
         if self.irrevocable.is_some() {
             return Ok(());
         }
+        if self.snapshot {
+            // Its unlogged reads cannot be checked: restart irrevocably.
+            self.wants_irrevocable = true;
+            return Err(Self::snapshot_missed());
+        }
         if !self.try_acquire_irrevocability() {
             // Another transaction is irrevocable, and it may be waiting for
             // a placeholder of ours: never wait for it holding anything.

@@ -68,6 +68,14 @@ impl TxState {
         load: impl FnMut() -> R,
     ) -> TxResult<(u64, R)> {
         let (word, value) = self.stable_read(version, load)?;
+        if self.snapshot {
+            // A snapshot attempt logs nothing: a version within the snapshot
+            // is all it needs (see `TxOptions::read_only`).
+            if TVersion::version_of(word) > self.start {
+                return Err(Self::snapshot_missed());
+            }
+            return Ok((word, value));
+        }
         self.reads.push(LoggedRead {
             version: NonNull::from(version),
             word,
@@ -184,8 +192,12 @@ impl TxState {
                 // nothing read before it can disagree with it. The bound
                 // stays, so a later read newer than the bound revalidates
                 // this one.
+                // (A snapshot attempt's reads are not logged: any of them
+                // may have come before.)
                 let version = TVersion::version_of(word);
-                if version > self.start && (self.items.len() > 1 || !self.reads.is_empty()) {
+                if version > self.start
+                    && (self.items.len() > 1 || !self.reads.is_empty() || self.snapshot)
+                {
                     self.extend_snapshot(version)?;
                 }
             }
@@ -213,7 +225,8 @@ impl TxState {
         if self.irrevocable.is_some() || !self.needs_view_check(word) {
             return Ok(());
         }
-        let earlier = !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
+        let earlier =
+            self.snapshot || !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
         self.check_view(word, earlier)
     }
 
@@ -227,9 +240,14 @@ impl TxState {
     /// forward is safe: a commit whose version the new snapshot covers
     /// locked its items before reading or advancing the clock, so this
     /// transaction's validation, which comes after, sees them.
+    ///
+    /// A snapshot attempt has no log to revalidate: it aborts instead.
     #[cold]
     fn extend_snapshot(&mut self, seen: u64) -> TxResult<()> {
         self.stale_start = true;
+        if self.snapshot {
+            return Err(Self::snapshot_missed());
+        }
         let mut now = clock::now().time();
         if seen > now {
             now = clock::advance_to(seen).time();
@@ -240,6 +258,13 @@ impl TxState {
         } else {
             Err(Abort::new(AbortCause::Opacity))
         }
+    }
+
+    /// The abort of a snapshot attempt that cannot go on as one.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn snapshot_missed() -> Abort {
+        Abort::new(AbortCause::Snapshot)
     }
 
     /// True if the attempt's view is still consistent: always for an

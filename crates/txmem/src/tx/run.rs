@@ -178,12 +178,16 @@ fn run_attempts<'env>(
                 call.mode.irrevocable,
                 call.mode.irrevocable,
                 false,
+                call.mode.read_only,
             ),
+            // (Only the first attempt of a read-only transaction is a
+            // snapshot attempt: a wrong hint costs one attempt.)
             Some(r) => st.begin(
                 call.mode.opacity,
                 r.irrevocable,
                 call.mode.irrevocable,
                 r.cm.holds_hourglass,
+                false,
             ),
         }
         let tx = Transaction::from_state(st);
@@ -266,7 +270,9 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
         })
     });
     let items = st.item_count();
-    if cause == AbortCause::Retry {
+    // A snapshot attempt logged no reads to wait on: its rerun, an ordinary
+    // attempt, reaches the `retry` again and waits then.
+    if cause == AbortCause::Retry && !st.snapshot {
         blocking::wait_for_change(st, r, record);
     }
     if st.wants_irrevocable {

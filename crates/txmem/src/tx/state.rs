@@ -142,6 +142,12 @@ pub(crate) struct TxState {
     /// The kept bound proved stale (an attempt had to extend its snapshot,
     /// or aborted): the next attempt takes its bound from the clock.
     pub(super) stale_start: bool,
+    /// The attempt is a snapshot attempt of a read-only transaction (see
+    /// [`TxOptions::read_only`](crate::TxOptions::read_only)): its reads
+    /// are checked against `start` and not logged, so a read that would
+    /// extend the snapshot, a write, a `retry` or an upgrade to
+    /// irrevocability aborts it instead.
+    pub(super) snapshot: bool,
     pub(super) opacity: Opacity,
     /// Held while the attempt runs irrevocably (see `irrevocable`).
     pub(super) irrevocable: Option<crate::sync::Token>,
@@ -175,6 +181,7 @@ impl TxState {
             rare: false,
             start: 0,
             stale_start: true,
+            snapshot: false,
             opacity: Opacity::Tl2,
             irrevocable: None,
             wants_irrevocable: false,
@@ -279,8 +286,13 @@ impl TxState {
     /// with an item is cheap to look up anyway).
     #[inline(always)]
     pub(super) fn may_have_written(&self, addr: usize, key: u64) -> bool {
-        if !self.mutated || self.tracked_only {
+        // (Two tests rather than one `||`: the common case, nothing
+        // written and tracking on, then costs two compares of flags.)
+        if !self.mutated {
             return self.tracked_only;
+        }
+        if self.tracked_only {
+            return true;
         }
         let bits = if self.filtered.get() == self.items.len() {
             self.written.get()

@@ -53,10 +53,10 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
 
     #[inline]
     fn slot(&self, index: usize) -> &Slot<T> {
-        let len = self.slots.len();
-        self.slots
-            .get(index)
-            .unwrap_or_else(|| panic!("TArray index {index} out of bounds (len {len})"))
+        match self.slots.get(index) {
+            Some(slot) => slot,
+            None => out_of_bounds(index, self.slots.len()),
+        }
     }
 
     /// Reads element `index`.
@@ -171,4 +171,12 @@ impl<T: Clone + Send + Sync + fmt::Debug + 'static> fmt::Debug for TArray<T> {
             .entries((0..self.len()).map(|i| self.load(i)))
             .finish()
     }
+}
+
+/// The panic of an index past the end, out of line: a closure capturing the
+/// index and length kept both on the stack in every read's loop.
+#[cold]
+#[inline(never)]
+fn out_of_bounds(index: usize, len: usize) -> ! {
+    panic!("TArray index {index} out of bounds (len {len})")
 }

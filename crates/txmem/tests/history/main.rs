@@ -43,6 +43,7 @@ fn cell(mode: Opacity, policy: ContentionPolicy, seed: u64) -> Cell {
         threads: 4,
         txs_per_thread: TXS,
         seed,
+        read_only: false,
     }
 }
 
@@ -86,6 +87,30 @@ cells! {
     tqueue_tl2: Queue::default(), Tl2, BACKOFF, 19;
     tqueue_revalidate: Queue::default(), Revalidate, LINEAR, 20;
     tqueue_none: Queue::default(), None, ContentionPolicy::Karma, 21;
+}
+
+/// Cells where half the transactions are declared read-only: their
+/// snapshot attempts (unlogged reads, checked against the clock only) must
+/// be as serializable, and in the opaque modes as opaque, as any other.
+macro_rules! read_only_cells {
+    ($($name:ident: $workload:expr, $mode:ident, $policy:expr, $seed:expr;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let cell = Cell { read_only: true, ..cell(Opacity::$mode, $policy, $seed) };
+                check_cell($workload, cell);
+            }
+        )*
+    };
+}
+
+read_only_cells! {
+    tbox_read_only_tl2: Registers::boxes(3), Tl2, BACKOFF, 31;
+    tarray_read_only_none: Registers::array(4), None, ContentionPolicy::Immediate, 32;
+    thashmap_read_only_tl2: Map::new(THashMap::new()), Tl2, LINEAR, 33;
+    tbtreemap_read_only_revalidate: Map::new(TBTreeMap::with_fanout(4)), Revalidate, BACKOFF, 34;
+    tlistset_read_only_tl2: Set::new(TListSet::new()), Tl2, HOURGLASS, 35;
+    tqueue_read_only_none: Queue::default(), None, ContentionPolicy::Karma, 36;
 }
 
 const MODES: [Opacity; 3] = [Opacity::Tl2, Opacity::Revalidate, Opacity::None];

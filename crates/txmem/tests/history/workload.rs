@@ -30,6 +30,10 @@ pub struct Cell {
     pub threads: usize,
     pub txs_per_thread: usize,
     pub seed: u64,
+    /// Declare half the transactions read-only (`TxOptions::read_only`),
+    /// whether or not they write: their snapshot attempts join the history,
+    /// and so do the reruns of those that wrote.
+    pub read_only: bool,
 }
 
 impl Cell {
@@ -68,7 +72,13 @@ pub fn run<W: Workload>(w: &W, cell: &Cell) -> Vec<Attempt> {
                     );
                     start.wait();
                     let mut out = Vec::new();
+                    let read_only = opts.read_only(true);
                     for seq in 0..cell.txs_per_thread {
+                        let opts = if cell.read_only && rng.random_bool(0.5) {
+                            &read_only
+                        } else {
+                            opts
+                        };
                         out.extend(w.transaction(opts, &mut rng, thread, seq));
                     }
                     out

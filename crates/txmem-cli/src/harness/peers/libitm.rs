@@ -3,7 +3,9 @@
 //! into a cache directory, then run as a child process per repeat. Doing it
 //! at run time rather than in `build.rs` keeps the build independent of
 //! gcc: where gcc or libitm is missing, the rows are skipped with the
-//! compiler's reason.
+//! compiler's reason. On a machine without gcc, `TXMEM_LIBITM_HARNESS`
+//! names a harness built elsewhere (e.g. `gcc -O2 -fgnu-tm -pthread
+//! -static`), which is then run as is.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -26,6 +28,17 @@ impl Libitm {
     /// Compiles the harness (or reuses a cached build of the same source by
     /// the same compiler). `Err` says in one line why libitm cannot run.
     pub fn prepare() -> Result<Libitm, String> {
+        if let Some(exe) = std::env::var_os(PREBUILT) {
+            let exe = PathBuf::from(exe);
+            if !exe.is_file() {
+                return Err(format!("{PREBUILT}={} is not a file", exe.display()));
+            }
+            return Ok(Libitm {
+                exe,
+                gcc: format!("prebuilt harness (${PREBUILT})"),
+                method: method(),
+            });
+        }
         let gcc = std::env::var("CC_LIBITM").unwrap_or_else(|_| "gcc".into());
         let version = Command::new(&gcc).arg("--version").output().map_err(|e| {
             format!("no C compiler `{gcc}` ({e}); set CC_LIBITM to a gcc with libitm")
@@ -66,12 +79,10 @@ impl Libitm {
             }
             std::fs::rename(&tmp, &exe).map_err(|e| format!("cannot install harness: {e}"))?;
         }
-        let method =
-            std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| default_method().into());
         Ok(Libitm {
             exe,
             gcc: version,
-            method,
+            method: method(),
         })
     }
 
@@ -129,6 +140,14 @@ impl Libitm {
             )),
         }
     }
+}
+
+/// The environment variable naming a prebuilt harness.
+const PREBUILT: &str = "TXMEM_LIBITM_HARNESS";
+
+/// The TM method libitm will use: `ITM_DEFAULT_METHOD`, or its default.
+fn method() -> String {
+    std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| default_method().into())
 }
 
 /// What libitm picks without `ITM_DEFAULT_METHOD`: serial-irrevocable while

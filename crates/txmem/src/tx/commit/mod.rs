@@ -54,6 +54,11 @@ impl TxState {
             let reads = self.items.len() + self.reads.len();
             return self.commit_read_only(reads as u32);
         }
+        if self.snapshot {
+            // A snapshot attempt wrote: its reads, unlogged, cannot be
+            // validated. The rerun is an ordinary attempt.
+            return Err(AbortCause::Snapshot);
+        }
         // A set of one item (one box, one counter) is common enough to have
         // the protocol compiled for it, loops unrolled, inline; larger sets
         // share one out-of-line copy.
