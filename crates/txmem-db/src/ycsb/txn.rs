@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use rand::rngs::SmallRng;
 use rand::Rng;
-use txmem::{atomically, Transaction, TxResult};
+use txmem::{atomically, read_only, Transaction, TxResult};
 
 use super::config::Op;
 use super::keys::KeyChooser;
@@ -20,6 +20,12 @@ struct Writes {
     updates: u64,
     rmws: u64,
     inserts: u64,
+}
+
+impl Writes {
+    fn any(&self) -> bool {
+        self.updates + self.rmws + self.inserts > 0
+    }
 }
 
 impl Ycsb {
@@ -98,10 +104,19 @@ impl Ycsb {
         let first_update = w.committed.updates;
         let (plan, buf) = (&w.plan, &mut w.buf);
         let mut attempts = 0u32;
-        let problem = atomically(|tx| {
-            attempts += 1;
-            self.run_plan(tx, plan, buf, worker, first_update)
-        });
+        // A transaction of reads and scans only is declared read-only: its
+        // first attempt reads from a snapshot, unlogged.
+        let problem = if writes.any() {
+            atomically(|tx| {
+                attempts += 1;
+                self.run_plan(tx, plan, buf, worker, first_update)
+            })
+        } else {
+            read_only(|tx| {
+                attempts += 1;
+                self.run_plan(tx, plan, buf, worker, first_update)
+            })
+        };
 
         let c = &mut w.committed;
         c.txns += 1;

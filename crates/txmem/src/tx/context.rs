@@ -144,11 +144,13 @@ impl ThreadContext {
         seed
     }
 
-    /// Enters a transaction: marks the thread busy and sets up the call state.
+    /// Enters a transaction: marks the thread busy and sets up the call
+    /// state (`read_only` adds the read-only hint to the options).
     #[inline(always)]
     pub(super) fn enter(
         &self,
         options: Option<&TxOptions>,
+        read_only: bool,
         site: &'static Location<'static>,
     ) -> ActiveGuard<'_> {
         if self.active.replace(true) {
@@ -162,6 +164,7 @@ impl ThreadContext {
             Some(o) => Mode::of(o),
             None => self.default_mode(),
         };
+        call.mode.read_only |= read_only;
         match self.counters() {
             Some(c) => call.record = c.recorder(site),
             None => call.record.stats = std::ptr::null(),

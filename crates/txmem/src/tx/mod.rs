@@ -45,7 +45,7 @@ mod state;
 mod transaction;
 
 pub use index::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};
-pub use run::{atomically, try_atomically};
+pub use run::{atomically, read_only, try_atomically};
 pub(crate) use single::commit_single;
 pub(crate) use transaction::ReadVia;
 pub use transaction::{ItemId, Transaction};

@@ -54,7 +54,9 @@ use crate::options::TxOptions;
 #[track_caller]
 pub fn atomically<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
     let result: Result<R, std::convert::Infallible> =
-        run_with(None, Location::caller(), |tx| f(tx).map_err(TxError::Abort));
+        run_with(None, false, Location::caller(), |tx| {
+            f(tx).map_err(TxError::Abort)
+        });
     match result {
         Ok(v) => v,
         Err(never) => match never {},
@@ -82,7 +84,37 @@ pub fn atomically<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult
 pub fn try_atomically<'env, R, E>(
     f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
-    run_with(None, Location::caller(), f)
+    run_with(None, false, Location::caller(), f)
+}
+
+/// Like [`atomically`], for a transaction that only reads: the runtime-wide
+/// defaults with the [`read_only`](TxOptions::read_only) hint. Its first
+/// attempt reads from a snapshot without logging its reads; if it cannot
+/// finish as a snapshot (it met a newer version, or wrote), it goes on as
+/// an ordinary transaction, so a wrong hint costs time, never correctness.
+///
+/// ```
+/// use txmem::{read_only, TArray};
+/// let accounts = TArray::from_fn(16, |_| 10u64);
+/// let total = read_only(|tx| {
+///     let mut sum = 0;
+///     for i in 0..accounts.len() {
+///         sum += accounts.get(tx, i)?;
+///     }
+///     Ok(sum)
+/// });
+/// assert_eq!(total, 160);
+/// ```
+#[track_caller]
+pub fn read_only<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+    let result: Result<R, std::convert::Infallible> =
+        run_with(None, true, Location::caller(), |tx| {
+            f(tx).map_err(TxError::Abort)
+        });
+    match result {
+        Ok(v) => v,
+        Err(never) => match never {},
+    }
 }
 
 impl TxOptions {
@@ -90,7 +122,7 @@ impl TxOptions {
     #[track_caller]
     pub fn run<'env, R>(&self, mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
         let r: Result<R, std::convert::Infallible> =
-            run_with(Some(self), Location::caller(), |tx| {
+            run_with(Some(self), false, Location::caller(), |tx| {
                 f(tx).map_err(TxError::Abort)
             });
         match r {
@@ -105,14 +137,15 @@ impl TxOptions {
         &self,
         f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
     ) -> Result<R, E> {
-        run_with(Some(self), Location::caller(), f)
+        run_with(Some(self), false, Location::caller(), f)
     }
 }
 
 /// The retry loop shared by every entry point.
 ///
 /// `options` are the transaction's options, or `None` for the runtime-wide
-/// defaults (cached per thread and refreshed when they change).
+/// defaults (cached per thread and refreshed when they change);
+/// `read_only` adds the read-only hint to them.
 ///
 /// The program's closure is wrapped to report its outcome as a small
 /// [`Attempted`] and park its value, so the loop ([`run_attempts`]) does not
@@ -120,25 +153,24 @@ impl TxOptions {
 /// ([`after_abort`]).
 pub(crate) fn run_with<'env, R, E>(
     options: Option<&TxOptions>,
+    read_only: bool,
     site: &'static Location<'static>,
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
     let mut result: Option<Result<R, E>> = None;
-    run_attempts(
-        options,
-        site,
-        &mut |tx: &mut Transaction<'env>| match f(tx) {
-            Ok(value) => {
-                result = Some(Ok(value));
-                Attempted::Value
-            }
-            Err(TxError::User(e)) => {
-                result = Some(Err(e));
-                Attempted::UserError
-            }
-            Err(TxError::Abort(a)) => Attempted::Aborted(a.cause()),
-        },
-    );
+    run_attempts(options, read_only, site, &mut |tx: &mut Transaction<
+        'env,
+    >| match f(tx) {
+        Ok(value) => {
+            result = Some(Ok(value));
+            Attempted::Value
+        }
+        Err(TxError::User(e)) => {
+            result = Some(Err(e));
+            Attempted::UserError
+        }
+        Err(TxError::Abort(a)) => Attempted::Aborted(a.cause()),
+    });
     match result {
         Some(r) => r,
         None => unreachable!("a transaction ended without a result"),
@@ -160,11 +192,12 @@ enum Attempted {
 #[inline(always)]
 fn run_attempts<'env>(
     options: Option<&TxOptions>,
+    read_only: bool,
     site: &'static Location<'static>,
     body: &mut impl FnMut(&mut Transaction<'env>) -> Attempted,
 ) {
     let ctx = ThreadContext::current();
-    let active = ctx.enter(options, site);
+    let active = ctx.enter(options, read_only, site);
     loop {
         // SAFETY: `active` guarantees these are the only live references to
         // the thread's state and call state; handlers run only after it is
