@@ -70,11 +70,19 @@ pub(crate) fn now_seqcst() -> ClockWord {
     ClockWord(word)
 }
 
+/// How far a tick advances the clock: two version steps, so that a commit
+/// version drawn by a tick is never one step past a clock value, as a
+/// commit version drawn without a tick (`tx::commit::version_past`) is.
+/// A reader can then tell a write that may have finished before it read
+/// the clock (exactly one step past that value) from one that surely began
+/// after (more): see `types::history`.
+const TICK: u64 = 2 * VERSION_STEP;
+
 /// Advances the clock and returns the new word (a TL2 commit version).
 #[inline]
 pub(crate) fn tick() -> ClockWord {
-    let prev = CLOCK.fetch_add(VERSION_STEP, Ordering::SeqCst);
-    ClockWord(prev + VERSION_STEP)
+    let prev = CLOCK.fetch_add(TICK, Ordering::SeqCst);
+    ClockWord(prev + TICK)
 }
 
 /// Moves the clock's time up to at least `time` (gate untouched) and

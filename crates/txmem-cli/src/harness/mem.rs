@@ -66,6 +66,10 @@ pub struct Layout {
     /// Number of fine-grained locks, or `None` if the workload has no
     /// fine-grained locking scheme.
     pub fine_locks: Option<usize>,
+    /// The workload runs long read-only transactions against writers: a
+    /// backend that can keep each word's previous value for their
+    /// snapshots does (txmem's `TArray::with_snapshot_history`).
+    pub snapshot_history: bool,
 }
 
 /// Writes one word (used to sabotage a state for the failure test).

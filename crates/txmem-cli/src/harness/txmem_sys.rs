@@ -91,8 +91,13 @@ impl TxmemArray {
     /// The words of `layout`, each operation run with `options`.
     pub fn new(layout: &Layout, options: TxOptions) -> Self {
         let init = &layout.init;
+        let words = TArray::from_fn(init.len(), |i| init[i]);
         TxmemArray {
-            words: TArray::from_fn(init.len(), |i| init[i]),
+            words: if layout.snapshot_history {
+                words.with_snapshot_history()
+            } else {
+                words
+            },
             options,
         }
     }

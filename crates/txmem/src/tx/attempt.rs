@@ -9,7 +9,22 @@
 use super::context::Tracking;
 use super::state::TxState;
 use crate::clock;
+use crate::error::AbortCause;
 use crate::options::Opacity;
+use crate::version::VERSION_STEP;
+
+/// Whether an attempt is a snapshot attempt of a read-only transaction
+/// (see [`TxOptions::read_only`](crate::TxOptions::read_only)), and how it
+/// takes its bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Snapshot {
+    /// An ordinary attempt.
+    Off,
+    /// Bound read from the clock.
+    Plain,
+    /// Bound taken by advancing the clock.
+    Ticked,
+}
 
 impl TxState {
     /// Prepares an attempt: hourglass, irrevocability, snapshot bound.
@@ -30,10 +45,13 @@ impl TxState {
     /// clock, so that transactions over fast-changing data do not extend
     /// (and revalidate) in every attempt.
     ///
-    /// A snapshot attempt (`snapshot`: the first attempt of a read-only
-    /// transaction) always reads the clock: it cannot extend its snapshot,
-    /// so a stale bound would abort it. It checks its reads as TL2 does,
-    /// whatever the transaction's mode.
+    /// A snapshot attempt of a read-only transaction always takes a fresh
+    /// bound: it cannot extend its snapshot, so a stale bound would abort
+    /// it. It checks its reads as TL2 does, whatever the transaction's
+    /// mode. A `Ticked` one advances the clock to take its bound, so that
+    /// every write past the bound began after it did and the value before
+    /// such a write may be read (see `types::history`); a `Plain` one only
+    /// reads the clock and may read history past one more step.
     #[inline]
     pub(crate) fn begin(
         &mut self,
@@ -41,13 +59,23 @@ impl TxState {
         irrevocable: bool,
         requested: bool,
         holds_hourglass: bool,
-        snapshot: bool,
+        snapshot: Snapshot,
     ) {
         if clock::hourglass_held() && !holds_hourglass {
             clock::wait_hourglass_released();
         }
-        self.snapshot = snapshot && !irrevocable;
-        if self.stale_start || self.snapshot {
+        self.snapshot = snapshot != Snapshot::Off && !irrevocable;
+        if self.snapshot {
+            self.snapshot_stale = false;
+            self.stale_start = false;
+            if snapshot == Snapshot::Ticked {
+                self.start = clock::tick().time();
+                self.history_bound = self.start;
+            } else {
+                self.start = clock::now().time();
+                self.history_bound = self.start + VERSION_STEP;
+            }
+        } else if self.stale_start {
             self.stale_start = false;
             self.start = clock::now().time();
         }
@@ -59,6 +87,20 @@ impl TxState {
             // The snapshot must not predate the commits that finished
             // before the gate closed.
             self.start = clock::now().time();
+        }
+    }
+
+    /// The kind of snapshot attempt that should follow this one, which
+    /// aborted for `cause`: a snapshot attempt that met a version past its
+    /// snapshot is followed by one that advances the clock (it may read
+    /// history that the first could not); anything else by an ordinary
+    /// attempt.
+    pub(crate) fn next_snapshot(&self, cause: AbortCause) -> Snapshot {
+        let ticked = self.history_bound == self.start;
+        if self.snapshot && cause == AbortCause::Snapshot && self.snapshot_stale && !ticked {
+            Snapshot::Ticked
+        } else {
+            Snapshot::Off
         }
     }
 

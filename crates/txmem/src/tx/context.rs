@@ -351,6 +351,8 @@ pub(super) struct Retrying {
     pub(super) irrevocable: bool,
     /// Counted as serialized already.
     pub(super) serialized: bool,
+    /// What kind of snapshot attempt the next attempt is.
+    pub(super) snapshot: super::attempt::Snapshot,
 }
 
 #[cold]

@@ -59,6 +59,11 @@ impl TxState {
     /// The common case (a TL2 attempt reading a version within its snapshot)
     /// is a seqlock read and a push; every other case is out of line, so that
     /// the read inlines small into the program's loop.
+    ///
+    /// `previous` serves a snapshot attempt that meets a version past its
+    /// snapshot: given the word read, it returns the subobject's value
+    /// before its last write with that value's version word, if the object
+    /// keeps one and nothing was written since (see `types::history`).
     #[inline(always)]
     pub(super) fn observe_logged<R>(
         &mut self,
@@ -66,13 +71,14 @@ impl TxState {
         key: u64,
         version: &TVersion,
         load: impl FnMut() -> R,
+        previous: impl FnOnce(u64) -> Option<(u64, R)>,
     ) -> TxResult<(u64, R)> {
         let (word, value) = self.stable_read(version, load)?;
         if self.snapshot {
             // A snapshot attempt logs nothing: a version within the snapshot
             // is all it needs (see `TxOptions::read_only`).
             if TVersion::version_of(word) > self.start {
-                return Err(Self::snapshot_missed());
+                return self.read_previous(word, previous);
             }
             return Ok((word, value));
         }
@@ -88,6 +94,37 @@ impl TxState {
             self.check_view(word, earlier)?;
         }
         Ok((word, value))
+    }
+
+    /// A snapshot attempt met `word`, past its snapshot: the value before
+    /// the last write if that write is after the snapshot in real time too
+    /// (its version is past `history_bound`) and the value's own version is
+    /// within the snapshot; else the attempt cannot go on.
+    ///
+    /// (Inlined: passing `previous` to an out-of-line function builds its
+    /// captures on the stack at every read, taken branch or not.)
+    #[inline(always)]
+    fn read_previous<R>(
+        &mut self,
+        word: u64,
+        previous: impl FnOnce(u64) -> Option<(u64, R)>,
+    ) -> TxResult<(u64, R)> {
+        if TVersion::version_of(word) > self.history_bound {
+            if let Some((old, value)) = previous(word) {
+                if TVersion::version_of(old) <= self.start {
+                    return Ok((old, value));
+                }
+            }
+        }
+        Err(self.snapshot_stale())
+    }
+
+    /// A snapshot attempt met a version past its snapshot and cannot go on.
+    #[cold]
+    #[inline(never)]
+    fn snapshot_stale(&mut self) -> Abort {
+        self.snapshot_stale = true;
+        Self::snapshot_missed()
     }
 
     /// Whether an observation at `word` needs the opacity check of the
@@ -246,7 +283,7 @@ impl TxState {
     fn extend_snapshot(&mut self, seen: u64) -> TxResult<()> {
         self.stale_start = true;
         if self.snapshot {
-            return Err(Self::snapshot_missed());
+            return Err(self.snapshot_stale());
         }
         let mut now = clock::now().time();
         if seen > now {

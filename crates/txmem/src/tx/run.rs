@@ -12,6 +12,7 @@
 use std::panic::{self, AssertUnwindSafe, Location};
 
 use super::abandon::{end_with_error, panicked};
+use super::attempt::Snapshot;
 use super::blocking;
 use super::context::{end_retrying, CallState, Retrying, ThreadContext};
 use super::handlers::run_handlers;
@@ -211,16 +212,20 @@ fn run_attempts<'env>(
                 call.mode.irrevocable,
                 call.mode.irrevocable,
                 false,
-                call.mode.read_only,
+                if call.mode.read_only {
+                    Snapshot::Plain
+                } else {
+                    Snapshot::Off
+                },
             ),
-            // (Only the first attempt of a read-only transaction is a
-            // snapshot attempt: a wrong hint costs one attempt.)
+            // (At most two attempts of a read-only transaction are snapshot
+            // attempts: a wrong hint costs one attempt.)
             Some(r) => st.begin(
                 call.mode.opacity,
                 r.irrevocable,
                 call.mode.irrevocable,
                 r.cm.holds_hourglass,
-                false,
+                r.snapshot,
             ),
         }
         let tx = Transaction::from_state(st);
@@ -300,8 +305,10 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
             cm: Contention::default(),
             irrevocable: requested,
             serialized: false,
+            snapshot: Snapshot::Off,
         })
     });
+    r.snapshot = st.next_snapshot(cause);
     let items = st.item_count();
     // A snapshot attempt logged no reads to wait on: its rerun, an ordinary
     // attempt, reaches the `retry` again and waits then.

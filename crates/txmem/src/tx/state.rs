@@ -148,6 +148,15 @@ pub(crate) struct TxState {
     /// extend the snapshot, a write, a `retry` or an upgrade to
     /// irrevocability aborts it instead.
     pub(super) snapshot: bool,
+    /// In a snapshot attempt, the version past which a write surely began
+    /// after the attempt did, so that the value before it may be read (see
+    /// `types::history`): `start` if the attempt advanced the clock to
+    /// take it, else one step more.
+    pub(super) history_bound: u64,
+    /// The snapshot attempt ended because it met a version past its
+    /// snapshot (not because it wrote or waited): another snapshot attempt,
+    /// from a fresh clock, may succeed.
+    pub(super) snapshot_stale: bool,
     pub(super) opacity: Opacity,
     /// Held while the attempt runs irrevocably (see `irrevocable`).
     pub(super) irrevocable: Option<crate::sync::Token>,
@@ -182,6 +191,8 @@ impl TxState {
             start: 0,
             stale_start: true,
             snapshot: false,
+            history_bound: 0,
+            snapshot_stale: false,
             opacity: Opacity::Tl2,
             irrevocable: None,
             wants_irrevocable: false,

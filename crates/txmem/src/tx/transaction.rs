@@ -143,7 +143,7 @@ impl<'env> Transaction<'env> {
                 let v = self.st.observe(id.0, version, load)?;
                 Ok((self.st.items[id.0].read_version(), v))
             }
-            ReadVia::Log(addr, key) => self.st.observe_logged(addr, key, version, load),
+            ReadVia::Log(addr, key) => self.st.observe_logged(addr, key, version, load, |_| None),
         }
     }
 
@@ -158,9 +158,28 @@ impl<'env> Transaction<'env> {
         version: &'env TVersion,
         load: impl FnMut() -> R,
     ) -> TxResult<R> {
+        self.observe_via_or_previous(via, version, load, |_| None)
+    }
+
+    /// [`observe_via`](Self::observe_via) for an object that keeps each
+    /// subobject's value before its last write: `previous(word)` returns it
+    /// with its version word if the subobject's version is still `word`
+    /// (see `types::history`). A snapshot attempt reads it when the current
+    /// version is past its snapshot.
+    #[inline(always)]
+    pub(crate) fn observe_via_or_previous<R>(
+        &mut self,
+        via: ReadVia,
+        version: &'env TVersion,
+        load: impl FnMut() -> R,
+        previous: impl FnOnce(u64) -> Option<(u64, R)>,
+    ) -> TxResult<R> {
         match via {
             ReadVia::Item(id) => self.st.observe(id.0, version, load),
-            ReadVia::Log(addr, key) => Ok(self.st.observe_logged(addr, key, version, load)?.1),
+            ReadVia::Log(addr, key) => Ok(self
+                .st
+                .observe_logged(addr, key, version, load, previous)?
+                .1),
         }
     }
 

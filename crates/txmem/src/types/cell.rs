@@ -94,6 +94,29 @@ impl<T> ValueCell<T> {
         }
     }
 
+    /// The encoded word of an inline value, for a copy kept elsewhere
+    /// (`history`). The caller holds the version lock.
+    #[inline]
+    pub fn raw_bits(&self) -> MaybeUninit<u64> {
+        debug_assert!(Self::INLINE);
+        self.word.load(Ordering::Relaxed)
+    }
+
+    /// The inline value that `bits` encode.
+    ///
+    /// # Safety
+    ///
+    /// `bits` must come from [`raw_bits`](Self::raw_bits) of a cell of the
+    /// same `T` (values stored inline have no drop glue, so the copy owns
+    /// nothing the cell still owns).
+    #[inline]
+    pub unsafe fn decode_inline(bits: MaybeUninit<u64>) -> T {
+        debug_assert!(Self::INLINE);
+        // SAFETY: by the caller's contract the word holds a `T`, written by
+        // `encode`.
+        unsafe { ptr::read(bits.as_ptr().cast::<T>()) }
+    }
+
     /// Replaces the value. The caller holds the version lock (one writer at a time).
     #[inline]
     pub fn store<'g>(&self, value: T, guard: impl FnOnce() -> &'g Guard) {

@@ -1,6 +1,7 @@
 //! The built-in transactional datatypes.
 
 pub(crate) mod cell;
+mod history;
 mod slot;
 mod tarray;
 mod tbox;

@@ -11,6 +11,7 @@ use crate::tx::{commit_single, ItemId, ReadVia, Transaction};
 use crate::version::TVersion;
 
 use super::cell::ValueCell;
+use super::history::Previous;
 
 pub(crate) struct Slot<T> {
     pub version: TVersion,
@@ -27,12 +28,15 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
 
     /// Transactional read by reference: the pending write if this
     /// transaction wrote the slot, else the committed value (recorded in
-    /// the read set: the item `via` names, or the read log).
+    /// the read set: the item `via` names, or the read log), or, for a
+    /// snapshot older than the last write, the value before it if the
+    /// object keeps it (`history`, called only then).
     #[inline(always)]
     pub fn read_with<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
         via: ReadVia,
+        history: impl FnOnce() -> Option<&'env Previous>,
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
         if let ReadVia::Item(id) = via {
@@ -43,13 +47,23 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         if ValueCell::<T>::INLINE {
             // Copying an inline value is a register move: read it under the
             // version check, then call `f` outside the retry loop.
-            let copy = tx.observe_via(via, &self.version, || {
-                self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v)))
-            })?;
+            let copy = tx.observe_via_or_previous(
+                via,
+                &self.version,
+                || self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v))),
+                |seen| {
+                    let (word, v) = history()?.read::<T>(&self.version, seen)?;
+                    Some((word, std::mem::ManuallyDrop::new(v)))
+                },
+            )?;
             Ok(f(&*copy))
         } else {
             // Heap values: pin, then borrow. The allocation a validated read
             // saw stays live while the transaction's guard is pinned.
+            debug_assert!(
+                history().is_none(),
+                "history is kept for inline values only"
+            );
             let _pinned = tx.guard();
             let ptr = tx.observe_via(via, &self.version, || self.cell.with(|v| v as *const T))?;
             // SAFETY: `ptr` was published by a committed write observed under
@@ -62,8 +76,13 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
 
     /// Transactional read returning a clone.
     #[inline(always)]
-    pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, via: ReadVia) -> TxResult<T> {
-        self.read_with(tx, via, T::clone)
+    pub fn get<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        via: ReadVia,
+        history: impl FnOnce() -> Option<&'env Previous>,
+    ) -> TxResult<T> {
+        self.read_with(tx, via, history, T::clone)
     }
 
     /// Buffers a write.
@@ -88,17 +107,23 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
     }
 
     // ---- single-operation transactions (see `tx::commit_single`); `object`
-    // is the address of the owning object, for wake-ups ----
+    // is the address of the owning object, for wake-ups, and `history` the
+    // slot's previous value where the object keeps one ----
 
     /// Replaces the value with `f(&current)`; returns the new value.
-    pub fn update_now(&self, object: usize, mut f: impl FnMut(&T) -> T) -> T {
+    pub fn update_now(
+        &self,
+        object: usize,
+        history: Option<&Previous>,
+        mut f: impl FnMut(&T) -> T,
+    ) -> T {
         commit_single(
             object,
             &self.version,
             || self.cell.with(&mut f),
             |new| {
                 let out = new.clone();
-                self.install_now(new);
+                self.install_now(new, history);
                 out
             },
         )
@@ -113,19 +138,27 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
             |()| {
                 // The lock is held: the committed value cannot change.
                 let old = self.cell.with(T::clone);
-                self.install_now(value);
+                self.install_now(value, None);
                 old
             },
         )
     }
 
     /// Replaces the value with `value`.
-    pub fn store_now(&self, object: usize, value: T) {
-        commit_single(object, &self.version, || (), |()| self.install_now(value))
+    pub fn store_now(&self, object: usize, history: Option<&Previous>, value: T) {
+        commit_single(
+            object,
+            &self.version,
+            || (),
+            |()| self.install_now(value, history),
+        )
     }
 
     /// Stores a value under the lock of a single-operation transaction.
-    fn install_now(&self, value: T) {
+    fn install_now(&self, value: T, history: Option<&Previous>) {
+        if let Some(h) = history {
+            h.save(&self.version, &self.cell);
+        }
         // Only heap values need a guard (to retire the old allocation).
         let guard = std::cell::OnceCell::new();
         self.cell
@@ -146,7 +179,10 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
     }
 
     #[inline]
-    pub fn install(&self, item: &mut Item, commit: &Commit<'_>) {
+    pub fn install(&self, item: &mut Item, commit: &Commit<'_>, history: Option<&Previous>) {
+        if let Some(h) = history {
+            h.save(&self.version, &self.cell);
+        }
         let stored = self.cell.store_pending(&mut item.value, || commit.guard());
         assert!(
             stored,

@@ -7,6 +7,8 @@ use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::tx::{ReadVia, Transaction};
 
+use super::cell::ValueCell;
+use super::history::Previous;
 use super::slot::Slot;
 
 /// A fixed-length transactional array. Each element is its own subobject
@@ -26,6 +28,9 @@ use super::slot::Slot;
 /// ```
 pub struct TArray<T> {
     slots: Box<[Slot<T>]>,
+    /// Each element's value before its last write, if kept (see
+    /// [`with_snapshot_history`](TArray::with_snapshot_history)).
+    history: Option<Box<[Previous]>>,
 }
 
 impl<T: Clone + Send + Sync + 'static> TArray<T> {
@@ -33,7 +38,46 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     pub fn from_fn(len: usize, mut f: impl FnMut(usize) -> T) -> Self {
         TArray {
             slots: (0..len).map(|i| Slot::new(f(i))).collect(),
+            history: None,
         }
+    }
+
+    /// Keeps each element's value before its last write, so that a
+    /// read-only transaction ([`TxOptions::read_only`](crate::TxOptions::read_only))
+    /// whose snapshot is older than that write reads the older value
+    /// instead of restarting. A long read-only transaction (an audit of
+    /// every element) then commits in its first or second attempt unless an
+    /// element it has yet to read is written twice while it runs, where
+    /// without history any write to such an element restarts it.
+    ///
+    /// The cost: 16 bytes per element, and a write saves the old value
+    /// (one more cache line per written element). For element types stored
+    /// inline (at most 8 bytes, no drop glue); panics for others.
+    ///
+    /// ```
+    /// use txmem::{TArray, TxOptions};
+    /// let accounts = TArray::from_fn(1024, |_| 100i64).with_snapshot_history();
+    /// let audit = TxOptions::new().read_only(true);
+    /// let total: i64 = audit.run(|tx| {
+    ///     (0..accounts.len()).try_fold(0, |sum, i| Ok(sum + accounts.get(tx, i)?))
+    /// });
+    /// assert_eq!(total, 102_400);
+    /// ```
+    pub fn with_snapshot_history(mut self) -> Self {
+        assert!(
+            ValueCell::<T>::INLINE,
+            "TArray::with_snapshot_history: elements of type `{}` are not stored inline \
+             (at most 8 bytes, no drop glue)",
+            std::any::type_name::<T>()
+        );
+        self.history = Some((0..self.slots.len()).map(|_| Previous::new()).collect());
+        self
+    }
+
+    /// The saved previous value of element `index`, if the array keeps them.
+    #[inline(always)]
+    fn previous(&self, index: usize) -> Option<&Previous> {
+        self.history.as_ref().map(|h| &h[index])
     }
 
     /// An array of `len` copies of `value`.
@@ -64,7 +108,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, index: usize) -> TxResult<T> {
         let slot = self.slot(index);
         let via = tx.read_via(self, index as u64);
-        slot.get(tx, via)
+        slot.get(tx, via, || self.previous(index))
     }
 
     /// Calls `f` with a reference to element `index`.
@@ -77,7 +121,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     ) -> TxResult<R> {
         let slot = self.slot(index);
         let via = tx.read_via(self, index as u64);
-        slot.read_with(tx, via, f)
+        slot.read_with(tx, via, || self.previous(index), f)
     }
 
     /// Writes element `index`.
@@ -104,7 +148,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     ) -> TxResult<()> {
         let slot = self.slot(index);
         let id = tx.item(self, index as u64);
-        let old = slot.get(tx, ReadVia::Item(id))?;
+        let old = slot.get(tx, ReadVia::Item(id), || None)?;
         slot.set(tx, id, f(old));
         Ok(())
     }
@@ -117,7 +161,8 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     /// Writes element `index` as a transaction of its own (see
     /// [`TBox::store`](crate::TBox::store)). Panics inside a transaction.
     pub fn store(&self, index: usize, value: T) {
-        self.slot(index).store_now(self.addr(), value)
+        self.slot(index)
+            .store_now(self.addr(), self.previous(index), value)
     }
 
     /// Replaces element `index` with `f(&element)` as a transaction of its
@@ -130,7 +175,8 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     /// assert_eq!(hits.load(2), 1);
     /// ```
     pub fn update(&self, index: usize, f: impl FnMut(&T) -> T) -> T {
-        self.slot(index).update_now(self.addr(), f)
+        self.slot(index)
+            .update_now(self.addr(), self.previous(index), f)
     }
 
     /// The address transactions know this object by (for wake-ups).
@@ -158,7 +204,8 @@ impl<T: Clone + Send + Sync + 'static> TObject for TArray<T> {
         self.slots[item.key() as usize].check(item)
     }
     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        self.slots[item.key() as usize].install(item, commit)
+        let index = item.key() as usize;
+        self.slots[index].install(item, commit, self.previous(index))
     }
     fn unlock(&self, item: &mut Item) {
         self.slots[item.key() as usize].unlock(item)

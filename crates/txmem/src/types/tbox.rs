@@ -43,7 +43,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     #[inline(always)]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
         let via = tx.read_via(self, 0);
-        self.slot.get(tx, via)
+        self.slot.get(tx, via, || None)
     }
 
     /// Calls `f` with a reference to the value, without cloning it.
@@ -54,7 +54,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
         let via = tx.read_via(self, 0);
-        self.slot.read_with(tx, via, f)
+        self.slot.read_with(tx, via, || None, f)
     }
 
     /// Writes `value` (visible to this transaction at once, to others at commit).
@@ -73,7 +73,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
         let id = tx.item(self, 0);
-        let old = self.slot.get(tx, ReadVia::Item(id))?;
+        let old = self.slot.get(tx, ReadVia::Item(id), || None)?;
         self.slot.set(tx, id, f(old));
         Ok(())
     }
@@ -82,7 +82,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     #[inline]
     pub fn replace<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<T> {
         let id = tx.item(self, 0);
-        let old = self.slot.get(tx, ReadVia::Item(id))?;
+        let old = self.slot.get(tx, ReadVia::Item(id), || None)?;
         self.slot.set(tx, id, value);
         Ok(old)
     }
@@ -107,7 +107,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     /// assert!(flag.load());
     /// ```
     pub fn store(&self, value: T) {
-        self.slot.store_now(self.addr(), value)
+        self.slot.store_now(self.addr(), None, value)
     }
 
     /// Writes `value` and returns the previous value, as a transaction of its
@@ -139,7 +139,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     /// assert_eq!(next_id.update(|n| n + 1), 12);
     /// ```
     pub fn update(&self, f: impl FnMut(&T) -> T) -> T {
-        self.slot.update_now(self.addr(), f)
+        self.slot.update_now(self.addr(), None, f)
     }
 
     /// The address transactions know this object by (for wake-ups).
@@ -167,7 +167,7 @@ impl<T: Clone + Send + Sync + 'static> TObject for TBox<T> {
         self.slot.check(item)
     }
     fn install(&self, item: &mut Item, commit: &Commit<'_>) {
-        self.slot.install(item, commit)
+        self.slot.install(item, commit, None)
     }
     fn unlock(&self, item: &mut Item) {
         self.slot.unlock(item)

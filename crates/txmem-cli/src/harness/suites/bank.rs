@@ -96,6 +96,8 @@ impl WordWorkload for Bank {
         Layout {
             init: vec![INITIAL as Word; self.accounts],
             fine_locks: Some(self.accounts),
+            // Audits read every account while transfers commit.
+            snapshot_history: true,
         }
     }
 

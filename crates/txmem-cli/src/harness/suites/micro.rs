@@ -75,6 +75,7 @@ impl WordWorkload for Micro {
         Layout {
             init: vec![0; self.array],
             fine_locks: Some(self.array),
+            snapshot_history: false,
         }
     }
 

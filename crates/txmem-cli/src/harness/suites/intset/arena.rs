@@ -208,7 +208,11 @@ impl WordWorkload for IntSet {
                 }
             }
         }
-        Layout { init, fine_locks }
+        Layout {
+            init,
+            fine_locks,
+            snapshot_history: false,
+        }
     }
 
     #[inline]
