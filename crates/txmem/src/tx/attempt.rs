@@ -13,6 +13,11 @@ use crate::error::AbortCause;
 use crate::options::Opacity;
 use crate::version::VERSION_STEP;
 
+/// How many snapshot attempts a read-only transaction makes before it goes
+/// on as an ordinary one (where it cannot starve: it extends its snapshot,
+/// and the contention policy serializes it after too many aborts).
+const SNAPSHOT_ATTEMPTS: u32 = 8;
+
 /// Whether an attempt is a snapshot attempt of a read-only transaction
 /// (see [`TxOptions::read_only`](crate::TxOptions::read_only)), and how it
 /// takes its bound.
@@ -90,14 +95,24 @@ impl TxState {
         }
     }
 
-    /// The kind of snapshot attempt that should follow this one, which
-    /// aborted for `cause`: a snapshot attempt that met a version past its
-    /// snapshot is followed by one that advances the clock (it may read
-    /// history that the first could not); anything else by an ordinary
+    /// The kind of snapshot attempt that should follow this one, the
+    /// `aborted`-th abort in a row, itself aborted for `cause`: a snapshot
+    /// attempt that met a version past its snapshot is followed by another,
+    /// which advances the clock (it may read history that a plain one may
+    /// not), up to [`SNAPSHOT_ATTEMPTS`]; anything else by an ordinary
     /// attempt.
-    pub(crate) fn next_snapshot(&self, cause: AbortCause) -> Snapshot {
-        let ticked = self.history_bound == self.start;
-        if self.snapshot && cause == AbortCause::Snapshot && self.snapshot_stale && !ticked {
+    ///
+    /// Why more than one: against a stream of writers, a fresh snapshot
+    /// with history fails only if an element it has yet to read is written
+    /// twice while it runs, where an ordinary attempt fails whenever a
+    /// writer changes an element it read and one it has yet to read (its
+    /// extension revalidates and finds the first changed).
+    pub(crate) fn next_snapshot(&self, cause: AbortCause, aborted: u32) -> Snapshot {
+        if self.snapshot
+            && cause == AbortCause::Snapshot
+            && self.snapshot_stale
+            && aborted < SNAPSHOT_ATTEMPTS
+        {
             Snapshot::Ticked
         } else {
             Snapshot::Off

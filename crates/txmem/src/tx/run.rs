@@ -218,8 +218,8 @@ fn run_attempts<'env>(
                     Snapshot::Off
                 },
             ),
-            // (At most two attempts of a read-only transaction are snapshot
-            // attempts: a wrong hint costs one attempt.)
+            // (Further snapshot attempts follow only one that met a newer
+            // version: a wrong hint costs one attempt.)
             Some(r) => st.begin(
                 call.mode.opacity,
                 r.irrevocable,
@@ -308,7 +308,7 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
             snapshot: Snapshot::Off,
         })
     });
-    r.snapshot = st.next_snapshot(cause);
+    r.snapshot = st.next_snapshot(cause, r.cm.consecutive);
     let items = st.item_count();
     // A snapshot attempt logged no reads to wait on: its rerun, an ordinary
     // attempt, reaches the `retry` again and waits then.
