@@ -69,22 +69,14 @@ impl TxState {
         if clock::hourglass_held() && !holds_hourglass {
             clock::wait_hourglass_released();
         }
-        self.snapshot = snapshot != Snapshot::Off && !irrevocable;
-        if self.snapshot {
-            self.snapshot_stale = false;
-            self.stale_start = false;
-            if snapshot == Snapshot::Ticked {
-                self.start = clock::tick().time();
-                self.history_bound = self.start;
-            } else {
-                self.start = clock::now().time();
-                self.history_bound = self.start + VERSION_STEP;
-            }
+        self.opacity = opacity;
+        self.snapshot = false;
+        if snapshot != Snapshot::Off && !irrevocable {
+            self.begin_snapshot(snapshot);
         } else if self.stale_start {
             self.stale_start = false;
             self.start = clock::now().time();
         }
-        self.opacity = if self.snapshot { Opacity::Tl2 } else { opacity };
         self.wants_irrevocable = false;
         self.user_irrevocable = requested;
         if irrevocable && self.irrevocable.is_none() {
@@ -92,6 +84,22 @@ impl TxState {
             // The snapshot must not predate the commits that finished
             // before the gate closed.
             self.start = clock::now().time();
+        }
+    }
+
+    /// The part of [`begin`](Self::begin) for a snapshot attempt.
+    #[inline(never)]
+    fn begin_snapshot(&mut self, snapshot: Snapshot) {
+        self.snapshot = true;
+        self.snapshot_stale = false;
+        self.stale_start = false;
+        self.opacity = Opacity::Tl2;
+        if snapshot == Snapshot::Ticked {
+            self.start = clock::tick().time();
+            self.history_bound = self.start;
+        } else {
+            self.start = clock::now().time();
+            self.history_bound = self.start + VERSION_STEP;
         }
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
 
+use super::attempt::Snapshot;
 use super::handlers::run_handlers;
 use super::state::TxState;
 use crate::contention::Contention;
@@ -164,7 +165,9 @@ impl ThreadContext {
             Some(o) => Mode::of(o),
             None => self.default_mode(),
         };
-        call.mode.read_only |= read_only;
+        if read_only {
+            call.mode.snapshot = Snapshot::Plain;
+        }
         match self.counters() {
             Some(c) => call.record = c.recorder(site),
             None => call.record.stats = std::ptr::null(),
@@ -275,9 +278,9 @@ pub(super) struct Mode {
     pub(super) priority: bool,
     /// How reads are tracked: [`Tracking`] bits.
     pub(super) tracking: u8,
-    /// The transaction is declared read-only: its first attempt is a
-    /// snapshot attempt.
-    pub(super) read_only: bool,
+    /// The first attempt's kind: a snapshot attempt if the transaction is
+    /// declared read-only.
+    pub(super) snapshot: Snapshot,
 }
 
 /// The read-tracking knobs of [`Mode::tracking`], as bits (so that a mode
@@ -305,7 +308,11 @@ impl Mode {
             irrevocable: options.irrevocable,
             priority: options.contention.uses_priority(),
             tracking,
-            read_only: options.read_only,
+            snapshot: if options.read_only {
+                Snapshot::Plain
+            } else {
+                Snapshot::Off
+            },
         }
     }
 }
@@ -352,7 +359,7 @@ pub(super) struct Retrying {
     /// Counted as serialized already.
     pub(super) serialized: bool,
     /// What kind of snapshot attempt the next attempt is.
-    pub(super) snapshot: super::attempt::Snapshot,
+    pub(super) snapshot: Snapshot,
 }
 
 #[cold]

@@ -212,11 +212,7 @@ fn run_attempts<'env>(
                 call.mode.irrevocable,
                 call.mode.irrevocable,
                 false,
-                if call.mode.read_only {
-                    Snapshot::Plain
-                } else {
-                    Snapshot::Off
-                },
+                call.mode.snapshot,
             ),
             // (Further snapshot attempts follow only one that met a newer
             // version: a wrong hint costs one attempt.)
