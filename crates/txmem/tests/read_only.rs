@@ -157,12 +157,15 @@ fn read_only_audits_see_consistent_totals_under_transfers() {
                 let (accounts, stop, audit, audits) = (&accounts, &stop, &audit, &audits);
                 s.spawn(move || {
                     let _stop = StopOnDrop(stop);
-                    for _ in 0..400 {
+                    for round in 0..400 {
                         let (total, torn) = audit.run(|tx| {
-                            let mut sum = 0;
-                            for i in 0..N {
-                                sum += accounts.get(tx, i)?;
-                            }
+                            // Half the audits read element by element, half
+                            // with `fold` (one datatype operation).
+                            let sum = if round % 2 == 0 {
+                                (0..N).try_fold(0, |sum, i| Ok(sum + accounts.get(tx, i)?))?
+                            } else {
+                                accounts.fold(tx, 0..N, 0, |sum, &v| sum + v)?
+                            };
                             Ok((sum, tx.opacity() != Opacity::None && sum != 100 * N as i64))
                         });
                         assert!(!torn, "{mode:?}: an opaque attempt saw a torn total");
@@ -355,13 +358,14 @@ fn history_audits_are_consistent_and_respect_real_time() {
             // Stops the writers however this thread ends (a failed
             // assertion too: the test must fail, not hang).
             let _stop = StopOnDrop(stop);
-            for _ in 0..2_000 {
+            for round in 0..2_000 {
                 let before: Vec<u64> = finished.iter().map(|f| f.load(Ordering::SeqCst)).collect();
                 let (total, seen) = audit.run(|tx| {
-                    let mut total = 0;
-                    for i in 0..N {
-                        total += accounts.get(tx, i)?;
-                    }
+                    let total = if round % 2 == 0 {
+                        (0..N).try_fold(0, |sum, i| Ok(sum + accounts.get(tx, i)?))?
+                    } else {
+                        accounts.fold(tx, 0..N, 0, |sum, &v| sum + v)?
+                    };
                     let seen: Vec<u64> = (0..STAMPS)
                         .map(|k| stamps.get(tx, k))
                         .collect::<TxResult<_>>()?;
@@ -388,4 +392,36 @@ impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Relaxed);
     }
+}
+
+/// `fold` reads what a loop of `get` reads: in an ordinary attempt, in a
+/// snapshot attempt, after the attempt's own write (read-my-writes), and
+/// over a sub-range.
+#[test]
+fn fold_agrees_with_get() {
+    fn by_get<'e>(
+        a: &'e TArray<u64>,
+        tx: &mut Transaction<'e>,
+        r: std::ops::Range<usize>,
+    ) -> TxResult<Vec<u64>> {
+        r.map(|i| a.get(tx, i)).collect()
+    }
+    let a = TArray::from_fn(50, |i| i as u64 * 3);
+    for opts in [TxOptions::new(), read_only()] {
+        let (folded, looped) = opts.run(|tx| {
+            let f = a.fold(tx, 5..40, Vec::new(), |mut v, &x| {
+                v.push(x);
+                v
+            })?;
+            Ok((f, by_get(&a, tx, 5..40)?))
+        });
+        assert_eq!(folded, looped);
+    }
+    let (folded, looped) = txmem::atomically(|tx| {
+        a.set(tx, 7, 1000)?;
+        let f = a.fold(tx, 0..10, 0, |s, &x| s + x)?;
+        Ok((f, by_get(&a, tx, 0..10)?.iter().sum::<u64>()))
+    });
+    assert_eq!(folded, looped);
+    assert_eq!(folded, (0..10).map(|i| i * 3).sum::<u64>() - 21 + 1000);
 }

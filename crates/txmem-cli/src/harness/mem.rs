@@ -8,7 +8,9 @@
 //! or plain atomics under a coarse or fine-grained lock. The bodies are
 //! generic (monomorphised per backend), so every system runs the same code
 //! with no dynamic dispatch per access, and the comparison measures the
-//! synchronization, not differences between hand-written variants.
+//! synchronization, not differences between hand-written variants. The one
+//! bulk operation, [`Mem::sum`] (the bank's audit), is where a typed STM may
+//! use its datatype's own operation; every other backend loops over `read`.
 
 use crate::harness::spec::{AbortCounting, Tally};
 
@@ -29,6 +31,18 @@ pub trait Mem {
     fn read(&mut self, i: usize) -> Result<Word, Conflict>;
     /// Writes word `i`.
     fn write(&mut self, i: usize, v: Word) -> Result<(), Conflict>;
+    /// The wrapping sum of the words in `range`: reads each, as a loop of
+    /// [`read`](Self::read) does (the default). A typed backend may run it
+    /// as one operation of its datatype (txmem: `TArray::fold`), which is
+    /// the point of a typed STM; the reads and guarantees are the same.
+    #[inline]
+    fn sum(&mut self, range: std::ops::Range<usize>) -> Result<Word, Conflict> {
+        let mut total: Word = 0;
+        for i in range {
+            total = total.wrapping_add(self.read(i)?);
+        }
+        Ok(total)
+    }
 }
 
 /// One operation of a workload, runnable by any backend.

@@ -126,6 +126,15 @@ impl Mem for TxMem<'_, '_> {
             Conflict
         })
     }
+    #[inline]
+    fn sum(&mut self, range: std::ops::Range<usize>) -> Result<Word, Conflict> {
+        self.words
+            .fold(self.tx, range, 0, |s: Word, &v| s.wrapping_add(v))
+            .map_err(|e| {
+                self.abort = Some(e);
+                Conflict
+            })
+    }
 }
 
 impl Backend for TxmemArray {

@@ -183,6 +183,15 @@ impl<'env> Transaction<'env> {
         }
     }
 
+    /// The snapshot bound of a snapshot attempt that has written nothing
+    /// (see [`TxOptions::read_only`](crate::TxOptions::read_only)): such an
+    /// attempt may read a subobject whose version is unlocked and at most
+    /// the bound without recording anything. `None` in any other attempt.
+    #[inline(always)]
+    pub(crate) fn snapshot_bound(&self) -> Option<u64> {
+        (self.st.snapshot && !self.st.mutated).then_some(self.st.start)
+    }
+
     /// Records a read of item `id` at a version word the caller obtained
     /// itself (for objects with their own read protocol), with the same
     /// repeated-read and opacity checks as [`observe`](Self::observe).

@@ -74,6 +74,21 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         }
     }
 
+    /// The snapshot read of an inline value at most `bound` (see
+    /// [`TArray::fold`](crate::TArray::fold)): the value if the slot is
+    /// unlocked, unchanged across the read and its version within the
+    /// bound; `None` (nothing decided) otherwise.
+    #[inline(always)]
+    pub fn read_within(&self, bound: u64) -> Option<std::mem::ManuallyDrop<T>> {
+        debug_assert!(ValueCell::<T>::INLINE);
+        let w1 = self.version.load();
+        if TVersion::is_locked(w1) || TVersion::version_of(w1) > bound {
+            return None;
+        }
+        let v = self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v)));
+        (self.version.load() == w1).then_some(v)
+    }
+
     /// Transactional read returning a clone.
     #[inline(always)]
     pub fn get<'env>(

@@ -77,11 +77,7 @@ impl Body for Audit {
     type Out = i64;
     #[inline]
     fn run<M: Mem>(&self, m: &mut M) -> Result<i64, Conflict> {
-        let mut total: i64 = 0;
-        for i in 0..self.accounts {
-            total = total.wrapping_add(m.read(i)? as i64);
-        }
-        Ok(total)
+        Ok(m.sum(0..self.accounts)? as i64)
     }
     fn read_only(&self) -> bool {
         true
