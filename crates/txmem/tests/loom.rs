@@ -35,6 +35,14 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// audit's, and the transfer's before it writes), or with `untracked` off
 /// to items.
 fn transfer_vs_audit(mode: Opacity, untracked: bool) {
+    transfer_vs_audit_declared(mode, untracked, false);
+}
+
+/// [`transfer_vs_audit`] with the audit declared read-only or not: a
+/// declared audit's first attempt is a snapshot attempt (no read log, the
+/// TL2 check whatever the mode), its later ones snapshot attempts with a
+/// ticked clock, then ordinary ones.
+fn transfer_vs_audit_declared(mode: Opacity, untracked: bool, read_only: bool) {
     let options = move |mode| options(mode).untracked_reads(untracked);
     model(move || {
         let x = Arc::new(TCounter::new(10));
@@ -57,9 +65,10 @@ fn transfer_vs_audit(mode: Opacity, untracked: bool) {
             let (x, y) = (x.clone(), y.clone());
             thread::spawn(move || {
                 let mut torn = false;
-                let total = options(mode).run(|tx| {
+                let total = options(mode).read_only(read_only).run(|tx| {
                     let s = x.get(tx)? + y.get(tx)?;
-                    torn |= s != 20;
+                    // (A snapshot attempt is opaque in every mode.)
+                    torn |= s != 20 && tx.opacity() != Opacity::None;
                     Ok(s)
                 });
                 (total, torn)
@@ -69,9 +78,7 @@ fn transfer_vs_audit(mode: Opacity, untracked: bool) {
         let (total, torn) = audit.join().unwrap();
         assert_eq!(total, 20, "a committed audit saw a wrong total");
         assert_eq!(seen_by_transfer, 20);
-        if mode != Opacity::None {
-            assert!(!torn, "an opaque attempt observed an inconsistent state");
-        }
+        assert!(!torn, "an opaque attempt observed an inconsistent state");
         assert_eq!(
             (x.load(), y.load()),
             (9, 11),
@@ -95,6 +102,12 @@ fn transfer_vs_audit_revalidate() {
 #[test]
 fn transfer_vs_audit_no_opacity() {
     transfer_vs_audit(Opacity::None, true);
+}
+
+#[test]
+fn transfer_vs_read_only_audit() {
+    transfer_vs_audit_declared(Opacity::Tl2, true, true);
+    transfer_vs_audit_declared(Opacity::None, true, true);
 }
 
 /// Two counters of 10, a thread moving 1 from the first to the second in a

@@ -31,6 +31,10 @@ use atomic_maybe_uninit::AtomicMaybeUninit;
 use super::cell::ValueCell;
 use crate::version::{TVersion, LOCK_BIT};
 
+/// The version word of a `Previous` that holds no value yet: unlocked, and
+/// past any snapshot.
+const NONE: u64 = !LOCK_BIT;
+
 /// The previous value of one slot (its encoded word) and its version word.
 pub(crate) struct Previous {
     /// The version word of the saved value; at first a word no snapshot
@@ -42,7 +46,7 @@ pub(crate) struct Previous {
 impl Previous {
     pub fn new() -> Self {
         Previous {
-            version: AtomicU64::new(u64::MAX & !LOCK_BIT),
+            version: AtomicU64::new(NONE),
             bits: AtomicMaybeUninit::new(MaybeUninit::uninit()),
         }
     }
@@ -74,7 +78,6 @@ impl Previous {
         // `ValueCell::encode`, saved under the slot's lock, and stable since:
         // the version word did not change), and the version word is not the
         // initial one, so they hold a `T`. `T` has no drop glue.
-        (word != u64::MAX & !LOCK_BIT)
-            .then(|| (word, unsafe { ValueCell::<T>::decode_inline(bits) }))
+        (word != NONE).then(|| (word, unsafe { ValueCell::<T>::decode_inline(bits) }))
     }
 }
