@@ -136,22 +136,7 @@ fn read_only_audits_see_consistent_totals_under_transfers() {
         thread::scope(|s| {
             for t in 0..2u64 {
                 let (accounts, stop, writers) = (&accounts, &stop, &writers);
-                s.spawn(move || {
-                    let mut x = t + 1;
-                    while !stop.load(Ordering::Relaxed) {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        let from = (x >> 33) as usize % N;
-                        let to = (from + 1 + (x >> 17) as usize % (N - 1)) % N;
-                        writers.run(|tx| {
-                            let a = accounts.get(tx, from)?;
-                            let b = accounts.get(tx, to)?;
-                            accounts.set(tx, from, a - 3)?;
-                            accounts.set(tx, to, b + 3)
-                        });
-                    }
-                });
+                s.spawn(move || transfer_until(accounts, stop, t + 1, writers));
             }
             for _ in 0..2 {
                 let (accounts, stop, audit, audits) = (&accounts, &stop, &audit, &audits);
@@ -325,20 +310,7 @@ fn history_audits_are_consistent_and_respect_real_time() {
     thread::scope(|s| {
         for t in 0..2u64 {
             let (accounts, stop) = (&accounts, &stop);
-            s.spawn(move || {
-                let mut x = t + 7;
-                while !stop.load(Ordering::Relaxed) {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    let from = (x >> 33) as usize % N;
-                    let to = (from + 1 + (x >> 17) as usize % (N - 1)) % N;
-                    txmem::atomically(|tx| {
-                        accounts.modify(tx, from, |v| v - 1)?;
-                        accounts.modify(tx, to, |v| v + 1)
-                    });
-                }
-            });
+            s.spawn(move || transfer_until(accounts, stop, t + 7, &TxOptions::new()));
         }
         {
             let (stamps, finished, stop) = (&stamps, &finished, &stop);
@@ -383,6 +355,25 @@ fn history_audits_are_consistent_and_respect_real_time() {
             }
         });
     });
+}
+
+/// Moves small amounts between random distinct accounts, each transfer a
+/// transaction run with `opts` (two elements written: the commit advances
+/// the clock), until `stop`.
+fn transfer_until(accounts: &TArray<i64>, stop: &AtomicBool, seed: u64, opts: &TxOptions) {
+    let n = accounts.len();
+    let mut x = seed;
+    while !stop.load(Ordering::Relaxed) {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let from = (x >> 33) as usize % n;
+        let to = (from + 1 + (x >> 17) as usize % (n - 1)) % n;
+        opts.run(|tx| {
+            accounts.modify(tx, from, |v| v - 3)?;
+            accounts.modify(tx, to, |v| v + 3)
+        });
+    }
 }
 
 /// Sets its flag when dropped.

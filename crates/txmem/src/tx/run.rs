@@ -53,15 +53,8 @@ use crate::options::TxOptions;
 /// assert_eq!(from.load() + to.load(), 100);
 /// ```
 #[track_caller]
-pub fn atomically<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
-    let result: Result<R, std::convert::Infallible> =
-        run_with(None, false, Location::caller(), |tx| {
-            f(tx).map_err(TxError::Abort)
-        });
-    match result {
-        Ok(v) => v,
-        Err(never) => match never {},
-    }
+pub fn atomically<'env, R>(f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+    run_to_commit(None, false, Location::caller(), f)
 }
 
 /// Like [`atomically`], but the closure may fail with the program's own
@@ -107,29 +100,15 @@ pub fn try_atomically<'env, R, E>(
 /// assert_eq!(total, 160);
 /// ```
 #[track_caller]
-pub fn read_only<'env, R>(mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
-    let result: Result<R, std::convert::Infallible> =
-        run_with(None, true, Location::caller(), |tx| {
-            f(tx).map_err(TxError::Abort)
-        });
-    match result {
-        Ok(v) => v,
-        Err(never) => match never {},
-    }
+pub fn read_only<'env, R>(f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+    run_to_commit(None, true, Location::caller(), f)
 }
 
 impl TxOptions {
     /// Runs `f` as a transaction with these options (see [`atomically`]).
     #[track_caller]
-    pub fn run<'env, R>(&self, mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
-        let r: Result<R, std::convert::Infallible> =
-            run_with(Some(self), false, Location::caller(), |tx| {
-                f(tx).map_err(TxError::Abort)
-            });
-        match r {
-            Ok(v) => v,
-            Err(never) => match never {},
-        }
+    pub fn run<'env, R>(&self, f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>) -> R {
+        run_to_commit(Some(self), false, Location::caller(), f)
     }
 
     /// Runs `f` as a transaction with these options (see [`try_atomically`]).
@@ -139,6 +118,23 @@ impl TxOptions {
         f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
     ) -> Result<R, E> {
         run_with(Some(self), false, Location::caller(), f)
+    }
+}
+
+/// [`run_with`] for a closure that has no error of its own: it ends only
+/// by committing.
+#[inline(always)]
+fn run_to_commit<'env, R>(
+    options: Option<&TxOptions>,
+    read_only: bool,
+    site: &'static Location<'static>,
+    mut f: impl FnMut(&mut Transaction<'env>) -> TxResult<R>,
+) -> R {
+    let result: Result<R, std::convert::Infallible> =
+        run_with(options, read_only, site, |tx| f(tx).map_err(TxError::Abort));
+    match result {
+        Ok(v) => v,
+        Err(never) => match never {},
     }
 }
 

@@ -1,0 +1,163 @@
+//! The STAMP applications on txmem.
+//!
+//! STAMP is the suite transactional-memory systems are compared on. Each
+//! application here comes in up to four [`Variant`]s over one algorithm:
+//! `seq` (no transactions: the baseline every speedup is measured
+//! against), `typed` (txmem's datatypes where STAMP uses maps, lists,
+//! queues and heaps), `words` (the same algorithm over txmem's untyped word
+//! STM, `TWords`: the word-based STM analogue) and, for vacation,
+//! `typed-plus` (an application-defined transactional object).
+//!
+//! An [`App`] is built from an [`Input`] (a deterministic generator: same
+//! seed, same input), then [`App::run`] runs one variant with a number of
+//! threads to completion and verifies the result; a wrong result is an
+//! error, never a time. [`measure`] wraps a run with txmem's statistics.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+/// Which implementation of an application runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// Sequential, no transactions.
+    Seq,
+    /// txmem's typed datatypes.
+    Typed,
+    /// txmem's untyped word STM (`TWords`).
+    Words,
+    /// Typed, with an application-defined transactional object (vacation).
+    TypedPlus,
+}
+
+impl Variant {
+    /// Every variant, in report order.
+    pub const ALL: [Variant; 4] = [
+        Variant::Seq,
+        Variant::Typed,
+        Variant::Words,
+        Variant::TypedPlus,
+    ];
+
+    /// The variant's name on the command line and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Variant::Seq => "seq",
+            Variant::Typed => "typed",
+            Variant::Words => "words",
+            Variant::TypedPlus => "typed-plus",
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name() == s)
+            .ok_or_else(|| {
+                format!("unknown variant `{s}` (expected seq, typed, words or typed-plus)")
+            })
+    }
+}
+
+/// The size of an application's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Input {
+    /// Small inputs for tests: each variant runs in well under a second.
+    Dev,
+    /// The STO thesis' Table 7.1 arguments.
+    Paper,
+}
+
+impl Input {
+    /// The input's name on the command line and in reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Input::Dev => "dev",
+            Input::Paper => "paper",
+        }
+    }
+}
+
+impl FromStr for Input {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dev" => Ok(Input::Dev),
+            "paper" => Ok(Input::Paper),
+            other => Err(format!("unknown input `{other}` (expected dev or paper)")),
+        }
+    }
+}
+
+/// A STAMP application with its input generated.
+pub trait App: Sync {
+    /// The application's name (`kmeans`, `vacation-high`, ...).
+    fn name(&self) -> &'static str;
+
+    /// The variants it implements.
+    fn variants(&self) -> &'static [Variant];
+
+    /// The input's parameters, in STAMP's argument syntax where there is one.
+    fn describe(&self) -> String;
+
+    /// Runs `variant` with `threads` threads to completion and verifies
+    /// the result (against the application's own check, or the sequential
+    /// run's answer). Returns the time of the parallel phase (excluding
+    /// input generation and verification); `Err` names what was wrong.
+    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String>;
+}
+
+/// What one run of one variant did.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    /// The parallel phase's time.
+    pub elapsed: Duration,
+    /// txmem's counters over the run (all zero for `seq`).
+    pub stats: txmem::stats::Stats,
+}
+
+impl Measured {
+    /// Items per committed transaction: reads and writes recorded, on
+    /// average.
+    pub fn items_per_commit(&self) -> f64 {
+        let s = &self.stats;
+        if s.commits == 0 {
+            0.0
+        } else {
+            (s.read_items + s.write_items) as f64 / s.commits as f64
+        }
+    }
+}
+
+/// Runs `variant` of `app` with `threads` threads and measures it: its time
+/// and txmem's statistics over the run. Statistics are process-wide, so
+/// runs must not overlap.
+pub fn measure(app: &dyn App, variant: Variant, threads: usize) -> Result<Measured, String> {
+    if !app.variants().contains(&variant) {
+        return Err(format!("{} has no {variant} variant", app.name()));
+    }
+    let before = txmem::stats::snapshot();
+    let started = Instant::now();
+    let elapsed = app.run(variant, threads)?;
+    let stats = txmem::stats::snapshot() - before;
+    debug_assert!(elapsed <= started.elapsed());
+    Ok(Measured { elapsed, stats })
+}
+
+/// Splits `0..n` into `parts` contiguous chunks of nearly equal size: the
+/// range of chunk `i`.
+pub fn chunk(n: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
+    let parts = parts.max(1);
+    let (q, r) = (n / parts, n % parts);
+    let start = i * q + i.min(r);
+    start..start + q + usize::from(i < r)
+}
