@@ -12,13 +12,14 @@ use crate::bench::args::BenchArgs;
 use crate::db::args::DbArgs;
 use crate::failure::Failure;
 use crate::sim::args::SimArgs;
+use crate::stamp::args::StampArgs;
 
 /// The txmem command.
 #[derive(Debug, Parser)]
 #[command(
     name = "txmem",
     version,
-    about = "Transactional-memory toolkit: benchmarks, database workloads and simulator experiments"
+    about = "Transactional-memory toolkit: benchmarks, database workloads, STAMP and simulator experiments"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -36,6 +37,8 @@ enum Command {
     Bench(BenchArgs),
     /// Run database workloads (YCSB, TPC-C) on txmem's transactional maps.
     Db(DbArgs),
+    /// Run the STAMP applications (sequential, typed and word-based variants), each verified.
+    Stamp(StampArgs),
 }
 
 impl Command {
@@ -45,6 +48,7 @@ impl Command {
             Command::Sim(_) => vec!["sim"],
             Command::Bench(_) => vec!["bench"],
             Command::Db(args) => vec!["db", args.benchmark.name()],
+            Command::Stamp(_) => vec!["stamp"],
         }
     }
 }
@@ -60,6 +64,7 @@ pub fn run() -> ExitCode {
         Command::Sim(args) => crate::sim::run(args).map(|()| 0),
         Command::Bench(args) => crate::bench::run(args),
         Command::Db(args) => crate::db::run(args),
+        Command::Stamp(args) => crate::stamp::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

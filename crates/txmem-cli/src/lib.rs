@@ -1,5 +1,5 @@
 //! The `txmem` command of the txmem toolkit (`txmem bench`, `txmem db`,
-//! `txmem sim`),
+//! `txmem stamp`, `txmem sim`),
 //! and the benchmark harness it measures with.
 //!
 //! The harness is public so that the criterion benches of this crate
@@ -16,5 +16,6 @@ pub mod harness;
 mod output;
 mod plot;
 mod sim;
+mod stamp;
 
 pub use cli::run;

@@ -13,6 +13,8 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod kmeans;
+
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
@@ -114,6 +116,20 @@ pub trait App: Sync {
     /// run's answer). Returns the time of the parallel phase (excluding
     /// input generation and verification); `Err` names what was wrong.
     fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String>;
+}
+
+/// The applications, by name.
+pub fn names() -> &'static [&'static str] {
+    &["kmeans"]
+}
+
+/// The application `name` with its `input` generated, or `None` for a
+/// name [`names`] does not list.
+pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
+    match name {
+        "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        _ => None,
+    }
 }
 
 /// What one run of one variant did.

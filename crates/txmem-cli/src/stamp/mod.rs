@@ -1,0 +1,185 @@
+//! `txmem stamp`: the STAMP applications, each variant run to completion
+//! and verified, with its speedup over the sequential variant.
+
+pub mod args;
+
+use std::time::Duration;
+
+use serde_json::json;
+use txmem_stamp::{measure, App, Measured, Variant};
+
+use crate::bench::machine::Machine;
+use crate::failure::Failure;
+use args::StampArgs;
+
+/// One row: an application's variant at a thread count, over its repeats.
+struct Row {
+    app: &'static str,
+    variant: Variant,
+    threads: usize,
+    /// Each repeat, in order.
+    runs: Vec<Measured>,
+}
+
+impl Row {
+    fn median(&self) -> Duration {
+        let mut t: Vec<Duration> = self.runs.iter().map(|m| m.elapsed).collect();
+        t.sort();
+        t[t.len() / 2]
+    }
+    fn min_max(&self) -> (Duration, Duration) {
+        let t = self.runs.iter().map(|m| m.elapsed);
+        (
+            t.clone().min().unwrap_or_default(),
+            t.max().unwrap_or_default(),
+        )
+    }
+    /// The statistics of the median run.
+    fn stats(&self) -> &Measured {
+        let median = self.median();
+        self.runs
+            .iter()
+            .find(|m| m.elapsed == median)
+            .expect("the median is one of the runs")
+    }
+}
+
+/// Runs `txmem stamp`; the exit status is 1 if any run failed its check.
+pub fn run(args: StampArgs) -> Result<u8, Failure> {
+    let apps = select(&args)?;
+    let machine = Machine::detect();
+    println!(
+        "txmem stamp — input {} — {}, {} cores, {}",
+        args.input.name(),
+        machine.cpu,
+        machine.cores,
+        machine.os
+    );
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    for app in &apps {
+        println!("{}: {}", app.name(), app.describe());
+        for &variant in app.variants() {
+            if !args.variant.is_empty() && !args.variant.contains(&variant) {
+                continue;
+            }
+            let counts: &[usize] = if variant == Variant::Seq {
+                &[1]
+            } else {
+                args.threads.counts()
+            };
+            for &threads in counts {
+                let mut runs = Vec::new();
+                for _ in 0..args.repeat {
+                    match measure(app.as_ref(), variant, threads) {
+                        Ok(m) => runs.push(m),
+                        Err(e) => {
+                            eprintln!("FAILED {} {variant} x{threads}: {e}", app.name());
+                            failed.push(format!("{} {variant} x{threads}: {e}", app.name()));
+                            break;
+                        }
+                    }
+                }
+                if runs.len() == args.repeat {
+                    let row = Row {
+                        app: app.name(),
+                        variant,
+                        threads,
+                        runs,
+                    };
+                    print_row(&row, &rows);
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    if let Some(file) = &args.json {
+        let results: Vec<_> = rows.iter().map(|r| row_json(r, &rows)).collect();
+        let doc = json!({
+            "suite": "stamp",
+            "input": args.input.name(),
+            "machine": machine,
+            "repeats": args.repeat,
+            "git_commit": crate::bench::metadata::git_commit(),
+            "results": results,
+            "failed": failed,
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| Failure::Run(e.to_string()))?;
+        file.write(&text).map_err(Failure::Run)?;
+        println!("wrote {}", file.path().display());
+    }
+    Ok(u8::from(!failed.is_empty()))
+}
+
+/// The applications the arguments name, with their inputs generated.
+fn select(args: &StampArgs) -> Result<Vec<Box<dyn App>>, Failure> {
+    let known = txmem_stamp::names();
+    let mut names = Vec::new();
+    for a in &args.apps {
+        if a == "all" {
+            names.extend(known.iter().copied());
+        } else if let Some(&n) = known.iter().find(|&&n| n == a) {
+            names.push(n);
+        } else {
+            return Err(Failure::Usage(format!(
+                "unknown application `{a}` (expected {} or all)",
+                known.join(", ")
+            )));
+        }
+    }
+    names.dedup();
+    Ok(names
+        .into_iter()
+        .map(|n| txmem_stamp::build(n, args.input).expect("a listed name builds"))
+        .collect())
+}
+
+/// The sequential time of `app`, if measured.
+fn seq_time(app: &str, rows: &[Row]) -> Option<Duration> {
+    rows.iter()
+        .find(|r| r.app == app && r.variant == Variant::Seq)
+        .map(Row::median)
+}
+
+fn print_row(row: &Row, earlier: &[Row]) {
+    let (min, max) = row.min_max();
+    let m = row.stats();
+    let speedup = seq_time(row.app, earlier)
+        .map(|s| format!("{:.2}x", s.as_secs_f64() / row.median().as_secs_f64()))
+        .unwrap_or_else(|| "-".into());
+    println!(
+        "  {:<10} x{:<3} {:>9.1?} ({:.1?}–{:.1?})  speedup {speedup:>6}  commits {:>9}  aborts/commit {:.3}  items/commit {:.1} (max {})",
+        row.variant.name(),
+        row.threads,
+        row.median(),
+        min,
+        max,
+        m.stats.commits,
+        m.stats.aborts_per_commit(),
+        m.items_per_commit(),
+        m.stats.max_items,
+    );
+}
+
+fn row_json(row: &Row, rows: &[Row]) -> serde_json::Value {
+    let m = row.stats();
+    let (min, max) = row.min_max();
+    let aborts: serde_json::Map<String, serde_json::Value> = txmem::AbortCause::ALL
+        .iter()
+        .map(|&c| (c.name().to_string(), json!(m.stats.aborts_by(c))))
+        .collect();
+    json!({
+        "app": row.app,
+        "variant": row.variant.name(),
+        "threads": row.threads,
+        "seconds": row.median().as_secs_f64(),
+        "seconds_min": min.as_secs_f64(),
+        "seconds_max": max.as_secs_f64(),
+        "speedup_over_seq": seq_time(row.app, rows).map(|s| s.as_secs_f64() / row.median().as_secs_f64()),
+        "commits": m.stats.commits,
+        "aborts_per_commit": m.stats.aborts_per_commit(),
+        "aborts_by_cause": aborts,
+        "items_per_commit": m.items_per_commit(),
+        "max_items": m.stats.max_items,
+    })
+}

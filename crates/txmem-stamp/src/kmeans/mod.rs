@@ -1,0 +1,334 @@
+//! kmeans: STAMP's clustering application.
+//!
+//! Points are assigned to the nearest of `k` centres; each thread takes a
+//! contiguous share of the points and adds each point to its cluster's
+//! running totals in a transaction of its own (the only shared writes);
+//! once every thread is done, the new centres are the totals' means. The
+//! rounds repeat until fewer than `threshold` of the points change cluster
+//! (or 500 rounds, STAMP's limit).
+//!
+//! Totals are exact integers (see [`points`]), so every variant at every
+//! thread count computes the same centres and memberships as the
+//! sequential run, bit for bit: that is the verification.
+
+mod accumulate;
+mod points;
+
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::{chunk, App, Input, Variant};
+use accumulate::{Counters, Totals, Words};
+pub use points::Points;
+use points::SCALE_BITS;
+
+/// STAMP's cap on rounds.
+const MAX_ROUNDS: usize = 500;
+
+/// The parameters of a kmeans input.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// Points.
+    pub points: usize,
+    /// Dimensions.
+    pub dims: usize,
+    /// Hidden centres the points are drawn around.
+    pub blobs: usize,
+    /// Clusters to find (STAMP's `-m` and `-n`, here equal).
+    pub clusters: usize,
+    /// Stop once fewer than this fraction of the points change cluster
+    /// (`-t`).
+    pub threshold: f64,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl Params {
+    /// The inputs: `paper` is the STO thesis' `-m160 -n160 -t0.01` on
+    /// 262,144 points of 32 dimensions around 16 centres; `dev` is small.
+    pub fn of(input: Input) -> Params {
+        match input {
+            Input::Paper => Params {
+                points: 262_144,
+                dims: 32,
+                blobs: 16,
+                clusters: 160,
+                threshold: 0.01,
+                seed: 1,
+            },
+            Input::Dev => Params {
+                points: 4_096,
+                dims: 8,
+                blobs: 4,
+                clusters: 16,
+                threshold: 0.01,
+                seed: 1,
+            },
+        }
+    }
+}
+
+/// The result of a clustering.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clustering {
+    /// The centres, `centres[k * dims + d]`.
+    pub centres: Vec<f64>,
+    /// Each point's cluster.
+    pub membership: Vec<u32>,
+    /// Rounds run.
+    pub rounds: usize,
+}
+
+/// kmeans with its points generated.
+pub struct Kmeans {
+    params: Params,
+    points: Points,
+    /// The sequential answer, computed at the first verification.
+    expected: OnceLock<Clustering>,
+}
+
+impl Kmeans {
+    /// Generates the points of `params`.
+    pub fn new(params: Params) -> Kmeans {
+        assert!(
+            params.clusters > 0 && params.clusters <= params.points,
+            "kmeans: need 1..=points clusters"
+        );
+        Kmeans {
+            points: Points::generate(params.points, params.dims, params.blobs, params.seed),
+            params,
+            expected: OnceLock::new(),
+        }
+    }
+
+    /// Clusters the points with `threads` threads adding to `totals` (or,
+    /// with `None`, sequentially into plain vectors).
+    pub fn cluster(&self, totals: Option<&mut dyn Totals>, threads: usize) -> Clustering {
+        let p = &self.params;
+        let n = self.points.len();
+        // Initial centres: `clusters` points spread evenly through the input.
+        let mut centres: Vec<f64> = (0..p.clusters)
+            .flat_map(|k| self.points.point(k * n / p.clusters).to_vec())
+            .map(to_float)
+            .collect();
+        let mut membership = vec![u32::MAX; n];
+        let mut totals = totals;
+        let mut rounds = 0;
+        while rounds < MAX_ROUNDS {
+            rounds += 1;
+            let (delta, counts, sums) = match totals.as_deref_mut() {
+                None => self.round_seq(&centres, &mut membership),
+                Some(t) => self.round_parallel(&centres, &mut membership, t, threads),
+            };
+            for k in 0..p.clusters {
+                if counts[k] > 0 {
+                    for d in 0..p.dims {
+                        centres[k * p.dims + d] = to_float(sums[k * p.dims + d]) / counts[k] as f64;
+                    }
+                }
+            }
+            if (delta as f64) < p.threshold * n as f64 {
+                break;
+            }
+        }
+        Clustering {
+            centres,
+            membership,
+            rounds,
+        }
+    }
+
+    /// One round, sequentially: changed memberships, counts and sums.
+    fn round_seq(&self, centres: &[f64], membership: &mut [u32]) -> (usize, Vec<i64>, Vec<i64>) {
+        let (k, dims) = (self.params.clusters, self.params.dims);
+        let mut counts = vec![0i64; k];
+        let mut sums = vec![0i64; k * dims];
+        let mut delta = 0;
+        for (i, m) in membership.iter_mut().enumerate() {
+            let p = self.points.point(i);
+            let c = nearest(centres, dims, p);
+            delta += usize::from(*m != c as u32);
+            *m = c as u32;
+            counts[c] += 1;
+            for (s, &x) in sums[c * dims..(c + 1) * dims].iter_mut().zip(p) {
+                *s += x;
+            }
+        }
+        (delta, counts, sums)
+    }
+
+    /// One round on `threads` threads, each point added to `totals` in a
+    /// transaction of its own.
+    fn round_parallel(
+        &self,
+        centres: &[f64],
+        membership: &mut [u32],
+        totals: &mut dyn Totals,
+        threads: usize,
+    ) -> (usize, Vec<i64>, Vec<i64>) {
+        let dims = self.params.dims;
+        let n = membership.len();
+        let shared: &dyn Totals = totals;
+        let delta = thread::scope(|s| {
+            let mut rest = membership;
+            let mut handles = Vec::new();
+            for t in 0..threads {
+                let range = chunk(n, threads, t);
+                let (mine, tail) = rest.split_at_mut(range.len());
+                rest = tail;
+                handles.push(s.spawn(move || {
+                    let mut delta = 0;
+                    for (m, i) in mine.iter_mut().zip(range) {
+                        let p = self.points.point(i);
+                        let c = nearest(centres, dims, p);
+                        delta += usize::from(*m != c as u32);
+                        *m = c as u32;
+                        shared.add(c, p);
+                    }
+                    delta
+                }));
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a kmeans thread panicked"))
+                .sum()
+        });
+        let (counts, sums) = totals.drain();
+        (delta, counts, sums)
+    }
+
+    fn expected(&self) -> &Clustering {
+        self.expected.get_or_init(|| self.cluster(None, 1))
+    }
+}
+
+/// The index of the centre nearest to `p` (the first of equals).
+fn nearest(centres: &[f64], dims: usize, p: &[i64]) -> usize {
+    let mut best = (f64::INFINITY, 0);
+    for (k, c) in centres.chunks_exact(dims).enumerate() {
+        let dist: f64 = c
+            .iter()
+            .zip(p)
+            .map(|(&c, &x)| {
+                let d = c - to_float(x);
+                d * d
+            })
+            .sum();
+        if dist < best.0 {
+            best = (dist, k);
+        }
+    }
+    best.1
+}
+
+fn to_float(q: i64) -> f64 {
+    q as f64 / f64::from(1u32 << SCALE_BITS)
+}
+
+impl App for Kmeans {
+    fn name(&self) -> &'static str {
+        "kmeans"
+    }
+
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant::Seq, Variant::Typed, Variant::Words]
+    }
+
+    fn describe(&self) -> String {
+        let p = &self.params;
+        format!(
+            "-m{k} -n{k} -t{} on {} points, {} dimensions, {} hidden centres (seed {})",
+            p.threshold,
+            p.points,
+            p.dims,
+            p.blobs,
+            p.seed,
+            k = p.clusters
+        )
+    }
+
+    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
+        let (c, d) = (self.params.clusters, self.params.dims);
+        let started = Instant::now();
+        let got = match variant {
+            Variant::Seq => self.cluster(None, 1),
+            Variant::Typed => self.cluster(Some(&mut Counters::new(c, d)), threads.max(1)),
+            Variant::Words => self.cluster(Some(&mut Words::new(c, d)), threads.max(1)),
+            Variant::TypedPlus => return Err("kmeans has no typed-plus variant".into()),
+        };
+        let elapsed = started.elapsed();
+        verify(&got, self.expected())?;
+        Ok(elapsed)
+    }
+}
+
+/// The run's clustering must be the sequential one, exactly.
+fn verify(got: &Clustering, expected: &Clustering) -> Result<(), String> {
+    if got.rounds != expected.rounds {
+        return Err(format!(
+            "kmeans: {} rounds, the sequential run took {}",
+            got.rounds, expected.rounds
+        ));
+    }
+    if let Some(i) =
+        (0..got.membership.len()).find(|&i| got.membership[i] != expected.membership[i])
+    {
+        return Err(format!(
+            "kmeans: point {i} is in cluster {}, the sequential run put it in {}",
+            got.membership[i], expected.membership[i]
+        ));
+    }
+    if got.centres != expected.centres {
+        return Err("kmeans: the centres differ from the sequential run's".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_matches_the_sequential_clustering() {
+        let app = Kmeans::new(Params::of(Input::Dev));
+        for (variant, threads) in [
+            (Variant::Seq, 1),
+            (Variant::Typed, 1),
+            (Variant::Typed, 3),
+            (Variant::Words, 1),
+            (Variant::Words, 3),
+        ] {
+            app.run(variant, threads)
+                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
+        }
+        assert!(
+            app.expected().rounds > 1,
+            "the dev input should take several rounds"
+        );
+    }
+
+    #[test]
+    fn verification_catches_a_wrong_clustering() {
+        let app = Kmeans::new(Params::of(Input::Dev));
+        let mut wrong = app.expected().clone();
+        wrong.membership[17] = (wrong.membership[17] + 1) % 16;
+        assert!(verify(&wrong, app.expected()).is_err());
+        let mut wrong = app.expected().clone();
+        wrong.centres[3] += 1e-9;
+        assert!(verify(&wrong, app.expected()).is_err());
+    }
+
+    #[test]
+    fn the_generator_is_deterministic() {
+        let p = Params::of(Input::Dev);
+        assert_eq!(
+            Points::generate(100, 4, 3, p.seed).coords,
+            Points::generate(100, 4, 3, p.seed).coords
+        );
+        assert_ne!(
+            Points::generate(100, 4, 3, 1).coords,
+            Points::generate(100, 4, 3, 2).coords
+        );
+    }
+}
