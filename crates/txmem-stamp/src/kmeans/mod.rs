@@ -7,7 +7,7 @@
 //! rounds repeat until fewer than `threshold` of the points change cluster
 //! (or 500 rounds, STAMP's limit).
 //!
-//! Totals are exact integers (see [`points`]), so every variant at every
+//! Totals are exact integers (see [`Points`]), so every variant at every
 //! thread count computes the same centres and memberships as the
 //! sequential run, bit for bit: that is the verification.
 
