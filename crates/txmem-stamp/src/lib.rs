@@ -14,6 +14,7 @@
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
 pub mod kmeans;
+pub mod ssca2;
 
 use std::fmt;
 use std::str::FromStr;
@@ -120,7 +121,7 @@ pub trait App: Sync {
 
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
-    &["kmeans"]
+    &["kmeans", "ssca2"]
 }
 
 /// The application `name` with its `input` generated, or `None` for a
@@ -128,6 +129,7 @@ pub fn names() -> &'static [&'static str] {
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
         "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        "ssca2" => Some(Box::new(ssca2::Ssca2::new(ssca2::Params::of(input)))),
         _ => None,
     }
 }
