@@ -14,6 +14,7 @@
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
 pub mod kmeans;
+pub mod labyrinth;
 pub mod ssca2;
 
 use std::fmt;
@@ -121,7 +122,7 @@ pub trait App: Sync {
 
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
-    &["kmeans", "ssca2"]
+    &["kmeans", "labyrinth", "ssca2"]
 }
 
 /// The application `name` with its `input` generated, or `None` for a
@@ -129,6 +130,9 @@ pub fn names() -> &'static [&'static str] {
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
         "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        "labyrinth" => Some(Box::new(labyrinth::Labyrinth::new(labyrinth::Params::of(
+            input,
+        )))),
         "ssca2" => Some(Box::new(ssca2::Ssca2::new(ssca2::Params::of(input)))),
         _ => None,
     }

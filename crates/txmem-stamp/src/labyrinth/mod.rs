@@ -1,0 +1,450 @@
+//! labyrinth: STAMP's maze router (Lee's algorithm).
+//!
+//! Each thread takes the next pair of cells from a shared work queue and
+//! routes a path between them in one transaction: it copies the committed
+//! grid privately (plain loads, not tracked, as STAMP's copy is), searches
+//! a shortest free path on the copy, then reads every cell of the path
+//! transactionally, checks that it is still free, and claims it. A cell
+//! taken meanwhile aborts the transaction, which starts over from a fresh
+//! copy; a pair with no free path is given up. Transactions are long (a
+//! path of hundreds of cells) and conflict only where paths cross.
+//!
+//! Variants: `typed` keeps the grid in a `TArray<u32>` and the work in a
+//! `TQueue`; `words` keeps both in `TWords`. Verification: every routed
+//! path runs from its source to its destination through adjacent cells,
+//! every cell of the grid is claimed by at most one path, and the grid
+//! holds exactly the routed paths. Which pairs get routed depends on the
+//! order paths are laid, so the count is reported, not compared.
+
+mod maze;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use txmem::{atomically, TArray, TQueue, TWords, WordAddr};
+
+use crate::{App, Input, Variant};
+pub use maze::Maze;
+use maze::EMPTY;
+
+/// The parameters of a labyrinth input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub x: usize,
+    pub y: usize,
+    pub z: usize,
+    /// Pairs to connect.
+    pub paths: usize,
+    /// Seed of the generator.
+    pub seed: u64,
+}
+
+impl Params {
+    /// The inputs: `paper` is the STO thesis' 512 × 512 × 7 maze with 512
+    /// paths; `dev` is 32 × 32 × 3 with 48.
+    pub fn of(input: Input) -> Params {
+        match input {
+            Input::Paper => Params {
+                x: 512,
+                y: 512,
+                z: 7,
+                paths: 512,
+                seed: 1,
+            },
+            Input::Dev => Params {
+                x: 32,
+                y: 32,
+                z: 3,
+                paths: 48,
+                seed: 1,
+            },
+        }
+    }
+}
+
+/// The routed paths, by pair (`None`: not routed), and the final grid.
+pub struct Routing {
+    pub paths: Vec<Option<Vec<usize>>>,
+    pub grid: Vec<u32>,
+}
+
+/// The shared grid and work list of one run.
+trait Board: Sync {
+    /// The next pair to route, if any (a transaction).
+    fn next(&self) -> Option<usize>;
+    /// The committed value of cell `c` (not tracked).
+    fn load(&self, c: usize) -> u32;
+    /// Claims `path`'s cells for path `id` in one transaction if none was
+    /// taken since `copy` was made; routes again on a fresh copy if one
+    /// was. Returns the path laid, or `None` if no free path remains.
+    fn lay(
+        &self,
+        maze: &Maze,
+        id: u32,
+        pair: (usize, usize),
+        scratch: &mut Scratch,
+    ) -> Option<Vec<usize>>;
+}
+
+/// A thread's private copy of the grid and the search's distances.
+#[derive(Default)]
+pub struct Scratch {
+    copy: Vec<u32>,
+    dist: Vec<u32>,
+}
+
+impl Scratch {
+    /// Copies the committed grid and searches it.
+    fn route(
+        &mut self,
+        maze: &Maze,
+        board: &dyn Board,
+        (src, dst): (usize, usize),
+    ) -> Option<Vec<usize>> {
+        self.copy.clear();
+        self.copy.extend((0..maze.cells()).map(|c| board.load(c)));
+        maze.route(&self.copy, src, dst, &mut self.dist)
+    }
+}
+
+/// Typed: the grid in a `TArray<u32>`, the work in a `TQueue`.
+struct Typed {
+    grid: TArray<u32>,
+    work: TQueue<usize>,
+}
+
+impl Board for Typed {
+    fn next(&self) -> Option<usize> {
+        atomically(|tx| self.work.try_pop(tx))
+    }
+    fn load(&self, c: usize) -> u32 {
+        self.grid.load(c)
+    }
+    fn lay(
+        &self,
+        maze: &Maze,
+        id: u32,
+        pair: (usize, usize),
+        scratch: &mut Scratch,
+    ) -> Option<Vec<usize>> {
+        atomically(|tx| {
+            let Some(path) = scratch.route(maze, self, pair) else {
+                return Ok(None);
+            };
+            for &c in &path[1..path.len() - 1] {
+                if self.grid.get(tx, c)? != EMPTY {
+                    // Taken since the copy: start over from a fresh one.
+                    return Err(tx.abort());
+                }
+                self.grid.set(tx, c, id)?;
+            }
+            Ok(Some(path))
+        })
+    }
+}
+
+/// Words: cell `c` at word `c`, the work cursor at the word after the grid.
+struct Words {
+    mem: TWords,
+    base: WordAddr,
+    cells: usize,
+    pairs: usize,
+}
+
+impl Board for Words {
+    fn next(&self) -> Option<usize> {
+        let cursor = self.base.offset(self.cells);
+        atomically(|tx| {
+            let i = self.mem.read(tx, cursor)? as usize;
+            if i == self.pairs {
+                return Ok(None);
+            }
+            self.mem.write(tx, cursor, i as u64 + 1)?;
+            Ok(Some(i))
+        })
+    }
+    fn load(&self, c: usize) -> u32 {
+        self.mem.load(self.base.offset(c)) as u32
+    }
+    fn lay(
+        &self,
+        maze: &Maze,
+        id: u32,
+        pair: (usize, usize),
+        scratch: &mut Scratch,
+    ) -> Option<Vec<usize>> {
+        atomically(|tx| {
+            let Some(path) = scratch.route(maze, self, pair) else {
+                return Ok(None);
+            };
+            for &c in &path[1..path.len() - 1] {
+                let a = self.base.offset(c);
+                if self.mem.read(tx, a)? != u64::from(EMPTY) {
+                    return Err(tx.abort());
+                }
+                self.mem.write(tx, a, u64::from(id))?;
+            }
+            Ok(Some(path))
+        })
+    }
+}
+
+/// labyrinth with its maze generated.
+pub struct Labyrinth {
+    params: Params,
+    maze: Maze,
+}
+
+impl Labyrinth {
+    /// Generates the maze of `params`.
+    pub fn new(params: Params) -> Labyrinth {
+        Labyrinth {
+            maze: Maze::generate(params.x, params.y, params.z, params.paths, params.seed),
+            params,
+        }
+    }
+
+    /// The initial grid: every pair's endpoints marked with its id, so
+    /// that no other path runs through them.
+    fn initial_grid(&self) -> Vec<u32> {
+        let mut grid = vec![EMPTY; self.maze.cells()];
+        for (i, &(s, d)) in self.maze.pairs.iter().enumerate() {
+            grid[s] = i as u32 + 1;
+            grid[d] = i as u32 + 1;
+        }
+        grid
+    }
+
+    /// The sequential router.
+    pub fn route_seq(&self) -> Routing {
+        let mut grid = self.initial_grid();
+        let mut dist = Vec::new();
+        let paths = self
+            .maze
+            .pairs
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, d))| {
+                let path = self.maze.route(&grid, s, d, &mut dist)?;
+                for &c in &path[1..path.len() - 1] {
+                    grid[c] = i as u32 + 1;
+                }
+                Some(path)
+            })
+            .collect();
+        Routing { paths, grid }
+    }
+
+    /// The parallel router on `threads` threads over `board`.
+    fn route_parallel(&self, board: &dyn Board, threads: usize) -> Vec<Option<Vec<usize>>> {
+        let maze = &self.maze;
+        let mut paths: Vec<Option<Vec<usize>>> = vec![None; maze.pairs.len()];
+        let laid: Vec<Vec<(usize, Vec<usize>)>> = thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(move || {
+                        let mut scratch = Scratch::default();
+                        let mut mine = Vec::new();
+                        while let Some(i) = board.next() {
+                            if let Some(p) =
+                                board.lay(maze, i as u32 + 1, maze.pairs[i], &mut scratch)
+                            {
+                                mine.push((i, p));
+                            }
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a labyrinth thread panicked"))
+                .collect()
+        });
+        for (i, p) in laid.into_iter().flatten() {
+            paths[i] = Some(p);
+        }
+        paths
+    }
+}
+
+/// Every routed path is a chain of adjacent cells from its source to its
+/// destination, marked with its id in the grid; the grid holds nothing
+/// else but unrouted pairs' endpoints.
+fn verify(maze: &Maze, routing: &Routing) -> Result<usize, String> {
+    let mut expected = vec![EMPTY; maze.cells()];
+    for (i, &(s, d)) in maze.pairs.iter().enumerate() {
+        let id = i as u32 + 1;
+        expected[s] = id;
+        expected[d] = id;
+        let Some(path) = &routing.paths[i] else {
+            continue;
+        };
+        if path.first() != Some(&s) || path.last() != Some(&d) {
+            return Err(format!(
+                "labyrinth: path {id} does not run from its source to its destination"
+            ));
+        }
+        for w in path.windows(2) {
+            if !maze.neighbours(w[0]).any(|n| n == w[1]) {
+                return Err(format!(
+                    "labyrinth: path {id} jumps from cell {} to {}",
+                    w[0], w[1]
+                ));
+            }
+        }
+        for &c in &path[1..path.len() - 1] {
+            if expected[c] != EMPTY {
+                return Err(format!(
+                    "labyrinth: cell {c} is on path {id} and path {}",
+                    expected[c]
+                ));
+            }
+            expected[c] = id;
+        }
+    }
+    if let Some(c) = (0..maze.cells()).find(|&c| routing.grid[c] != expected[c]) {
+        return Err(format!(
+            "labyrinth: cell {c} holds {} in the grid, the paths say {}",
+            routing.grid[c], expected[c]
+        ));
+    }
+    Ok(routing.paths.iter().flatten().count())
+}
+
+impl App for Labyrinth {
+    fn name(&self) -> &'static str {
+        "labyrinth"
+    }
+
+    fn variants(&self) -> &'static [Variant] {
+        &[Variant::Seq, Variant::Typed, Variant::Words]
+    }
+
+    fn describe(&self) -> String {
+        let p = &self.params;
+        format!(
+            "{}x{}x{} maze, {} paths (generated endpoints, seed {})",
+            p.x, p.y, p.z, p.paths, p.seed
+        )
+    }
+
+    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
+        let threads = threads.max(1);
+        let init = self.initial_grid();
+        let pairs = self.maze.pairs.len();
+        let (routing, elapsed) = match variant {
+            Variant::Seq => {
+                let started = Instant::now();
+                let r = self.route_seq();
+                (r, started.elapsed())
+            }
+            Variant::Typed => {
+                let board = Typed {
+                    grid: TArray::from_fn(init.len(), |c| init[c]),
+                    work: TQueue::new(),
+                };
+                atomically(|tx| (0..pairs).try_for_each(|i| board.work.push(tx, i)));
+                let started = Instant::now();
+                let paths = self.route_parallel(&board, threads);
+                let elapsed = started.elapsed();
+                let grid = (0..init.len()).map(|c| board.grid.load(c)).collect();
+                (Routing { paths, grid }, elapsed)
+            }
+            Variant::Words => {
+                let mem = TWords::new(init.len() + 1);
+                let base = mem.alloc(init.len() + 1);
+                for chunk in (0..init.len())
+                    .filter(|&c| init[c] != EMPTY)
+                    .collect::<Vec<_>>()
+                    .chunks(256)
+                {
+                    atomically(|tx| {
+                        chunk
+                            .iter()
+                            .try_for_each(|&c| mem.write(tx, base.offset(c), u64::from(init[c])))
+                    });
+                }
+                let board = Words {
+                    mem,
+                    base,
+                    cells: init.len(),
+                    pairs,
+                };
+                let started = Instant::now();
+                let paths = self.route_parallel(&board, threads);
+                let elapsed = started.elapsed();
+                let grid = (0..init.len()).map(|c| board.load(c)).collect();
+                (Routing { paths, grid }, elapsed)
+            }
+            Variant::TypedPlus => return Err("labyrinth has no typed-plus variant".into()),
+        };
+        let routed = verify(&self.maze, &routing)?;
+        if routed == 0 {
+            return Err("labyrinth: no path was routed".into());
+        }
+        Ok(elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_lays_valid_disjoint_paths() {
+        let app = Labyrinth::new(Params::of(Input::Dev));
+        for (variant, threads) in [
+            (Variant::Seq, 1),
+            (Variant::Typed, 1),
+            (Variant::Typed, 3),
+            (Variant::Words, 1),
+            (Variant::Words, 3),
+        ] {
+            app.run(variant, threads)
+                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
+        }
+    }
+
+    #[test]
+    fn verification_catches_crossing_and_broken_paths() {
+        let app = Labyrinth::new(Params::of(Input::Dev));
+        let good = app.route_seq();
+        assert!(verify(&app.maze, &good).unwrap() > 0);
+        // A path with a cell removed no longer connects its neighbours.
+        let i = good
+            .paths
+            .iter()
+            .position(|p| p.as_ref().is_some_and(|p| p.len() > 3))
+            .unwrap();
+        let mut broken = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        broken.paths[i].as_mut().unwrap().remove(1);
+        assert!(verify(&app.maze, &broken).is_err());
+        // A grid cell claimed by no path.
+        let mut stray = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        let free = (0..stray.grid.len())
+            .find(|&c| stray.grid[c] == EMPTY)
+            .unwrap();
+        stray.grid[free] = 1;
+        assert!(verify(&app.maze, &stray).is_err());
+    }
+
+    #[test]
+    fn routes_are_shortest_on_an_empty_grid() {
+        let maze = Maze {
+            x: 5,
+            y: 5,
+            z: 1,
+            pairs: vec![(0, 24)],
+        };
+        let grid = vec![EMPTY; 25];
+        let path = maze.route(&grid, 0, 24, &mut Vec::new()).unwrap();
+        assert_eq!(path.len(), 9, "4 steps right and 4 down");
+    }
+}
