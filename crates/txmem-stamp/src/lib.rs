@@ -17,6 +17,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+pub mod vacation;
+
 /// Which implementation of an application runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Variant {
