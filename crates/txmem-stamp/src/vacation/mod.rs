@@ -19,8 +19,8 @@
 //! availability an application-defined transactional object,
 //! [`resource::Resource`]).
 //!
-//! Rules this implementation fixes where STAMP leaves room (they keep the
-//! result checkable):
+//! Rules chosen here (some differ from STAMP's, which changes prices on
+//! update; these keep every result checkable):
 //! * an item's price is a fixed function of its table and id
 //!   ([`price_of`]); creating an item, or adding capacity, uses it, so every
 //!   customer entry must carry exactly that price;
