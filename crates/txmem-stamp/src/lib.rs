@@ -16,12 +16,11 @@
 pub mod kmeans;
 pub mod labyrinth;
 pub mod ssca2;
+pub mod vacation;
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
-
-pub mod vacation;
 
 /// Which implementation of an application runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,14 +116,21 @@ pub trait App: Sync {
 
     /// Runs `variant` with `threads` threads to completion and verifies
     /// the result (against the application's own check, or the sequential
-    /// run's answer). Returns the time of the parallel phase (excluding
-    /// input generation and verification); `Err` names what was wrong.
-    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String>;
+    /// run's answer). Returns the measurement of the parallel phase, taken
+    /// with [`timed`] (input generation, setup and verification excluded);
+    /// `Err` names what was wrong.
+    fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String>;
 }
 
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
-    &["kmeans", "labyrinth", "ssca2"]
+    &[
+        "kmeans",
+        "labyrinth",
+        "ssca2",
+        "vacation-low",
+        "vacation-high",
+    ]
 }
 
 /// The application `name` with its `input` generated, or `None` for a
@@ -136,6 +142,16 @@ pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
             input,
         )))),
         "ssca2" => Some(Box::new(ssca2::Ssca2::new(ssca2::Params::of(input)))),
+        "vacation-low" => Some(Box::new(vacation::Vacation::new(
+            vacation::Contention::Low,
+            input,
+            1,
+        ))),
+        "vacation-high" => Some(Box::new(vacation::Vacation::new(
+            vacation::Contention::High,
+            input,
+            1,
+        ))),
         _ => None,
     }
 }
@@ -162,19 +178,25 @@ impl Measured {
     }
 }
 
-/// Runs `variant` of `app` with `threads` threads and measures it: its time
-/// and txmem's statistics over the run. Statistics are process-wide, so
-/// runs must not overlap.
+/// Runs `variant` of `app` with `threads` threads: its time and txmem's
+/// statistics over its parallel phase. Statistics are process-wide, so runs
+/// must not overlap.
 pub fn measure(app: &dyn App, variant: Variant, threads: usize) -> Result<Measured, String> {
     if !app.variants().contains(&variant) {
         return Err(format!("{} has no {variant} variant", app.name()));
     }
+    app.run(variant, threads)
+}
+
+/// Runs `phase`, the measured part of a run, and returns its result with
+/// its time and txmem's statistics over it.
+pub fn timed<R>(phase: impl FnOnce() -> R) -> (R, Measured) {
     let before = txmem::stats::snapshot();
     let started = Instant::now();
-    let elapsed = app.run(variant, threads)?;
+    let out = phase();
+    let elapsed = started.elapsed();
     let stats = txmem::stats::snapshot() - before;
-    debug_assert!(elapsed <= started.elapsed());
-    Ok(Measured { elapsed, stats })
+    (out, Measured { elapsed, stats })
 }
 
 /// Splits `0..n` into `parts` contiguous chunks of nearly equal size: the

@@ -16,9 +16,8 @@ mod points;
 
 use std::sync::OnceLock;
 use std::thread;
-use std::time::{Duration, Instant};
 
-use crate::{chunk, App, Input, Variant};
+use crate::{chunk, timed, App, Input, Measured, Variant};
 use accumulate::{Counters, Totals, Words};
 pub use points::Points;
 use points::SCALE_BITS;
@@ -248,18 +247,23 @@ impl App for Kmeans {
         )
     }
 
-    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
+    fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String> {
         let (c, d) = (self.params.clusters, self.params.dims);
-        let started = Instant::now();
-        let got = match variant {
-            Variant::Seq => self.cluster(None, 1),
-            Variant::Typed => self.cluster(Some(&mut Counters::new(c, d)), threads.max(1)),
-            Variant::Words => self.cluster(Some(&mut Words::new(c, d)), threads.max(1)),
+        let threads = threads.max(1);
+        let (got, measured) = match variant {
+            Variant::Seq => timed(|| self.cluster(None, 1)),
+            Variant::Typed => {
+                let mut totals = Counters::new(c, d);
+                timed(|| self.cluster(Some(&mut totals), threads))
+            }
+            Variant::Words => {
+                let mut totals = Words::new(c, d);
+                timed(|| self.cluster(Some(&mut totals), threads))
+            }
             Variant::TypedPlus => return Err("kmeans has no typed-plus variant".into()),
         };
-        let elapsed = started.elapsed();
         verify(&got, self.expected())?;
-        Ok(elapsed)
+        Ok(measured)
     }
 }
 

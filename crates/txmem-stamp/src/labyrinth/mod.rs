@@ -19,11 +19,10 @@
 mod maze;
 
 use std::thread;
-use std::time::{Duration, Instant};
 
 use txmem::{atomically, TArray, TQueue, TWords, WordAddr};
 
-use crate::{App, Input, Variant};
+use crate::{timed, App, Input, Measured, Variant};
 pub use maze::Maze;
 use maze::EMPTY;
 
@@ -329,36 +328,27 @@ impl App for Labyrinth {
         )
     }
 
-    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
+    fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String> {
         let threads = threads.max(1);
         let init = self.initial_grid();
         let pairs = self.maze.pairs.len();
-        let (routing, elapsed) = match variant {
-            Variant::Seq => {
-                let started = Instant::now();
-                let r = self.route_seq();
-                (r, started.elapsed())
-            }
+        let (routing, measured) = match variant {
+            Variant::Seq => timed(|| self.route_seq()),
             Variant::Typed => {
                 let board = Typed {
                     grid: TArray::from_fn(init.len(), |c| init[c]),
                     work: TQueue::new(),
                 };
                 atomically(|tx| (0..pairs).try_for_each(|i| board.work.push(tx, i)));
-                let started = Instant::now();
-                let paths = self.route_parallel(&board, threads);
-                let elapsed = started.elapsed();
+                let (paths, measured) = timed(|| self.route_parallel(&board, threads));
                 let grid = (0..init.len()).map(|c| board.grid.load(c)).collect();
-                (Routing { paths, grid }, elapsed)
+                (Routing { paths, grid }, measured)
             }
             Variant::Words => {
                 let mem = TWords::new(init.len() + 1);
                 let base = mem.alloc(init.len() + 1);
-                for chunk in (0..init.len())
-                    .filter(|&c| init[c] != EMPTY)
-                    .collect::<Vec<_>>()
-                    .chunks(256)
-                {
+                let marked: Vec<usize> = (0..init.len()).filter(|&c| init[c] != EMPTY).collect();
+                for chunk in marked.chunks(256) {
                     atomically(|tx| {
                         chunk
                             .iter()
@@ -371,11 +361,9 @@ impl App for Labyrinth {
                     cells: init.len(),
                     pairs,
                 };
-                let started = Instant::now();
-                let paths = self.route_parallel(&board, threads);
-                let elapsed = started.elapsed();
+                let (paths, measured) = timed(|| self.route_parallel(&board, threads));
                 let grid = (0..init.len()).map(|c| board.load(c)).collect();
-                (Routing { paths, grid }, elapsed)
+                (Routing { paths, grid }, measured)
             }
             Variant::TypedPlus => return Err("labyrinth has no typed-plus variant".into()),
         };
@@ -383,7 +371,7 @@ impl App for Labyrinth {
         if routed == 0 {
             return Err("labyrinth: no path was routed".into());
         }
-        Ok(elapsed)
+        Ok(measured)
     }
 }
 

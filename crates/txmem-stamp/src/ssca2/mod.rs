@@ -21,11 +21,10 @@ mod edges;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::thread;
-use std::time::{Duration, Instant};
 
 use txmem::{atomically, TArray, TCounter, TWords, WordAddr};
 
-use crate::{chunk, App, Input, Variant};
+use crate::{chunk, timed, App, Input, Measured, Variant};
 pub use edges::Edges;
 
 /// The parameters of an ssca2 input.
@@ -243,38 +242,30 @@ impl App for Ssca2 {
         )
     }
 
-    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
+    fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String> {
         let n = self.edges.vertices;
         let threads = threads.max(1);
-        // The shared state is built before the clock starts, as STAMP
-        // allocates its arrays before its timer.
-        let (got, elapsed) = match variant {
-            Variant::Seq => {
-                let started = Instant::now();
-                let g = self.build_seq();
-                (g, started.elapsed())
-            }
+        // The shared state is built before measuring, as STAMP allocates
+        // its arrays before its timer.
+        let (got, measured) = match variant {
+            Variant::Seq => timed(|| self.build_seq()),
             Variant::Typed => {
                 let counts = Typed {
                     degrees: (0..n).map(|_| TCounter::new(0)).collect(),
                     cursors: TArray::new(n, 0),
                 };
-                let started = Instant::now();
-                let g = self.build_parallel(&counts, threads);
-                (g, started.elapsed())
+                timed(|| self.build_parallel(&counts, threads))
             }
             Variant::Words => {
                 let mem = TWords::new(2 * n);
                 let base = mem.alloc(2 * n);
                 let counts = Words { mem, base };
-                let started = Instant::now();
-                let g = self.build_parallel(&counts, threads);
-                (g, started.elapsed())
+                timed(|| self.build_parallel(&counts, threads))
             }
             Variant::TypedPlus => return Err("ssca2 has no typed-plus variant".into()),
         };
         verify(&got, self.expected())?;
-        Ok(elapsed)
+        Ok(measured)
     }
 }
 

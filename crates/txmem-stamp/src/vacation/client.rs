@@ -1,20 +1,20 @@
 //! The clients: threads that run their share of the tasks.
 
 use std::thread;
-use std::time::{Duration, Instant};
 
 use super::gen::{self, Task};
 use super::Vacation;
-use crate::chunk;
+use crate::{chunk, timed, Measured};
 
 /// Runs tasks `0..tasks` split into `threads` contiguous shares, each
-/// thread calling `run_task` on its tasks in order. Returns the time from
-/// start to the last thread's end and how many tasks of each kind ran.
+/// thread calling `run_task` on its tasks in order. Returns the
+/// measurement from start to the last thread's end (see [`timed`]) and how
+/// many tasks of each kind ran.
 pub fn drive(
     app: &Vacation,
     threads: usize,
     run_task: impl Fn(&Task) + Sync,
-) -> (Duration, [u64; 3]) {
+) -> (Measured, [u64; 3]) {
     let threads = threads.max(1);
     let (params, seed) = (app.params(), app.seed());
     let share = |i: usize| {
@@ -26,31 +26,31 @@ pub fn drive(
         }
         done
     };
-    let started = Instant::now();
-    let counts: Vec<[u64; 3]> = if threads == 1 {
-        vec![share(0)]
-    } else {
-        thread::scope(|s| {
-            let handles: Vec<_> = (0..threads)
-                .map(|i| {
-                    let share = &share;
-                    s.spawn(move || share(i))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("client thread panicked"))
-                .collect()
-        })
-    };
-    let elapsed = started.elapsed();
+    let (counts, measured): (Vec<[u64; 3]>, Measured) = timed(|| {
+        if threads == 1 {
+            vec![share(0)]
+        } else {
+            thread::scope(|s| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|i| {
+                        let share = &share;
+                        s.spawn(move || share(i))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("client thread panicked"))
+                    .collect()
+            })
+        }
+    });
     let mut total = [0; 3];
     for c in counts {
         for k in 0..3 {
             total[k] += c[k];
         }
     }
-    (elapsed, total)
+    (measured, total)
 }
 
 /// The census index of a task's kind (reserve, delete, update).

@@ -33,9 +33,7 @@
 //!   customer it names is not created); one that reserves something
 //!   creates the customer if absent.
 
-use std::time::Duration;
-
-use crate::{App, Input, Variant};
+use crate::{App, Input, Measured, Variant};
 
 pub mod check;
 pub mod client;
@@ -227,14 +225,14 @@ impl Vacation {
         self.seed
     }
 
-    /// Runs `variant` with `threads` threads and returns the time of the
-    /// task phase with the final database, unverified (tests tamper with
+    /// Runs `variant` with `threads` threads and returns the measurement
+    /// of the task phase with the final database, unverified (tests tamper with
     /// it to show that [`check::verify`] notices).
     pub fn run_to_state(
         &self,
         variant: Variant,
         threads: usize,
-    ) -> Result<(Duration, check::State), String> {
+    ) -> Result<(Measured, check::State), String> {
         let threads = threads.max(1);
         match variant {
             Variant::Seq => Ok(seq::run(self)),
@@ -266,10 +264,10 @@ impl App for Vacation {
     }
 
     /// `seq` always runs on one thread, whatever `threads` says.
-    fn run(&self, variant: Variant, threads: usize) -> Result<Duration, String> {
-        let (elapsed, state) = self.run_to_state(variant, threads)?;
+    fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String> {
+        let (measured, state) = self.run_to_state(variant, threads)?;
         check::verify(&self.params, &state)
             .map_err(|e| format!("{} {variant} ({threads} threads): {e}", self.name()))?;
-        Ok(elapsed)
+        Ok(measured)
     }
 }

@@ -16,8 +16,6 @@
 //! the STO+ relaxation: an item that becomes available, or more
 //! expensive, after the choice is not reconsidered.
 
-use std::time::Duration;
-
 use txmem::{atomically, THashMap, Transaction, TxResult};
 
 use super::check::State;
@@ -25,6 +23,7 @@ use super::client::drive;
 use super::gen::Task;
 use super::resource::Resource;
 use super::{Entry, Kind, Record, Vacation};
+use crate::Measured;
 
 /// The database: resources by table and id, customers in a map.
 struct Db {
@@ -132,8 +131,8 @@ impl Db {
 
 /// Runs the tasks as transactions from `threads` threads; returns the task
 /// phase's time and the final database.
-pub fn run(app: &Vacation, threads: usize) -> (Duration, State) {
+pub fn run(app: &Vacation, threads: usize) -> (Measured, State) {
     let db = Db::initial(app);
-    let (elapsed, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
-    (elapsed, db.into_state(app, tasks))
+    let (measured, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
+    (measured, db.into_state(app, tasks))
 }

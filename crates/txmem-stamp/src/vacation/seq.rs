@@ -4,12 +4,12 @@
 //! count and always runs every task on the calling thread.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
 
 use super::check::State;
 use super::client::kind_index;
 use super::gen::{self, Task};
 use super::{Entry, Kind, Record, Vacation};
+use crate::{timed, Measured};
 
 /// The database in ordinary hash maps.
 struct Db {
@@ -96,16 +96,16 @@ impl Db {
 
 /// Runs every task in order on the calling thread; returns the task
 /// phase's time and the final database.
-pub fn run(app: &Vacation) -> (Duration, State) {
+pub fn run(app: &Vacation) -> (Measured, State) {
     let mut db = Db::initial(app);
     let (params, seed) = (app.params(), app.seed());
     let mut tasks = [0u64; 3];
-    let started = Instant::now();
-    for i in 0..params.tasks {
-        let task = gen::task(params, seed, i);
-        db.run(&task);
-        tasks[kind_index(&task)] += 1;
-    }
-    let elapsed = started.elapsed();
-    (elapsed, db.into_state(app, tasks))
+    let ((), measured) = timed(|| {
+        for i in 0..params.tasks {
+            let task = gen::task(params, seed, i);
+            db.run(&task);
+            tasks[kind_index(&task)] += 1;
+        }
+    });
+    (measured, db.into_state(app, tasks))
 }

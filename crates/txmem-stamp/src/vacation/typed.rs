@@ -11,14 +11,13 @@
 //!
 //! [`plus`]: super::plus
 
-use std::time::Duration;
-
 use txmem::{atomically, THashMap, Transaction, TxResult};
 
 use super::check::State;
 use super::client::drive;
 use super::gen::Task;
 use super::{Entry, Kind, Record, Vacation};
+use crate::Measured;
 
 /// The database in transactional hash maps.
 pub(super) struct Db {
@@ -122,8 +121,8 @@ impl Db {
 
 /// Runs the tasks as transactions from `threads` threads; returns the task
 /// phase's time and the final database.
-pub fn run(app: &Vacation, threads: usize) -> (Duration, State) {
+pub fn run(app: &Vacation, threads: usize) -> (Measured, State) {
     let db = Db::initial(app);
-    let (elapsed, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
-    (elapsed, db.into_state(app, tasks))
+    let (measured, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
+    (measured, db.into_state(app, tasks))
 }

@@ -14,14 +14,13 @@
 //! handler; the nodes of a deleted customer are freed once the deletion
 //! commits.
 
-use std::time::Duration;
-
 use txmem::{atomically, TWords, Transaction, TxResult, WordAddr};
 
 use super::check::State;
 use super::client::drive;
 use super::gen::Task;
 use super::{Entry, Kind, Record, Vacation};
+use crate::Measured;
 
 /// Words per table record.
 pub const RECORD: usize = 5;
@@ -266,8 +265,8 @@ impl Db {
 
 /// Runs the tasks as transactions over one word arena from `threads`
 /// threads; returns the task phase's time and the final database.
-pub fn run(app: &Vacation, threads: usize) -> (Duration, State) {
+pub fn run(app: &Vacation, threads: usize) -> (Measured, State) {
     let db = Db::initial(app);
-    let (elapsed, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
-    (elapsed, db.into_state(app, tasks))
+    let (measured, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
+    (measured, db.into_state(app, tasks))
 }
