@@ -13,6 +13,7 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod intruder;
 pub mod kmeans;
 
 use std::fmt;
@@ -120,7 +121,7 @@ pub trait App: Sync {
 
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
-    &["kmeans"]
+    &["kmeans", "intruder"]
 }
 
 /// The application `name` with its `input` generated, or `None` for a
@@ -128,6 +129,9 @@ pub fn names() -> &'static [&'static str] {
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
         "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        "intruder" => Some(Box::new(intruder::Intruder::new(intruder::Params::of(
+            input,
+        )))),
         _ => None,
     }
 }
