@@ -9,8 +9,8 @@
 //! not a wait.
 //!
 //! Why a `Vec` value: a reassembly then reads and writes one map entry,
-//! so the transaction tracks a handful of items (the entry, and the map's
-//! size on insert and remove) however many fragments the flow has. The
+//! so the transaction tracks a handful of items (at most 3 on the dev and
+//! paper inputs) however many fragments the flow has. The
 //! fragments are copied when the entry is read and written back (a few
 //! hundred bytes at most), which costs time but no tracked items. A
 //! transactional list per flow would track the nodes around the insertion
