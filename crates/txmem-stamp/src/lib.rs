@@ -13,6 +13,7 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod intruder;
 pub mod kmeans;
 pub mod labyrinth;
 pub mod ssca2;
@@ -125,6 +126,7 @@ pub trait App: Sync {
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
     &[
+        "intruder",
         "kmeans",
         "labyrinth",
         "ssca2",
@@ -138,6 +140,9 @@ pub fn names() -> &'static [&'static str] {
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
         "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        "intruder" => Some(Box::new(intruder::Intruder::new(intruder::Params::of(
+            input,
+        )))),
         "labyrinth" => Some(Box::new(labyrinth::Labyrinth::new(labyrinth::Params::of(
             input,
         )))),
