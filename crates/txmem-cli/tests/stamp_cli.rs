@@ -66,3 +66,19 @@ fn unknown_applications_and_variants_are_usage_errors() {
         text(&out)
     );
 }
+
+#[test]
+fn all_runs_every_application() {
+    let out = txmem()
+        .args(["stamp", "all", "--variant", "seq", "--repeat", "1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for app in txmem_stamp::names() {
+        assert!(
+            stdout.contains(&format!("{app}: ")),
+            "no `{app}` in\n{stdout}"
+        );
+    }
+}

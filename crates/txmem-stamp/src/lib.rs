@@ -171,8 +171,9 @@ pub struct Measured {
 }
 
 impl Measured {
-    /// Items per committed transaction: reads and writes recorded, on
-    /// average.
+    /// Items per committed transaction: reads and writes recorded (tracking
+    /// set and read log), on average. ([`Stats::max_items`](txmem::stats::Stats::max_items)
+    /// is the largest tracking set of the run.)
     pub fn items_per_commit(&self) -> f64 {
         let s = &self.stats;
         if s.commits == 0 {
@@ -194,8 +195,10 @@ pub fn measure(app: &dyn App, variant: Variant, threads: usize) -> Result<Measur
 }
 
 /// Runs `phase`, the measured part of a run, and returns its result with
-/// its time and txmem's statistics over it.
+/// its time and txmem's statistics over it (maxima included: they are reset
+/// first, so no transaction may be running when it is called).
 pub fn timed<R>(phase: impl FnOnce() -> R) -> (R, Measured) {
+    txmem::stats::reset_maxima();
     let before = txmem::stats::snapshot();
     let started = Instant::now();
     let out = phase();

@@ -148,7 +148,7 @@ fn print_row(row: &Row, earlier: &[Row]) {
         .map(|s| format!("{:.2}x", s.as_secs_f64() / row.median().as_secs_f64()))
         .unwrap_or_else(|| "-".into());
     println!(
-        "  {:<10} x{:<3} {:>9.1?} ({:.1?}–{:.1?})  speedup {speedup:>6}  commits {:>9}  aborts/commit {:.3}  items/commit {:.1} (max {})",
+        "  {:<10} x{:<3} {:>9.1?} ({:.1?}–{:.1?})  speedup {speedup:>6}  commits {:>9}  aborts/commit {:.3}  items/commit {:.1} (largest tracking set {})",
         row.variant.name(),
         row.threads,
         row.median(),
@@ -180,6 +180,6 @@ fn row_json(row: &Row, rows: &[Row]) -> serde_json::Value {
         "aborts_per_commit": m.stats.aborts_per_commit(),
         "aborts_by_cause": aborts,
         "items_per_commit": m.items_per_commit(),
-        "max_items": m.stats.max_items,
+        "max_tracked_items": m.stats.max_items,
     })
 }

@@ -98,7 +98,7 @@ impl Maze {
         while c != src {
             c = self
                 .neighbours(c)
-                .find(|&n| dist[n] + 1 == dist[c])
+                .find(|&n| dist[n] == dist[c] - 1)
                 .expect("a cell at distance d > 0 has a neighbour at d - 1");
             path.push(c);
         }

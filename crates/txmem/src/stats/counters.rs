@@ -23,6 +23,10 @@ impl Counter {
             Ordering::Relaxed,
         );
     }
+    /// Zeroes the counter (its owner must not be updating it meanwhile).
+    pub fn reset(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
     #[inline]
     pub fn max(&self, n: u64) {
         if n > self.0.load(Ordering::Relaxed) {
@@ -119,6 +123,17 @@ pub(crate) fn retire(s: &Arc<CachePadded<ThreadStats>>) {
     s.add_into(&mut exited);
     reg.exited = exited;
     reg.live.retain(|x| !Arc::ptr_eq(x, s));
+}
+
+/// Zeroes every thread's maxima (see [`super::reset_maxima`]).
+pub(crate) fn reset_maxima() {
+    let mut reg = REGISTRY.lock();
+    reg.exited.max_items = 0;
+    reg.exited.max_consecutive_aborts = 0;
+    for s in &reg.live {
+        s.max_items.reset();
+        s.max_consecutive_aborts.reset();
+    }
 }
 
 pub(crate) fn snapshot() -> Stats {

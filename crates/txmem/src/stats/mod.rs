@@ -39,6 +39,17 @@ pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+/// Zeroes the maxima ([`Stats::max_items`], [`Stats::max_consecutive_aborts`])
+/// of every thread, so that later snapshots' maxima cover only what runs from
+/// now on (a difference of snapshots cannot undo a maximum).
+///
+/// Call it while no transaction runs: each thread updates its own counters
+/// without locked instructions, so a maximum it records concurrently may be
+/// kept or lost.
+pub fn reset_maxima() {
+    counters::reset_maxima()
+}
+
 /// Sums the counters of every thread (live and exited).
 pub fn snapshot() -> Stats {
     counters::snapshot()
