@@ -13,7 +13,8 @@ use crate::output::OutputFile;
 /// over the sequential run, aborts and items per transaction.
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Applications: kmeans, or all. Use a release build: cargo run --release -- stamp all --input paper"
+    after_help = "Applications: intruder, kmeans, labyrinth, ssca2, vacation-low, vacation-high, or all.\n\
+                  Use a release build: cargo run --release -- stamp all --input paper"
 )]
 pub struct StampArgs {
     /// Applications to run (comma separated), or `all`.
