@@ -13,6 +13,7 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod genome;
 pub mod kmeans;
 pub mod labyrinth;
 pub mod ssca2;
@@ -122,13 +123,14 @@ pub trait App: Sync {
 
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
-    &["kmeans", "labyrinth", "ssca2"]
+    &["genome", "kmeans", "labyrinth", "ssca2"]
 }
 
 /// The application `name` with its `input` generated, or `None` for a
 /// name [`names`] does not list.
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
+        "genome" => Some(Box::new(genome::Genome::new(genome::Params::of(input)))),
         "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
         "labyrinth" => Some(Box::new(labyrinth::Labyrinth::new(labyrinth::Params::of(
             input,
