@@ -77,7 +77,8 @@ const REDRAWS: usize = 16;
 
 impl Gene {
     /// A gene of `length` nucleotides and `count` segments of `segment_len`
-    /// nucleotides, from `seed`.
+    /// nucleotides (or just the covering ones if those are more), from
+    /// `seed`.
     ///
     /// The first segments start at `0, s-1, 2(s-1), ...` (and one ends at
     /// the gene's end), so that consecutive ones overlap and every position

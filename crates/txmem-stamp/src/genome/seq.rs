@@ -9,7 +9,9 @@ use super::Outcome;
 
 /// Deduplicates and matches `segments` (the sequential baseline).
 pub fn sequence(segments: &[Segment]) -> Outcome {
-    let mut seen = HashSet::with_capacity(segments.len().min(1 << 20));
+    // Grown as needed: the unique segments are usually far fewer than the
+    // segments, and a table sized for all of them would miss the cache.
+    let mut seen = HashSet::new();
     let uniques: Vec<Segment> = segments
         .iter()
         .copied()
