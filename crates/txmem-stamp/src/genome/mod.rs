@@ -192,6 +192,29 @@ mod tests {
     }
 
     #[test]
+    fn sparse_segments_link_at_shorter_overlaps() {
+        // Too few segments to cover every start position: gaps leave some
+        // segments to link at shorter overlaps, after the longest level.
+        let app = Genome::new(Params {
+            gene_len: 2048,
+            segment_len: 32,
+            segments: 4096,
+            seed: 3,
+        });
+        let outcome = seq::sequence(&app.gene().segments);
+        let overlaps: Vec<usize> = outcome
+            .links
+            .iter()
+            .filter_map(|&l| parallel::unpack_link(l).map(|(_, o)| o))
+            .collect();
+        assert!(overlaps.iter().any(|&o| o < 30), "no short overlap");
+        for (variant, threads) in [(Variant::Seq, 1), (Variant::Typed, 4), (Variant::Words, 4)] {
+            app.run(variant, threads)
+                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
+        }
+    }
+
+    #[test]
     fn verification_catches_a_wrong_reassembly() {
         let app = Genome::new(Params::of(Input::Dev));
         let gene = &app.gene().codes;
