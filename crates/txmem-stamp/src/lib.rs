@@ -13,6 +13,7 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod genome;
 pub mod intruder;
 pub mod kmeans;
 pub mod labyrinth;
@@ -126,6 +127,7 @@ pub trait App: Sync {
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
     &[
+        "genome",
         "intruder",
         "kmeans",
         "labyrinth",
@@ -139,10 +141,11 @@ pub fn names() -> &'static [&'static str] {
 /// name [`names`] does not list.
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
-        "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
+        "genome" => Some(Box::new(genome::Genome::new(genome::Params::of(input)))),
         "intruder" => Some(Box::new(intruder::Intruder::new(intruder::Params::of(
             input,
         )))),
+        "kmeans" => Some(Box::new(kmeans::Kmeans::new(kmeans::Params::of(input)))),
         "labyrinth" => Some(Box::new(labyrinth::Labyrinth::new(labyrinth::Params::of(
             input,
         )))),
