@@ -16,26 +16,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 #[test]
-fn every_variant_verifies_on_the_dev_input() {
-    let _g = serial();
-    let app = Intruder::new(Params::of(Input::Dev));
-    for (variant, threads) in [
-        (Variant::Seq, 1),
-        (Variant::Seq, 2),
-        (Variant::Typed, 1),
-        (Variant::Typed, 2),
-        (Variant::Typed, 4),
-        (Variant::Words, 1),
-        (Variant::Words, 2),
-        (Variant::Words, 4),
-    ] {
-        app.run(variant, threads)
-            .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-    }
-    assert!(app.run(Variant::TypedPlus, 1).is_err());
-}
-
-#[test]
 fn the_registry_builds_intruder() {
     assert!(txmem_stamp::names().contains(&"intruder"));
     let app = txmem_stamp::build("intruder", Input::Dev).expect("registered");

@@ -173,25 +173,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_rebuilds_the_gene() {
-        let app = Genome::new(Params::of(Input::Dev));
-        for (variant, threads) in [
-            (Variant::Seq, 1),
-            (Variant::Seq, 2),
-            (Variant::Typed, 1),
-            (Variant::Typed, 2),
-            (Variant::Typed, 4),
-            (Variant::Words, 1),
-            (Variant::Words, 2),
-            (Variant::Words, 4),
-        ] {
-            app.run(variant, threads)
-                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-        }
-        assert!(app.run(Variant::TypedPlus, 1).is_err());
-    }
-
-    #[test]
     fn sparse_segments_link_at_shorter_overlaps() {
         // Too few segments to cover every start position: gaps leave some
         // segments to link at shorter overlaps, after the longest level.

