@@ -14,9 +14,11 @@
 //! `v` changes them (a variable has at most one task, queued or running),
 //! so the score computed outside a transaction is exact when it commits;
 //! what other tasks change meanwhile is the graph the cycle check reads.
+//!
+//! In the parallel variants a thread stops when it finds the queue empty
+//! ([`learn_parallel`] says why no task is lost).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
 use super::net::{descendants, Dataset, Learned};
@@ -100,38 +102,30 @@ pub trait Shared: Sync {
 
 /// Runs the learner on `threads` threads over `shared`, whose queue holds
 /// every variable's task.
+///
+/// A thread stops when it finds the queue empty. That loses no task: a
+/// task is queued again only by a running thread, which pops (that task or
+/// another) before it can stop, so the last thread to stop has seen the
+/// queue empty after every push. Threads never poll an empty queue, at the
+/// price of fewer threads working as the last tasks run.
 pub fn learn_parallel<S: Shared>(shared: &S, data: &Dataset, limit: usize, threads: usize) {
-    // Tasks not yet ended: queued or being worked on. A thread that finds
-    // the queue empty while some are left waits for them to be queued
-    // again or to end.
-    let unfinished = AtomicUsize::new(data.vars);
     thread::scope(|s| {
         for _ in 0..threads.max(1) {
-            let unfinished = &unfinished;
-            s.spawn(move || loop {
-                let Some(v) = shared.pop() else {
-                    if unfinished.load(Ordering::Acquire) == 0 {
-                        break;
+            s.spawn(move || {
+                while let Some(v) = shared.pop() {
+                    let parents = shared.parents_now(v);
+                    let count = parents.count_ones() as usize;
+                    if count >= limit {
+                        continue;
                     }
-                    thread::yield_now();
-                    continue;
-                };
-                let parents = shared.parents_now(v);
-                let count = parents.count_ones() as usize;
-                let ended = count >= limit || {
                     let excluded = shared.descendants(v) | 1 << v | parents;
-                    match best_insertion(data, v, parents, shared.score_now(v), excluded) {
-                        None => true,
-                        Some((u, s)) => {
-                            let requeue = count + 1 < limit;
-                            // Queued again either way unless the limit is
-                            // reached with this edge.
-                            shared.insert(u, v, s, requeue) && !requeue
-                        }
+                    if let Some((u, s)) =
+                        best_insertion(data, v, parents, shared.score_now(v), excluded)
+                    {
+                        // `insert` queues `v` again unless this edge brings
+                        // it to the limit (or closes a cycle after all).
+                        shared.insert(u, v, s, count + 1 < limit);
                     }
-                };
-                if ended {
-                    unfinished.fetch_sub(1, Ordering::AcqRel);
                 }
             });
         }
