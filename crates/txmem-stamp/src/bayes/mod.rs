@@ -214,6 +214,54 @@ mod tests {
         }
     }
 
+    /// Drives a fresh shared state by hand: edges 0 -> 1 -> 2 go in, and
+    /// 2 -> 0, which closes a cycle, is refused with the task queued again.
+    fn refuses_a_cycle<S: Shared>(app: &Bayes, shared: &S) {
+        let data = app.data();
+        let popped: Vec<usize> = std::iter::from_fn(|| shared.pop()).collect();
+        assert_eq!(popped, (0..data.vars).collect::<Vec<_>>());
+        let (s1, s2) = (data.local_score(1, 1), data.local_score(2, 2));
+        assert!(shared.insert(0, 1, s1, false));
+        assert!(shared.insert(1, 2, s2, true));
+        assert_eq!(shared.pop(), Some(2));
+        assert_eq!(shared.descendants(0), 0b110);
+        assert!(!shared.insert(2, 0, 0.0, false), "2 -> 0 closes a cycle");
+        assert_eq!(shared.pop(), Some(0), "the refused task is queued again");
+        assert_eq!(shared.pop(), None);
+        assert_eq!((shared.parents_now(2), shared.score_now(2)), (0b10, s2));
+        assert_eq!(shared.score_now(0), app.empty[0]);
+        let learned = shared.learned();
+        assert_eq!(&learned.parents[..3], &[0, 0b1, 0b10]);
+        assert_eq!(&learned.children[..3], &[0b10, 0b100, 0]);
+        assert_eq!(verify(data, &learned, 2, f64::NEG_INFINITY), Ok(()));
+    }
+
+    #[test]
+    fn transactional_insertions_refuse_cycles() {
+        let app = Bayes::new(Params::of(Input::Dev));
+        refuses_a_cycle(&app, &typed::Typed::new(&app.empty));
+        refuses_a_cycle(&app, &words::Words::new(&app.empty, 2, 1));
+    }
+
+    #[test]
+    fn a_larger_input_verifies_at_four_threads() {
+        let app = Bayes::new(Params {
+            vars: 40,
+            records: 256,
+            max_parents: 6,
+            percent: 20,
+            insert_penalty: 1.0,
+            max_learned: 5,
+            seed: 3,
+        });
+        for variant in [Variant::Typed, Variant::Words] {
+            for _ in 0..3 {
+                app.run(variant, 4)
+                    .unwrap_or_else(|e| panic!("{variant} x4: {e}"));
+            }
+        }
+    }
+
     #[test]
     fn verification_catches_a_broken_network() {
         let app = Bayes::new(Params::of(Input::Dev));
