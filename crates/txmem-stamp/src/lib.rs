@@ -13,6 +13,7 @@
 //! threads to completion and verifies the result; a wrong result is an
 //! error, never a time. [`measure`] wraps a run with txmem's statistics.
 
+pub mod bayes;
 pub mod genome;
 pub mod intruder;
 pub mod kmeans;
@@ -127,6 +128,7 @@ pub trait App: Sync {
 /// The applications, by name.
 pub fn names() -> &'static [&'static str] {
     &[
+        "bayes",
         "genome",
         "intruder",
         "kmeans",
@@ -141,6 +143,7 @@ pub fn names() -> &'static [&'static str] {
 /// name [`names`] does not list.
 pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
     match name {
+        "bayes" => Some(Box::new(bayes::Bayes::new(bayes::Params::of(input)))),
         "genome" => Some(Box::new(genome::Genome::new(genome::Params::of(input)))),
         "intruder" => Some(Box::new(intruder::Intruder::new(intruder::Params::of(
             input,
