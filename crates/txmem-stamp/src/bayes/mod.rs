@@ -182,25 +182,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_learns_a_valid_network() {
-        let app = Bayes::new(Params::of(Input::Dev));
-        for (variant, threads) in [
-            (Variant::Seq, 1),
-            (Variant::Seq, 2),
-            (Variant::Typed, 1),
-            (Variant::Typed, 2),
-            (Variant::Typed, 4),
-            (Variant::Words, 1),
-            (Variant::Words, 2),
-            (Variant::Words, 4),
-        ] {
-            app.run(variant, threads)
-                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-        }
-        assert!(app.run(Variant::TypedPlus, 1).is_err());
-    }
-
-    #[test]
     fn learning_improves_on_the_empty_network() {
         let app = Bayes::new(Params::of(Input::Dev));
         let (seq, _) = app.learn(Variant::Seq, 1).unwrap();
