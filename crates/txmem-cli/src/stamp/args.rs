@@ -43,6 +43,15 @@ pub struct StampArgs {
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
     pub json: Option<OutputFile>,
+
+    /// Write an SVG plot: speedup over `seq` against threads, one panel
+    /// per application, a line per variant.
+    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
+    pub plot: Option<OutputFile>,
+
+    /// Never draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
 }
 
 fn parse_repeats(s: &str) -> Result<usize, String> {

@@ -5,11 +5,16 @@ pub mod args;
 
 use std::time::Duration;
 
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use txmem_stamp::{measure, App, Measured, Variant};
 
 use crate::bench::machine::Machine;
 use crate::failure::Failure;
+use crate::output::OutputFile;
+use crate::plot::{write_svg, Panel, Series};
 use args::StampArgs;
 
 /// One row: an application's variant at a thread count, over its repeats.
@@ -55,43 +60,58 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
         machine.cores,
         machine.os
     );
-    let mut rows = Vec::new();
-    let mut failed = Vec::new();
-    for app in &apps {
-        println!("{}: {}", app.name(), app.describe());
-        for &variant in app.variants() {
-            if !args.variant.is_empty() && !args.variant.contains(&variant) {
+    // Every (application, variant, threads) to run, in order.
+    let mut plan: Vec<(usize, Variant, usize)> = Vec::new();
+    for (i, app) in apps.iter().enumerate() {
+        for &v in app.variants() {
+            if !args.variant.is_empty() && !args.variant.contains(&v) {
                 continue;
             }
-            let counts: &[usize] = if variant == Variant::Seq {
+            let counts: &[usize] = if v == Variant::Seq {
                 &[1]
             } else {
                 args.threads.counts()
             };
-            for &threads in counts {
-                let mut runs = Vec::new();
-                for _ in 0..args.repeat {
-                    match measure(app.as_ref(), variant, threads) {
-                        Ok(m) => runs.push(m),
-                        Err(e) => {
-                            eprintln!("FAILED {} {variant} x{threads}: {e}", app.name());
-                            failed.push(format!("{} {variant} x{threads}: {e}", app.name()));
-                            break;
-                        }
-                    }
-                }
-                if runs.len() == args.repeat {
-                    let row = Row {
-                        app: app.name(),
-                        variant,
-                        threads,
-                        runs,
-                    };
-                    print_row(&row, &rows);
-                    rows.push(row);
+            plan.extend(counts.iter().map(|&t| (i, v, t)));
+        }
+    }
+    let pb = progress_bar(args.no_progress, (plan.len() * args.repeat) as u64);
+    let mut rows = Vec::new();
+    let mut failed = Vec::new();
+    let mut announced = None;
+    for (i, variant, threads) in plan {
+        let app = &apps[i];
+        if announced != Some(i) {
+            say(&pb, format!("{}: {}", app.name(), app.describe()));
+            announced = Some(i);
+        }
+        pb.set_message(format!("{} {variant} x{threads}", app.name()));
+        let mut runs = Vec::new();
+        for _ in 0..args.repeat {
+            match measure(app.as_ref(), variant, threads) {
+                Ok(m) => runs.push(m),
+                Err(e) => {
+                    say(&pb, format!("FAILED {} {variant} x{threads}: {e}", app.name()));
+                    failed.push(format!("{} {variant} x{threads}: {e}", app.name()));
+                    break;
                 }
             }
+            pb.inc(1);
         }
+        if runs.len() == args.repeat {
+            let row = Row {
+                app: app.name(),
+                variant,
+                threads,
+                runs,
+            };
+            say(&pb, row_line(&row, &rows));
+            rows.push(row);
+        }
+    }
+    pb.finish_and_clear();
+    if let Some(file) = &args.plot {
+        write_plot(file, &apps, &rows)?;
     }
     if let Some(file) = &args.json {
         let results: Vec<_> = rows.iter().map(|r| row_json(r, &rows)).collect();
@@ -141,13 +161,80 @@ fn seq_time(app: &str, rows: &[Row]) -> Option<Duration> {
         .map(Row::median)
 }
 
-fn print_row(row: &Row, earlier: &[Row]) {
+/// A progress bar on stderr (hidden with `--no-progress` or when stderr is
+/// not a terminal); rows print above it.
+fn progress_bar(quiet: bool, runs: u64) -> ProgressBar {
+    let pb = ProgressBar::new(runs);
+    if quiet || !std::io::stderr().is_terminal() {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+    {
+        pb.set_style(style);
+    }
+    pb
+}
+
+/// Prints a line of the report above the progress bar (on stdout when the
+/// bar is hidden: a hidden bar prints nothing).
+fn say(pb: &ProgressBar, line: String) {
+    if pb.is_hidden() {
+        println!("{line}");
+    } else {
+        pb.println(line);
+    }
+}
+
+/// Speedup over `seq` against threads: a panel per application, a line per
+/// transactional variant.
+fn write_plot(file: &OutputFile, apps: &[Box<dyn App>], rows: &[Row]) -> Result<(), Failure> {
+    let panels: Vec<Panel> = apps
+        .iter()
+        .filter_map(|app| {
+            let seq = seq_time(app.name(), rows)?;
+            let series: Vec<Series> = app
+                .variants()
+                .iter()
+                .filter(|&&v| v != Variant::Seq)
+                .map(|&v| Series {
+                    name: v.name().to_string(),
+                    points: rows
+                        .iter()
+                        .filter(|r| r.app == app.name() && r.variant == v)
+                        .map(|r| (r.threads as f64, seq.as_secs_f64() / r.median().as_secs_f64()))
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            (!series.is_empty()).then(|| Panel {
+                title: app.name().to_string(),
+                x_label: "threads".into(),
+                y_label: "speedup over seq".into(),
+                series,
+            })
+        })
+        .collect();
+    if panels.is_empty() {
+        return Err(Failure::Run(
+            "--plot needs the seq variant and a transactional one".into(),
+        ));
+    }
+    write_svg(file.path(), &panels, 2).map_err(Failure::Run)?;
+    println!("wrote {}", file.path().display());
+    Ok(())
+}
+
+/// A row of the table.
+fn row_line(row: &Row, earlier: &[Row]) -> String {
     let (min, max) = row.min_max();
     let m = row.stats();
     let speedup = seq_time(row.app, earlier)
         .map(|s| format!("{:.2}x", s.as_secs_f64() / row.median().as_secs_f64()))
         .unwrap_or_else(|| "-".into());
-    println!(
+    format!(
         "  {:<10} x{:<3} {:>9.1?} ({:.1?}–{:.1?})  speedup {speedup:>6}  commits {:>9}  aborts/commit {:.3}  items/commit {:.1} (largest tracking set {})",
         row.variant.name(),
         row.threads,
@@ -158,7 +245,7 @@ fn print_row(row: &Row, earlier: &[Row]) {
         m.stats.aborts_per_commit(),
         m.items_per_commit(),
         m.stats.max_items,
-    );
+    )
 }
 
 fn row_json(row: &Row, rows: &[Row]) -> serde_json::Value {
