@@ -19,6 +19,7 @@ pub mod kmeans;
 pub mod labyrinth;
 pub mod ssca2;
 pub mod vacation;
+pub mod yada;
 
 use std::fmt;
 use std::str::FromStr;
@@ -134,6 +135,7 @@ pub fn names() -> &'static [&'static str] {
         "ssca2",
         "vacation-low",
         "vacation-high",
+        "yada",
     ]
 }
 
@@ -160,6 +162,7 @@ pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
             input,
             1,
         ))),
+        "yada" => Some(Box::new(yada::Yada::new(yada::Params::of(input)))),
         _ => None,
     }
 }
