@@ -215,7 +215,7 @@ const NODE: usize = 2;
 const HEAD: WordAddr = WordAddr(1);
 const TAIL: WordAddr = WordAddr(2);
 
-/// Words: triangle records of [`REC`] words and a linked FIFO of bad
+/// Words: triangle records of seven words (alive flag, vertices, neighbours) and a linked FIFO of bad
 /// triangles in one `TWords`; every access to them goes through
 /// `TWords::read` / `write`. Records of removed triangles and popped
 /// queue nodes are freed after the commit that unlinked them and reused;
