@@ -317,6 +317,24 @@ mod tests {
         }
     }
 
+    /// A larger input, where `words` records are freed and reused while
+    /// queued ids still name them (a retry once inserted a stale
+    /// circumcentre there).
+    #[test]
+    fn transactional_variants_survive_record_reuse_and_conflicts() {
+        let app = Yada::new(Params {
+            points: 2_000,
+            angle: 20.0,
+            seed: 3,
+        });
+        for _ in 0..5 {
+            for variant in [Variant::Typed, Variant::Words] {
+                app.run(variant, 4)
+                    .unwrap_or_else(|e| panic!("{variant} x4: {e}"));
+            }
+        }
+    }
+
     #[test]
     fn the_input_is_valid_and_the_refinement_removes_bad_triangles() {
         let app = app();

@@ -52,6 +52,22 @@ impl Arena {
         v as u32
     }
 
+    /// The vertex of `cache` if it is at `p`, else a new one at `p` (then
+    /// cached). A retry of a refinement usually inserts the same
+    /// circumcentre, so it reuses the vertex of the aborted attempt; not
+    /// always, as a `words` record may have been freed and reused by
+    /// another triangle meanwhile.
+    pub fn reuse_or_push(&self, cache: &mut Option<(Pt, u32)>, p: Pt) -> u32 {
+        match *cache {
+            Some((q, v)) if q == p => v,
+            _ => {
+                let v = self.push(p);
+                *cache = Some((p, v));
+                v
+            }
+        }
+    }
+
     /// The coordinates of vertex `v`.
     pub fn get(&self, v: u32) -> Pt {
         let v = v as usize;
@@ -127,7 +143,7 @@ struct TypedTx<'a, 'env> {
     tx: &'a mut Transaction<'env>,
     next: &'a mut u64,
     new: &'a mut Vec<u64>,
-    vertex: &'a mut Option<u32>,
+    vertex: &'a mut Option<(Pt, u32)>,
 }
 
 impl Mesh for TypedTx<'_, '_> {
@@ -135,8 +151,7 @@ impl Mesh for TypedTx<'_, '_> {
         self.s.pts.get(v)
     }
     fn add_point(&mut self, p: Pt) -> u32 {
-        // A retry inserts the same circumcentre: reuse its vertex.
-        *self.vertex.get_or_insert_with(|| self.s.pts.push(p))
+        self.s.pts.reuse_or_push(self.vertex, p)
     }
     fn tri(&mut self, id: u64) -> TxResult<Option<Tri>> {
         self.s.tris.get(self.tx, &id)
@@ -234,7 +249,7 @@ struct WordsTx<'a, 'env> {
     /// Blocks allocated by this attempt (freed if it aborts).
     allocs: &'a mut Vec<(WordAddr, usize)>,
     new: &'a mut Vec<u64>,
-    vertex: &'a mut Option<u32>,
+    vertex: &'a mut Option<(Pt, u32)>,
 }
 
 impl WordsTx<'_, '_> {
@@ -250,7 +265,7 @@ impl Mesh for WordsTx<'_, '_> {
         self.s.pts.get(v)
     }
     fn add_point(&mut self, p: Pt) -> u32 {
-        *self.vertex.get_or_insert_with(|| self.s.pts.push(p))
+        self.s.pts.reuse_or_push(self.vertex, p)
     }
     fn tri(&mut self, id: u64) -> TxResult<Option<Tri>> {
         let (mem, a) = (&self.s.mem, WordAddr(id as usize));
