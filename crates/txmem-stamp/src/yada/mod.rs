@@ -36,8 +36,10 @@
 //! (the neighbour's opposite vertex is not strictly inside the
 //! circumcircle, up to a relative 1e-9); the areas add up to the square's;
 //! and no triangle is left bad except by the boundary rule or a reported
-//! degenerate cavity. Which points are inserted depends on the order, so
-//! the meshes of different runs are not compared.
+//! degenerate cavity (in `words`, a degenerate record's address may since
+//! name another triangle, which is then excused too: a small gap); and the
+//! queue is empty. Which points are inserted depends on the order, so the
+//! meshes of different runs are not compared.
 
 pub mod mesh;
 pub mod par;
@@ -259,6 +261,9 @@ impl App for Yada {
                     atomically(|tx| part.iter().try_for_each(|&i| s.queue.push(tx, i)));
                 }
                 let (work, measured) = timed(|| s.run(threads, q));
+                if s.queue.load_len() != 0 {
+                    return Err("yada: work left in the queue".into());
+                }
                 let ids = (0..init.len() as u64).chain(work.iter().flat_map(|w| w.created.clone()));
                 let tris = s.collect(ids);
                 if tris.len() != s.tris.load_len() {
@@ -277,6 +282,9 @@ impl App for Yada {
                 let capacity = 64 + 3 * self.seq_tris * 7 + 2 * 2 * self.seq_tris;
                 let (s, addr) = Words::new(capacity, &self.init.pts, &init, &self.bad());
                 let (work, measured) = timed(|| s.run(threads, q));
+                if !s.queue_is_empty() {
+                    return Err("yada: work left in the queue".into());
+                }
                 let ids = addr
                     .into_iter()
                     .chain(work.iter().flat_map(|w| w.created.clone()));

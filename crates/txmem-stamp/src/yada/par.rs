@@ -376,6 +376,12 @@ impl Words {
         (w, addr)
     }
 
+    /// True if the committed queue is empty.
+    pub fn queue_is_empty(&self) -> bool {
+        let h = WordAddr(self.mem.load(HEAD) as usize);
+        self.mem.load(h.offset(1)) == 0
+    }
+
     /// Pops the queue's head in a transaction of its own.
     fn pop(&self) -> Option<u64> {
         let (id, old) = atomically(|tx| {
