@@ -20,6 +20,7 @@ pub mod kmeans;
 pub mod labyrinth;
 pub mod ssca2;
 pub mod vacation;
+pub mod yada;
 
 use std::fmt;
 use std::str::FromStr;
@@ -136,6 +137,7 @@ pub fn names() -> &'static [&'static str] {
         "ssca2",
         "vacation-low",
         "vacation-high",
+        "yada",
     ]
 }
 
@@ -163,6 +165,7 @@ pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
             input,
             1,
         ))),
+        "yada" => Some(Box::new(yada::Yada::new(yada::Params::of(input)))),
         _ => None,
     }
 }
