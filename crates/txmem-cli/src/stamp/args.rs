@@ -13,7 +13,8 @@ use crate::output::OutputFile;
 /// over the sequential run, aborts and items per transaction.
 #[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "Applications: bayes, genome, intruder, kmeans, labyrinth, ssca2, vacation-low, vacation-high, or all.\n\
+    after_help = "Applications: bayes, genome, intruder, kmeans, labyrinth, ssca2, vacation-low, vacation-high, yada,\n\
+                  or all.\n\
                   Use a release build: cargo run --release -- stamp all --input paper"
 )]
 pub struct StampArgs {

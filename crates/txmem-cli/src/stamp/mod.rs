@@ -91,7 +91,10 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
             match measure(app.as_ref(), variant, threads) {
                 Ok(m) => runs.push(m),
                 Err(e) => {
-                    say(&pb, format!("FAILED {} {variant} x{threads}: {e}", app.name()));
+                    say(
+                        &pb,
+                        format!("FAILED {} {variant} x{threads}: {e}", app.name()),
+                    );
                     failed.push(format!("{} {variant} x{threads}: {e}", app.name()));
                     break;
                 }
@@ -204,7 +207,12 @@ fn write_plot(file: &OutputFile, apps: &[Box<dyn App>], rows: &[Row]) -> Result<
                     points: rows
                         .iter()
                         .filter(|r| r.app == app.name() && r.variant == v)
-                        .map(|r| (r.threads as f64, seq.as_secs_f64() / r.median().as_secs_f64()))
+                        .map(|r| {
+                            (
+                                r.threads as f64,
+                                seq.as_secs_f64() / r.median().as_secs_f64(),
+                            )
+                        })
                         .collect(),
                 })
                 .filter(|s| !s.points.is_empty())

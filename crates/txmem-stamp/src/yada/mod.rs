@@ -306,25 +306,6 @@ mod tests {
         Yada::new(Params::of(Input::Dev))
     }
 
-    #[test]
-    fn every_variant_refines_to_a_valid_mesh() {
-        let app = app();
-        assert!(!app.init.queue.is_empty(), "the input has bad triangles");
-        for (variant, threads) in [
-            (Variant::Seq, 1),
-            (Variant::Seq, 2),
-            (Variant::Typed, 1),
-            (Variant::Typed, 2),
-            (Variant::Typed, 4),
-            (Variant::Words, 1),
-            (Variant::Words, 2),
-            (Variant::Words, 4),
-        ] {
-            app.run(variant, threads)
-                .unwrap_or_else(|e| panic!("{variant} x{threads}: {e}"));
-        }
-    }
-
     /// A larger input, where `words` records are freed and reused while
     /// queued ids still name them (a retry once inserted a stale
     /// circumcentre there).
