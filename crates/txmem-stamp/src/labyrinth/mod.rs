@@ -409,6 +409,17 @@ mod tests {
     }
 
     #[test]
+    fn the_generator_is_deterministic() {
+        let a = Maze::generate(16, 16, 2, 20, 5);
+        assert_eq!(a.pairs, Maze::generate(16, 16, 2, 20, 5).pairs);
+        assert_ne!(a.pairs, Maze::generate(16, 16, 2, 20, 6).pairs);
+        let mut cells: Vec<usize> = a.pairs.iter().flat_map(|&(s, d)| [s, d]).collect();
+        cells.sort_unstable();
+        cells.dedup();
+        assert_eq!(cells.len(), 40, "no cell is an endpoint twice");
+    }
+
+    #[test]
     fn routes_are_shortest_on_an_empty_grid() {
         let maze = Maze {
             x: 5,
