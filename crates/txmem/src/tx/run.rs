@@ -148,6 +148,7 @@ fn run_to_commit<'env, R>(
 /// [`Attempted`] and park its value, so the loop ([`run_attempts`]) does not
 /// carry the result type around; everything after an abort is out of line
 /// ([`after_abort`]).
+#[inline(always)]
 pub(crate) fn run_with<'env, R, E>(
     options: Option<&TxOptions>,
     read_only: bool,
