@@ -40,7 +40,9 @@
 //! installs, and unlocks. In TL2 mode the commit version comes from a global
 //! clock (a commit that writes one item reads it without advancing it), and
 //! a read of a version newer than the transaction's snapshot revalidates and
-//! extends the snapshot instead of aborting (STO's extended check).
+//! extends the snapshot instead of aborting (STO's extended check). A read of
+//! a subobject the transaction has not written goes to a compact read log
+//! rather than an item (STO's read-only items).
 //!
 //! ## Collections
 //!
@@ -59,6 +61,10 @@
 //!
 //! ## Beyond reads and writes
 //!
+//! * Read-only transactions ([`read_only`], [`TxOptions::read_only`]) read
+//!   from a snapshot without logging their reads; with
+//!   [`TArray::with_snapshot_history`] a long one survives writers, and
+//!   [`TArray::fold`] reads a range of elements as one operation.
 //! * Blocking [`retry`](Transaction::retry), [`check`](Transaction::check)
 //!   and [`or_else`](Transaction::or_else) for condition synchronization.
 //! * [`on_commit`](Transaction::on_commit) / [`on_abort`](Transaction::on_abort)
