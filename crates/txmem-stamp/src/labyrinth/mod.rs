@@ -20,7 +20,7 @@ mod maze;
 
 use std::thread;
 
-use txmem::{atomically, TArray, TQueue, TWords, WordAddr};
+use txmem::{atomically, TArray, TQueue, TWords, Transaction, TxResult, WordAddr};
 
 use crate::{timed, App, Input, Measured, Variant};
 pub use maze::Maze;
@@ -73,16 +73,33 @@ trait Board: Sync {
     fn next(&self) -> Option<usize>;
     /// The committed value of cell `c` (not tracked).
     fn load(&self, c: usize) -> u32;
-    /// Claims `path`'s cells for path `id` in one transaction if none was
-    /// taken since `copy` was made; routes again on a fresh copy if one
-    /// was. Returns the path laid, or `None` if no free path remains.
-    fn lay(
-        &self,
-        maze: &Maze,
-        id: u32,
-        pair: (usize, usize),
-        scratch: &mut Scratch,
-    ) -> Option<Vec<usize>>;
+    /// Claims free cell `c` for path `id` in the running transaction;
+    /// false (nothing written) if another path holds it.
+    fn claim<'e>(&'e self, tx: &mut Transaction<'e>, c: usize, id: u32) -> TxResult<bool>;
+}
+
+/// Routes `pair` on a private copy of `board`'s grid and claims the path's
+/// cells for path `id` in one transaction; a cell taken since the copy was
+/// made starts the transaction over from a fresh copy. `None` if no free
+/// path remains.
+fn lay(
+    board: &dyn Board,
+    maze: &Maze,
+    id: u32,
+    pair: (usize, usize),
+    scratch: &mut Scratch,
+) -> Option<Vec<usize>> {
+    atomically(|tx| {
+        let Some(path) = scratch.route(maze, board, pair) else {
+            return Ok(None);
+        };
+        for &c in &path[1..path.len() - 1] {
+            if !board.claim(tx, c, id)? {
+                return Err(tx.abort());
+            }
+        }
+        Ok(Some(path))
+    })
 }
 
 /// A thread's private copy of the grid and the search's distances.
@@ -119,26 +136,12 @@ impl Board for Typed {
     fn load(&self, c: usize) -> u32 {
         self.grid.load(c)
     }
-    fn lay(
-        &self,
-        maze: &Maze,
-        id: u32,
-        pair: (usize, usize),
-        scratch: &mut Scratch,
-    ) -> Option<Vec<usize>> {
-        atomically(|tx| {
-            let Some(path) = scratch.route(maze, self, pair) else {
-                return Ok(None);
-            };
-            for &c in &path[1..path.len() - 1] {
-                if self.grid.get(tx, c)? != EMPTY {
-                    // Taken since the copy: start over from a fresh one.
-                    return Err(tx.abort());
-                }
-                self.grid.set(tx, c, id)?;
-            }
-            Ok(Some(path))
-        })
+    fn claim<'e>(&'e self, tx: &mut Transaction<'e>, c: usize, id: u32) -> TxResult<bool> {
+        if self.grid.get(tx, c)? != EMPTY {
+            return Ok(false);
+        }
+        self.grid.set(tx, c, id)?;
+        Ok(true)
     }
 }
 
@@ -165,26 +168,13 @@ impl Board for Words {
     fn load(&self, c: usize) -> u32 {
         self.mem.load(self.base.offset(c)) as u32
     }
-    fn lay(
-        &self,
-        maze: &Maze,
-        id: u32,
-        pair: (usize, usize),
-        scratch: &mut Scratch,
-    ) -> Option<Vec<usize>> {
-        atomically(|tx| {
-            let Some(path) = scratch.route(maze, self, pair) else {
-                return Ok(None);
-            };
-            for &c in &path[1..path.len() - 1] {
-                let a = self.base.offset(c);
-                if self.mem.read(tx, a)? != u64::from(EMPTY) {
-                    return Err(tx.abort());
-                }
-                self.mem.write(tx, a, u64::from(id))?;
-            }
-            Ok(Some(path))
-        })
+    fn claim<'e>(&'e self, tx: &mut Transaction<'e>, c: usize, id: u32) -> TxResult<bool> {
+        let a = self.base.offset(c);
+        if self.mem.read(tx, a)? != u64::from(EMPTY) {
+            return Ok(false);
+        }
+        self.mem.write(tx, a, u64::from(id))?;
+        Ok(true)
     }
 }
 
@@ -246,7 +236,7 @@ impl Labyrinth {
                         let mut mine = Vec::new();
                         while let Some(i) = board.next() {
                             if let Some(p) =
-                                board.lay(maze, i as u32 + 1, maze.pairs[i], &mut scratch)
+                                lay(board, maze, i as u32 + 1, maze.pairs[i], &mut scratch)
                             {
                                 mine.push((i, p));
                             }
