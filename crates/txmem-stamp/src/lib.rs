@@ -11,7 +11,9 @@
 //! An [`App`] is built from an [`Input`] (a deterministic generator: same
 //! seed, same input), then [`App::run`] runs one variant with a number of
 //! threads to completion and verifies the result; a wrong result is an
-//! error, never a time. [`measure`] wraps a run with txmem's statistics.
+//! error, never a time; [`timed`] measures the parallel phase.
+
+#![warn(missing_docs)]
 
 pub mod bayes;
 pub mod genome;

@@ -20,7 +20,9 @@ pub const SCALE_BITS: u32 = 20;
 /// Generated points, row-major: point `i`'s coordinates are
 /// `coords[i * dims..(i + 1) * dims]`.
 pub struct Points {
+    /// Dimensions of each point.
     pub dims: usize,
+    /// Fixed-point coordinates, row-major.
     pub coords: Vec<i64>,
 }
 

@@ -15,8 +15,11 @@ pub const EMPTY: u32 = 0;
 
 /// The grid's shape and the pairs to connect.
 pub struct Maze {
+    /// Width of the grid.
     pub x: usize,
+    /// Depth of the grid.
     pub y: usize,
+    /// Layers of the grid.
     pub z: usize,
     /// (source, destination) cell indexes; path `i` is marked `i + 1`.
     pub pairs: Vec<(usize, usize)>,

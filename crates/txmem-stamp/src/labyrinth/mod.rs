@@ -29,8 +29,11 @@ use maze::EMPTY;
 /// The parameters of a labyrinth input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Params {
+    /// Width of the grid.
     pub x: usize,
+    /// Depth of the grid.
     pub y: usize,
+    /// Layers of the grid.
     pub z: usize,
     /// Pairs to connect.
     pub paths: usize,
@@ -63,7 +66,9 @@ impl Params {
 
 /// The routed paths, by pair (`None`: not routed), and the final grid.
 pub struct Routing {
+    /// Path `i`'s cells from source to destination, if it was routed.
     pub paths: Vec<Option<Vec<usize>>>,
+    /// Every cell's owner (`i + 1` for path `i`, 0 for free).
     pub grid: Vec<u32>,
 }
 

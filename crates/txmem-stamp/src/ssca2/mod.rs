@@ -57,7 +57,10 @@ impl Params {
 /// `targets[offsets[v]..offsets[v + 1]]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Graph {
+    /// Where each vertex's list starts in `targets` (one more entry than
+    /// vertices: the last is the total).
     pub offsets: Vec<usize>,
+    /// Every list's targets, back to back.
     pub targets: Vec<u32>,
 }
 
