@@ -1,9 +1,11 @@
-//! Files the command writes, checked when the arguments are read so that a
-//! long run never ends in an unwritable path.
+//! What the command writes: files, checked when the arguments are read so
+//! that a long run never ends in an unwritable path, and progress bars.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A path the command may write: its directory exists and it is not itself
 /// a directory.
@@ -48,6 +50,23 @@ impl fmt::Display for OutputFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0.display())
     }
+}
+
+/// A progress bar on stderr, or a hidden one (`hidden`: the user asked for
+/// none, or stderr is not a terminal). Its length starts at zero.
+pub fn progress_bar(hidden: bool) -> ProgressBar {
+    let pb = ProgressBar::new(0);
+    if hidden {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    } else {
+        pb.set_draw_target(ProgressDrawTarget::stderr());
+    }
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+    {
+        pb.set_style(style);
+    }
+    pb
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ mod plot;
 mod settings;
 mod svg;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use txmem_sim::experiments::registry::EXPERIMENTS;
 use txmem_sim::experiments::sweep::{short_name, sweep};
 use txmem_sim::experiments::{report, table, Report};
@@ -56,7 +55,7 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
 
 /// Runs the experiment or sweep, with a progress bar unless `--quiet`.
 fn execute(work: &Work, settings: &SimSettings) -> Result<Outcome, String> {
-    let pb = progress_bar(settings.quiet);
+    let pb = crate::output::progress_bar(settings.quiet);
     let mut progress = |done: usize, total: usize, label: &str| {
         pb.set_length(total as u64);
         pb.set_position(done as u64);
@@ -159,22 +158,6 @@ fn export(settings: &SimSettings, o: &Outcome) -> Result<(), String> {
         eprintln!("wrote {file}");
     }
     Ok(())
-}
-
-/// A progress bar on stderr, or a hidden one.
-fn progress_bar(quiet: bool) -> ProgressBar {
-    let pb = ProgressBar::new(0);
-    if quiet {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    } else {
-        pb.set_draw_target(ProgressDrawTarget::stderr());
-    }
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-    {
-        pb.set_style(style);
-    }
-    pb
 }
 
 /// Writes to stdout; a closed pipe (`txmem sim ... | head`) is not an error.

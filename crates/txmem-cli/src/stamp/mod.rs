@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use std::io::IsTerminal;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use serde_json::json;
 use txmem_stamp::{measure, App, Measured, Variant};
 
 use crate::bench::machine::Machine;
 use crate::failure::Failure;
-use crate::output::OutputFile;
+use crate::output::{progress_bar, OutputFile};
 use crate::plot::{write_svg, Panel, Series};
 use args::StampArgs;
 
@@ -75,7 +75,10 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
             plan.extend(counts.iter().map(|&t| (i, v, t)));
         }
     }
-    let pb = progress_bar(args.no_progress, (plan.len() * args.repeat) as u64);
+    // Rows print above the bar; it is hidden with `--no-progress` or off a
+    // terminal.
+    let pb = progress_bar(args.no_progress || !std::io::stderr().is_terminal());
+    pb.set_length((plan.len() * args.repeat) as u64);
     let mut rows = Vec::new();
     let mut failed = Vec::new();
     let mut announced = None;
@@ -162,23 +165,6 @@ fn seq_time(app: &str, rows: &[Row]) -> Option<Duration> {
     rows.iter()
         .find(|r| r.app == app && r.variant == Variant::Seq)
         .map(Row::median)
-}
-
-/// A progress bar on stderr (hidden with `--no-progress` or when stderr is
-/// not a terminal); rows print above it.
-fn progress_bar(quiet: bool, runs: u64) -> ProgressBar {
-    let pb = ProgressBar::new(runs);
-    if quiet || !std::io::stderr().is_terminal() {
-        pb.set_draw_target(ProgressDrawTarget::hidden());
-    } else {
-        pb.set_draw_target(ProgressDrawTarget::stderr());
-    }
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
-    {
-        pb.set_style(style);
-    }
-    pb
 }
 
 /// Prints a line of the report above the progress bar (on stdout when the
