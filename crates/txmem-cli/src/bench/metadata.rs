@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::bench::args::fmt_duration;
-use crate::bench::settings::Settings;
+use crate::bench::settings::{Measurement, Settings};
 use crate::harness::peers::libitm::Libitm;
 use crate::harness::rtm::rtm_verdict;
 use crate::harness::versions::PEER_VERSIONS;
@@ -48,18 +48,19 @@ pub fn settings_json(
         },
         "peers": peers,
         "elision": elision_settings(),
-        "break_check": break_check(settings),
+        "break_check": break_check(&settings.measure),
         "git_commit": git_commit(),
     })
 }
 
-/// The systems whose checks the test hook broke (none without the hook).
-fn break_check(settings: &Settings) -> serde_json::Value {
+/// The systems whose checks the test hook broke (none without the hook);
+/// `txmem db` reports it too.
+pub fn break_check(measure: &Measurement) -> serde_json::Value {
     #[cfg(feature = "test-hooks")]
-    return json!(settings.measure.break_check);
+    return json!(measure.break_check);
     #[cfg(not(feature = "test-hooks"))]
     {
-        let _ = settings;
+        let _ = measure;
         json!([])
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::bench::args::fmt_duration;
-use crate::bench::metadata::git_commit;
+use crate::bench::metadata::{break_check, git_commit};
 use crate::db::settings::{DbSettings, DbWorkload};
 use crate::harness::kinds::LATENCY_STRIDE;
 
@@ -47,7 +47,7 @@ pub fn settings_json(settings: &DbSettings) -> serde_json::Value {
             "timed": format!("one transaction in {LATENCY_STRIDE} per thread"),
             "histogram": "hdrhistogram, 3 significant digits, nanoseconds",
         },
-        "break_check": break_check(settings),
+        "break_check": break_check(&settings.measure),
         "git_commit": git_commit(),
     })
 }
@@ -72,16 +72,5 @@ fn workload_json(w: &DbWorkload) -> serde_json::Value {
             "map": c.index().map_type(),
         }),
         DbWorkload::Tpcc(t) => t.json(),
-    }
-}
-
-/// The systems whose checks the test hook broke (none without the hook).
-fn break_check(settings: &DbSettings) -> serde_json::Value {
-    #[cfg(feature = "test-hooks")]
-    return json!(settings.measure.break_check);
-    #[cfg(not(feature = "test-hooks"))]
-    {
-        let _ = settings;
-        json!([])
     }
 }
