@@ -2,6 +2,9 @@
 
 use std::thread;
 
+use txmem::{atomically, Transaction, TxResult};
+
+use super::check::State;
 use super::gen::{self, Task};
 use super::Vacation;
 use crate::{chunk, timed, Measured};
@@ -60,4 +63,20 @@ pub fn kind_index(task: &Task) -> usize {
         Task::DeleteCustomer { .. } => 1,
         Task::Update { .. } => 2,
     }
+}
+
+/// Runs the tasks as transactions from `threads` threads over the database
+/// `initial` builds (`task` runs one task inside a transaction), and reads
+/// the final database with `into_state`: the driver of every transactional
+/// variant.
+pub fn run_transactional<D: Sync>(
+    app: &Vacation,
+    threads: usize,
+    initial: fn(&Vacation) -> D,
+    task: for<'e> fn(&'e D, &mut Transaction<'e>, &Task) -> TxResult<()>,
+    into_state: fn(D, &Vacation, [u64; 3]) -> State,
+) -> (Measured, State) {
+    let db = initial(app);
+    let (measured, tasks) = drive(app, threads, |t| atomically(|tx| task(&db, tx, t)));
+    (measured, into_state(db, app, tasks))
 }

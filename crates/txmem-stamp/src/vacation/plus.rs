@@ -19,7 +19,7 @@
 use txmem::{atomically, THashMap, Transaction, TxResult};
 
 use super::check::State;
-use super::client::drive;
+use super::client::run_transactional;
 use super::gen::Task;
 use super::resource::Resource;
 use super::{Entry, Kind, Record, Vacation};
@@ -130,9 +130,7 @@ impl Db {
 }
 
 /// Runs the tasks as transactions from `threads` threads; returns the task
-/// phase's time and the final database.
+/// phase's measurement and the final database.
 pub fn run(app: &Vacation, threads: usize) -> (Measured, State) {
-    let db = Db::initial(app);
-    let (measured, tasks) = drive(app, threads, |task| atomically(|tx| db.task(tx, task)));
-    (measured, db.into_state(app, tasks))
+    run_transactional(app, threads, Db::initial, Db::task, Db::into_state)
 }
