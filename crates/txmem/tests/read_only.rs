@@ -416,3 +416,28 @@ fn fold_agrees_with_get() {
     assert_eq!(folded, looped);
     assert_eq!(folded, (0..10).map(|i| i * 3).sum::<u64>() - 21 + 1000);
 }
+
+/// Writes of one element that do not advance the clock push its version
+/// ahead of the clock (each one step past the last). A snapshot that
+/// takes its bound later must still see the last of them: history is for
+/// writes that began after the snapshot did, which a version past the
+/// bound no longer shows.
+#[test]
+fn history_never_hides_writes_whose_versions_ran_ahead_of_the_clock() {
+    let cells = TArray::from_fn(2, |_| 0u64).with_snapshot_history();
+    let opts = read_only();
+    for round in 0..200u64 {
+        // (Five or six writes: a ticked snapshot bound then falls between
+        // the element's last two versions in one case or the other.)
+        let writes = 5 + round % 2;
+        for i in 1..=writes {
+            cells.store(1, round * 10 + i);
+        }
+        let seen = opts.run(|tx| cells.get(tx, 1));
+        assert_eq!(
+            seen,
+            round * 10 + writes,
+            "round {round}: a finished write was hidden"
+        );
+    }
+}

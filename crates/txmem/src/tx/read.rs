@@ -62,8 +62,9 @@ impl TxState {
     ///
     /// `previous` serves a snapshot attempt that meets a version past its
     /// snapshot: given the word read, it returns the subobject's value
-    /// before its last write with that value's version word, if the object
-    /// keeps one and nothing was written since (see `types::history`).
+    /// before its last write with that value's version word and the
+    /// replacing commit's version, if the object keeps one and nothing was
+    /// written since (see `types::history`).
     #[inline(always)]
     pub(super) fn observe_logged<R>(
         &mut self,
@@ -71,7 +72,7 @@ impl TxState {
         key: u64,
         version: &TVersion,
         load: impl FnMut() -> R,
-        previous: impl FnOnce(u64) -> Option<(u64, R)>,
+        previous: impl FnOnce(u64) -> Option<(u64, u64, R)>,
     ) -> TxResult<(u64, R)> {
         let (word, value) = self.stable_read(version, load)?;
         if self.snapshot {
@@ -98,8 +99,8 @@ impl TxState {
 
     /// A snapshot attempt met `word`, past its snapshot: the value before
     /// the last write if that write is after the snapshot in real time too
-    /// (its version is past `history_bound`) and the value's own version is
-    /// within the snapshot; else the attempt cannot go on.
+    /// (its commit version is past `history_bound`) and the value's own
+    /// version is within the snapshot; else the attempt cannot go on.
     ///
     /// (Inlined: passing `previous` to an out-of-line function builds its
     /// captures on the stack at every read, taken branch or not.)
@@ -107,13 +108,11 @@ impl TxState {
     fn read_previous<R>(
         &mut self,
         word: u64,
-        previous: impl FnOnce(u64) -> Option<(u64, R)>,
+        previous: impl FnOnce(u64) -> Option<(u64, u64, R)>,
     ) -> TxResult<(u64, R)> {
-        if TVersion::version_of(word) > self.history_bound {
-            if let Some((old, value)) = previous(word) {
-                if TVersion::version_of(old) <= self.start {
-                    return Ok((old, value));
-                }
+        if let Some((old, overwritten, value)) = previous(word) {
+            if overwritten > self.history_bound && TVersion::version_of(old) <= self.start {
+                return Ok((old, value));
             }
         }
         Err(self.snapshot_stale())

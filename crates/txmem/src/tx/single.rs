@@ -24,8 +24,9 @@ use crate::wait;
 /// the lock is taken (user code never runs under a version lock), and again
 /// if another writer commits in between, so it must not have side effects
 /// beyond its result. `install` runs with the lock held, after the commit
-/// point, and must store the prepared value; the lock is then released with
-/// the new version.
+/// point, and must store the prepared value (it is given the commit version,
+/// the clock value read after locking plus one step); the lock is then
+/// released with the new version.
 ///
 /// Panics if called inside a transaction on this thread: the write would not
 /// belong to that transaction (and could wait forever on the thread's own
@@ -35,7 +36,7 @@ pub(crate) fn commit_single<P, R>(
     object: usize,
     version: &TVersion,
     mut prepare: impl FnMut() -> P,
-    install: impl FnOnce(P) -> R,
+    install: impl FnOnce(P, u64) -> R,
 ) -> R {
     assert!(
         !super::context::in_transaction(),
@@ -71,7 +72,7 @@ pub(crate) fn commit_single<P, R>(
     // Read after locking (see `wait`): either this commit sees the waiter, or
     // the waiter's re-check sees the lock or the new version.
     let wake = wait::waiters_present();
-    let result = install(prepared);
+    let result = install(prepared, commit_version);
     version.unlock_to(TVersion::next_after(seen, commit_version));
     if wake {
         wait::wake_readers_of(std::iter::once(object));

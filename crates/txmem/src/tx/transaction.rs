@@ -163,7 +163,8 @@ impl<'env> Transaction<'env> {
 
     /// [`observe_via`](Self::observe_via) for an object that keeps each
     /// subobject's value before its last write: `previous(word)` returns it
-    /// with its version word if the subobject's version is still `word`
+    /// with its version word and the replacing commit's version if the
+    /// subobject's version is still `word`
     /// (see `types::history`). A snapshot attempt reads it when the current
     /// version is past its snapshot.
     #[inline(always)]
@@ -172,7 +173,7 @@ impl<'env> Transaction<'env> {
         via: ReadVia,
         version: &'env TVersion,
         load: impl FnMut() -> R,
-        previous: impl FnOnce(u64) -> Option<(u64, R)>,
+        previous: impl FnOnce(u64) -> Option<(u64, u64, R)>,
     ) -> TxResult<R> {
         match via {
             ReadVia::Item(id) => self.st.observe(id.0, version, load),

@@ -14,14 +14,17 @@
 //!
 //! Why not every newer write qualifies. A snapshot must also respect real
 //! time: a write that finished before the transaction began must be in its
-//! snapshot. A commit of one item does not advance the clock (see
-//! `tx::commit::version_past`): its version is one step past the clock it
-//! read after locking, so a transaction beginning after it ends may still
-//! read the clock at that same value. Such a version is exactly
-//! `start + VERSION_STEP`, so the reader accepts history only for versions
-//! past that bound, unless it advanced the clock itself at its start (then
-//! any commit that ended before has a version at most `start`). See
-//! `TxState::begin`.
+//! snapshot. So the test is on the replacing commit's *commit version*, not
+//! on the slot's new version: a slot's version may run ahead of the clock
+//! (one step past its old version when that is larger), so a version past
+//! the snapshot says nothing of when it was written. A commit that does not
+//! advance the clock (see `tx::commit::version_past`) has a commit version
+//! one step past the clock it read after locking, so a transaction beginning
+//! after it ends may still read the clock at that same value: such a commit
+//! version is exactly `start + VERSION_STEP`. The reader accepts history
+//! only for commit versions past that bound, unless it advanced the clock
+//! itself at its start (then any commit that ended before has a commit
+//! version at most `start`). See `TxState::begin`.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,12 +38,18 @@ use crate::version::{TVersion, LOCK_BIT};
 /// past any snapshot.
 const NONE: u64 = !LOCK_BIT;
 
-/// The previous value of one slot (its encoded word) and its version word.
+/// The previous value of one slot (its encoded word), its version word, and
+/// the commit version of the write that replaced it.
 pub(crate) struct Previous {
     /// The version word of the saved value; at first a word no snapshot
     /// accepts.
     version: AtomicU64,
     bits: AtomicMaybeUninit<u64>,
+    /// The replacing commit's commit version: one step past the clock it
+    /// read after locking (or its tick). Not the slot's new version, which
+    /// may run ahead of the clock (one step past the old version when that
+    /// is larger), and so says nothing of when the write happened.
+    overwritten: AtomicU64,
 }
 
 impl Previous {
@@ -48,29 +57,34 @@ impl Previous {
         Previous {
             version: AtomicU64::new(NONE),
             bits: AtomicMaybeUninit::new(MaybeUninit::uninit()),
+            overwritten: AtomicU64::new(0),
         }
     }
 
     /// Saves the current value of a slot its caller holds locked (so the
     /// slot's version word is its version with the lock bit), just before
-    /// the caller installs a new one. The caller's unlock (a release store)
-    /// publishes both words.
+    /// the caller installs a new one in a commit of version
+    /// `commit_version`. The caller's unlock (a release store) publishes the
+    /// words.
     #[inline]
-    pub fn save<T>(&self, version: &TVersion, cell: &ValueCell<T>) {
+    pub fn save<T>(&self, version: &TVersion, cell: &ValueCell<T>, commit_version: u64) {
         debug_assert!(ValueCell::<T>::INLINE);
         let locked = version.load();
         debug_assert!(TVersion::is_locked(locked));
         self.version.store(locked & !LOCK_BIT, Ordering::Relaxed);
         self.bits.store(cell.raw_bits(), Ordering::Relaxed);
+        self.overwritten.store(commit_version, Ordering::Relaxed);
     }
 
-    /// The saved value and its version word, if the slot's version word is
-    /// still `seen` after reading them (no write since).
+    /// The saved value's version word, the replacing commit's version and
+    /// the value, if the slot's version word is still `seen` after reading
+    /// them (no write since).
     #[inline]
-    pub fn read<T>(&self, version: &TVersion, seen: u64) -> Option<(u64, T)> {
+    pub fn read<T>(&self, version: &TVersion, seen: u64) -> Option<(u64, u64, T)> {
         debug_assert!(ValueCell::<T>::INLINE);
         let word = self.version.load(Ordering::Acquire);
         let bits = self.bits.load(Ordering::Acquire);
+        let overwritten = self.overwritten.load(Ordering::Acquire);
         if version.load() != seen {
             return None;
         }
@@ -78,6 +92,10 @@ impl Previous {
         // `ValueCell::encode`, saved under the slot's lock, and stable since:
         // the version word did not change), and the version word is not the
         // initial one, so they hold a `T`. `T` has no drop glue.
-        (word != NONE).then(|| (word, unsafe { ValueCell::<T>::decode_inline(bits) }))
+        (word != NONE).then(|| {
+            (word, overwritten, unsafe {
+                ValueCell::<T>::decode_inline(bits)
+            })
+        })
     }
 }

@@ -52,8 +52,8 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
                 &self.version,
                 || self.cell.with(|v| std::mem::ManuallyDrop::new(v_copy(v))),
                 |seen| {
-                    let (word, v) = history()?.read::<T>(&self.version, seen)?;
-                    Some((word, std::mem::ManuallyDrop::new(v)))
+                    let (word, overwritten, v) = history()?.read::<T>(&self.version, seen)?;
+                    Some((word, overwritten, std::mem::ManuallyDrop::new(v)))
                 },
             )?;
             Ok(f(&*copy))
@@ -136,9 +136,9 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
             object,
             &self.version,
             || self.cell.with(&mut f),
-            |new| {
+            |new, commit_version| {
                 let out = new.clone();
-                self.install_now(new, history);
+                self.install_now(new, history, commit_version);
                 out
             },
         )
@@ -150,10 +150,10 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
             object,
             &self.version,
             || (),
-            |()| {
+            |(), commit_version| {
                 // The lock is held: the committed value cannot change.
                 let old = self.cell.with(T::clone);
-                self.install_now(value, None);
+                self.install_now(value, None, commit_version);
                 old
             },
         )
@@ -165,14 +165,15 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
             object,
             &self.version,
             || (),
-            |()| self.install_now(value, history),
+            |(), commit_version| self.install_now(value, history, commit_version),
         )
     }
 
-    /// Stores a value under the lock of a single-operation transaction.
-    fn install_now(&self, value: T, history: Option<&Previous>) {
+    /// Stores a value under the lock of a single-operation transaction of
+    /// commit version `commit_version`.
+    fn install_now(&self, value: T, history: Option<&Previous>, commit_version: u64) {
         if let Some(h) = history {
-            h.save(&self.version, &self.cell);
+            h.save(&self.version, &self.cell, commit_version);
         }
         // Only heap values need a guard (to retire the old allocation).
         let guard = std::cell::OnceCell::new();
@@ -196,7 +197,7 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
     #[inline]
     pub fn install(&self, item: &mut Item, commit: &Commit<'_>, history: Option<&Previous>) {
         if let Some(h) = history {
-            h.save(&self.version, &self.cell);
+            h.save(&self.version, &self.cell, commit.version());
         }
         let stored = self.cell.store_pending(&mut item.value, || commit.guard());
         assert!(

@@ -94,7 +94,7 @@ impl TCounter {
             self as *const Self as usize,
             &self.version,
             || (),
-            |()| {
+            |(), _| {
                 // The lock is held: no installer runs concurrently.
                 let v = self.value.load(Ordering::Relaxed).wrapping_add(delta);
                 self.value.store(v, Ordering::Release);
