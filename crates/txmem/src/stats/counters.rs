@@ -8,6 +8,7 @@ use std::sync::Arc;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 
+use super::Serialization;
 use crate::error::AbortCause;
 
 /// A counter written by one thread and read by any: updates are a relaxed
@@ -50,6 +51,8 @@ pub(crate) struct ThreadStats {
     pub blocking_waits: Counter,
     pub serialized: Counter,
     pub irrevocable_commits: Counter,
+    pub started_irrevocable: Counter,
+    pub switched_irrevocable: Counter,
     pub max_consecutive_aborts: Counter,
     pub read_items: Counter,
     pub write_items: Counter,
@@ -72,12 +75,18 @@ impl ThreadStats {
     }
 
     /// The extra counts of a commit that came after aborts or ran
-    /// irrevocably.
+    /// irrevocably (`irrevocable`: why it did).
     #[cold]
-    pub fn record_hard_commit(&self, consecutive: u32, irrevocable: bool) {
+    pub fn record_hard_commit(&self, consecutive: u32, irrevocable: Option<Serialization>) {
         self.max_consecutive_aborts.max(consecutive as u64);
-        if irrevocable {
+        if let Some(why) = irrevocable {
             self.irrevocable_commits.add(1);
+            match why {
+                Serialization::Started => self.started_irrevocable.add(1),
+                Serialization::Switched => self.switched_irrevocable.add(1),
+                // Counted when the runtime serialized it (`serialized`).
+                Serialization::AfterAborts => {}
+            }
         }
     }
 
@@ -90,6 +99,8 @@ impl ThreadStats {
         s.blocking_waits += self.blocking_waits.get();
         s.serialized += self.serialized.get();
         s.irrevocable_commits += self.irrevocable_commits.get();
+        s.started_irrevocable += self.started_irrevocable.get();
+        s.switched_irrevocable += self.switched_irrevocable.get();
         s.max_consecutive_aborts = s
             .max_consecutive_aborts
             .max(self.max_consecutive_aborts.get());
@@ -160,6 +171,12 @@ pub struct Stats {
     pub serialized: u64,
     /// Committed irrevocable transactions (requested or serialized).
     pub irrevocable_commits: u64,
+    /// Committed transactions that ran irrevocably from their start because
+    /// their options asked for it ([`TxOptions::irrevocable`](crate::TxOptions::irrevocable)).
+    pub started_irrevocable: u64,
+    /// Committed transactions that became irrevocable mid-flight
+    /// ([`Transaction::become_irrevocable`](crate::Transaction::become_irrevocable)).
+    pub switched_irrevocable: u64,
     /// The longest run of consecutive aborts of one transaction.
     pub max_consecutive_aborts: u64,
     /// Read-set items of committed transactions, summed.
@@ -178,6 +195,8 @@ impl Stats {
         blocking_waits: 0,
         serialized: 0,
         irrevocable_commits: 0,
+        started_irrevocable: 0,
+        switched_irrevocable: 0,
         max_consecutive_aborts: 0,
         read_items: 0,
         write_items: 0,
@@ -235,6 +254,8 @@ impl Sub for Stats {
         out.blocking_waits -= rhs.blocking_waits.min(out.blocking_waits);
         out.serialized -= rhs.serialized.min(out.serialized);
         out.irrevocable_commits -= rhs.irrevocable_commits.min(out.irrevocable_commits);
+        out.started_irrevocable -= rhs.started_irrevocable.min(out.started_irrevocable);
+        out.switched_irrevocable -= rhs.switched_irrevocable.min(out.switched_irrevocable);
         out.read_items -= rhs.read_items.min(out.read_items);
         out.write_items -= rhs.write_items.min(out.write_items);
         out
@@ -245,14 +266,16 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "commits {} (read-only {}), aborts {} ({:.3} per commit), blocking waits {}, serialized {}, irrevocable {}",
+            "commits {} (read-only {}), aborts {} ({:.3} per commit), blocking waits {}, serialized {}, irrevocable {} (started {}, switched {})",
             self.commits,
             self.read_only_commits,
             self.total_aborts(),
             self.aborts_per_commit(),
             self.blocking_waits,
             self.serialized,
-            self.irrevocable_commits
+            self.irrevocable_commits,
+            self.started_irrevocable,
+            self.switched_irrevocable
         )?;
         write!(f, "aborts by cause:")?;
         for c in AbortCause::ALL {

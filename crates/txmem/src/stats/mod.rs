@@ -27,6 +27,18 @@ pub(crate) use sites::{SiteCounters, SiteTable};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Why a committed transaction ran irrevocably (serially): the three ways
+/// a transactional program loses its concurrency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Serialization {
+    /// Its options asked for it from the start.
+    Started,
+    /// It called `become_irrevocable` mid-flight.
+    Switched,
+    /// The runtime serialized it after too many consecutive aborts.
+    AfterAborts,
+}
+
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
 /// Turns statistics collection on or off for all threads (on by default).

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::counters::Counter;
+use super::Serialization;
 use crate::error::AbortCause;
 
 /// Call sites tracked per thread; further sites share one overflow row.
@@ -20,6 +21,8 @@ pub(crate) struct SiteCounters {
     commits: Counter,
     aborts: [Counter; AbortCause::COUNT],
     serialized: Counter,
+    started_irrevocable: Counter,
+    switched_irrevocable: Counter,
 }
 
 impl SiteCounters {
@@ -36,6 +39,16 @@ impl SiteCounters {
     #[inline]
     pub fn serialized(&self) {
         self.serialized.add(1);
+    }
+
+    /// Counts an irrevocable commit that was asked for (not serialized by
+    /// the runtime, which [`serialized`](Self::serialized) counts).
+    pub fn irrevocable(&self, why: Serialization) {
+        match why {
+            Serialization::Started => self.started_irrevocable.add(1),
+            Serialization::Switched => self.switched_irrevocable.add(1),
+            Serialization::AfterAborts => {}
+        }
     }
 }
 
@@ -93,6 +106,10 @@ pub struct SiteStats {
     pub aborts: [u64; AbortCause::COUNT],
     /// Attempts serialized (run irrevocably) after too many aborts.
     pub serialized: u64,
+    /// Commits of transactions that ran irrevocably from their start.
+    pub started_irrevocable: u64,
+    /// Commits of transactions that became irrevocable mid-flight.
+    pub switched_irrevocable: u64,
 }
 
 impl SiteStats {
@@ -130,6 +147,8 @@ fn add_row(out: &mut Vec<SiteStats>, location: String, c: &SiteCounters) {
                 commits: 0,
                 aborts: [0; AbortCause::COUNT],
                 serialized: 0,
+                started_irrevocable: 0,
+                switched_irrevocable: 0,
             });
             out.last_mut().expect("just pushed")
         }
@@ -139,6 +158,8 @@ fn add_row(out: &mut Vec<SiteStats>, location: String, c: &SiteCounters) {
         row.aborts[i] += a.get();
     }
     row.serialized += c.serialized.get();
+    row.started_irrevocable += c.started_irrevocable.get();
+    row.switched_irrevocable += c.switched_irrevocable.get();
 }
 
 pub(crate) fn profile() -> SiteProfile {
@@ -184,7 +205,11 @@ impl fmt::Display for SiteProfile {
         for c in AbortCause::ALL {
             write!(f, " {:>11}", c.name())?;
         }
-        writeln!(f, " {:>10}", "serialized")?;
+        writeln!(
+            f,
+            " {:>10} {:>10} {:>10}",
+            "serialized", "started", "switched"
+        )?;
         for s in &self.sites {
             write!(
                 f,
@@ -196,7 +221,11 @@ impl fmt::Display for SiteProfile {
             for c in AbortCause::ALL {
                 write!(f, " {:>11}", s.aborts_by(c))?;
             }
-            writeln!(f, " {:>10}", s.serialized)?;
+            writeln!(
+                f,
+                " {:>10} {:>10} {:>10}",
+                s.serialized, s.started_irrevocable, s.switched_irrevocable
+            )?;
         }
         Ok(())
     }

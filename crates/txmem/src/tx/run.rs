@@ -22,6 +22,7 @@ use crate::clock;
 use crate::contention::Contention;
 use crate::error::{AbortCause, TxError, TxResult};
 use crate::options::TxOptions;
+use crate::stats::Serialization;
 
 /// Runs `f` as a transaction, retrying until it commits, and returns its result.
 ///
@@ -273,8 +274,19 @@ fn finish_unusual_commit(st: &mut TxState, call: &mut CallState) {
     if call.retrying.is_some() || st.irrevocable.is_some() {
         if let Some(rec) = call.recorder() {
             let consecutive = call.retrying.as_deref().map_or(0, |r| r.cm.consecutive);
-            rec.stats()
-                .record_hard_commit(consecutive, st.irrevocable.is_some());
+            let why = st.irrevocable.is_some().then(|| {
+                if call.mode.irrevocable {
+                    Serialization::Started
+                } else if call.retrying.as_deref().is_some_and(|r| r.serialized) {
+                    Serialization::AfterAborts
+                } else {
+                    Serialization::Switched
+                }
+            });
+            rec.stats().record_hard_commit(consecutive, why);
+            if let Some(why) = why {
+                rec.site().irrevocable(why);
+            }
         }
     }
     st.finish(true);
