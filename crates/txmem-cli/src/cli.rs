@@ -11,6 +11,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::bench::args::BenchArgs;
 use crate::db::args::DbArgs;
 use crate::failure::Failure;
+use crate::serve::ServeArgs;
 use crate::sim::args::SimArgs;
 use crate::stamp::args::StampArgs;
 
@@ -39,6 +40,8 @@ enum Command {
     Db(DbArgs),
     /// Run the STAMP applications (sequential, typed and word-based variants), each verified.
     Stamp(StampArgs),
+    /// Serve memcached's protocols from a cache synchronized by txmem transactions.
+    Serve(ServeArgs),
 }
 
 impl Command {
@@ -49,6 +52,7 @@ impl Command {
             Command::Bench(_) => vec!["bench"],
             Command::Db(args) => vec!["db", args.benchmark.name()],
             Command::Stamp(_) => vec!["stamp"],
+            Command::Serve(_) => vec!["serve"],
         }
     }
 }
@@ -65,6 +69,7 @@ pub fn run() -> ExitCode {
         Command::Bench(args) => crate::bench::run(args),
         Command::Db(args) => crate::db::run(args),
         Command::Stamp(args) => crate::stamp::run(args),
+        Command::Serve(args) => crate::serve::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

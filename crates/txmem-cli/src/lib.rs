@@ -15,6 +15,7 @@ mod failure;
 pub mod harness;
 mod output;
 mod plot;
+mod serve;
 mod sim;
 mod stamp;
 

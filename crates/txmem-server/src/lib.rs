@@ -1,3 +1,112 @@
-//! A memcached-compatible server whose every request is a txmem transaction.
+//! A memcached-compatible server whose every request is a txmem
+//! transaction.
+//!
+//! The memcached study in the seeds (Ruan et al., ASPLOS'14) moved
+//! memcached's locks into GCC transactions and found the transactions
+//! serialized: relaxed transactions turning irrevocable mid-flight, a
+//! global lock taken by every transaction, serialization after 100 aborts.
+//! This server is the design that study pointed to. Its cache is
+//! synchronized by txmem transactions alone (see [`store`]); no request
+//! takes a lock or runs irrevocably, and `stats txmem` shows it: commits,
+//! aborts by cause, and the three kinds of serialization, per call site.
+//!
+//! It speaks memcached's text protocol, its meta commands and its binary
+//! protocol ([`protocol`]), so ordinary memcached clients use it unchanged.
+//!
+//! ```no_run
+//! use txmem_server::{Server, Settings};
+//! let server = Server::bind(Settings { port: 0, ..Settings::default() }).unwrap();
+//! println!("listening on {}", server.local_addr().unwrap());
+//! server.run_until(async { tokio::signal::ctrl_c().await.ok(); }).unwrap();
+//! ```
 
+pub mod net;
+pub mod protocol;
+pub mod report;
+mod settings;
+pub mod stats;
 pub mod store;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+pub use net::{Server, ServerHandle};
+pub use settings::{parse_size, Contention, Settings};
+
+use stats::ServerStats;
+use store::{Store, StoreConfig};
+
+/// The version `version` and `stats` report: memcached's protocol version
+/// this server follows, and txmem's.
+pub const VERSION: &str = concat!("1.6.18-txmem-", env!("CARGO_PKG_VERSION"));
+
+/// Connection counts.
+#[derive(Debug, Default)]
+pub struct Connections {
+    current: AtomicU64,
+    total: AtomicU64,
+    rejected: AtomicU64,
+}
+
+impl Connections {
+    /// Open connections.
+    pub fn current(&self) -> u64 {
+        self.current.load(Ordering::Relaxed)
+    }
+    /// Connections accepted since start.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+    /// Connections refused for being over the limit.
+    pub fn rejected(&self) -> u64 {
+        self.rejected.load(Ordering::Relaxed)
+    }
+}
+
+/// What every connection shares: the store, the counters, the settings.
+pub struct Shared {
+    /// The cache.
+    pub store: Store,
+    /// Request counters.
+    pub stats: ServerStats,
+    /// The settings the server started with.
+    pub settings: Settings,
+    /// Connection counts.
+    pub connections: Connections,
+    /// txmem's counters at the last `stats reset` (txmem's own counters
+    /// cannot be reset; `stats txmem` reports the difference).
+    txmem_base: Mutex<txmem::stats::Stats>,
+}
+
+impl Shared {
+    /// The state of a server with `settings`.
+    pub fn new(settings: Settings) -> Shared {
+        let store = Store::new(StoreConfig {
+            memory_limit: settings.memory_mb.saturating_mul(1 << 20),
+            max_item_size: settings.max_item_size,
+            // One shard per worker, one for the maintenance thread, and
+            // room for the threads of an embedding program.
+            shards: settings.threads + 2,
+            options: settings.contention.options(),
+        });
+        Shared {
+            store,
+            stats: ServerStats::default(),
+            settings,
+            connections: Connections::default(),
+            txmem_base: Mutex::new(txmem::stats::snapshot()),
+        }
+    }
+
+    /// txmem's counters since start or the last `stats reset`.
+    pub fn txmem_stats(&self) -> txmem::stats::Stats {
+        txmem::stats::snapshot() - *self.txmem_base.lock()
+    }
+
+    /// `stats reset`: zeroes the request counters and restarts txmem's.
+    pub fn reset_stats(&self) {
+        self.stats.reset();
+        *self.txmem_base.lock() = txmem::stats::snapshot();
+    }
+}

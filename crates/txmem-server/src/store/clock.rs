@@ -93,10 +93,8 @@ impl Clock {
     /// Moves the clock forward (tests of expiry).
     #[cfg(test)]
     pub fn advance(&self, by: Duration) {
-        self.skew.fetch_add(
-            by.as_nanos() as u64,
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.skew
+            .fetch_add(by.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);
     }
 }
 

@@ -187,6 +187,11 @@ thread_local! {
     static THREAD_INDEX: usize = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A small number naming the calling thread (its shard, its counters).
+pub(crate) fn thread_index() -> usize {
+    THREAD_INDEX.with(|i| *i)
+}
+
 impl Store {
     /// An empty store.
     pub fn new(config: StoreConfig) -> Store {
@@ -212,18 +217,14 @@ impl Store {
     }
 
     fn shard(&self) -> &Shard {
-        let i = THREAD_INDEX.with(|i| *i);
-        &self.shards[i % self.shards.len()]
+        &self.shards[thread_index() % self.shards.len()]
     }
 
     /// Runs `f` as one transaction over the store (retried until it
     /// commits, with the configured contention policy). The call site is
     /// the caller's, so `stats txmem` reports each request type apart.
     #[track_caller]
-    pub fn transact<'s, R>(
-        &'s self,
-        mut f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>,
-    ) -> R {
+    pub fn transact<'s, R>(&'s self, mut f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>) -> R {
         self.config.options.run(|tx| {
             let now = self.clock.now();
             f(&mut StoreTx {
@@ -308,7 +309,7 @@ impl Store {
     /// Evicts until at most `target` bytes are used; false if the queues
     /// ran dry first.
     fn evict_until(&self, target: usize) -> bool {
-        let start = THREAD_INDEX.with(|i| *i);
+        let start = thread_index();
         let n = self.shards.len();
         let mut dry = 0;
         let mut chances = 0u32;
@@ -361,7 +362,11 @@ impl Store {
                         queued,
                     },
                 )?;
-                return Ok(if crawl { Step::Kept } else { Step::SecondChance });
+                return Ok(if crawl {
+                    Step::Kept
+                } else {
+                    Step::SecondChance
+                });
             }
             self.map.remove(tx, &entry.key[..])?;
             mine.items.add(tx, -1)?;
@@ -483,7 +488,9 @@ impl<'s> StoreTx<'_, 's> {
         let item = Arc::new(item);
         let shard = store.shard();
         match store.map.insert(self.tx, key.clone(), item.clone())? {
-            Some(old) => shard.bytes.add(self.tx, cost - old.cost(key.len()) as i64)?,
+            Some(old) => shard
+                .bytes
+                .add(self.tx, cost - old.cost(key.len()) as i64)?,
             None => {
                 let entry = Entry {
                     key,

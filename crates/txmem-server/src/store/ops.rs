@@ -281,8 +281,7 @@ impl Store {
                 let mut out = Vec::new();
                 for k in keys.clone() {
                     if let Some(o) = s.get(k)? {
-                        let item =
-                            o.revised(o.data.clone(), o.flags, deadline, o.cas, o.stored);
+                        let item = o.revised(o.data.clone(), o.flags, deadline, o.cas, o.stored);
                         out.push((k, s.put(k, item)?));
                     }
                 }

@@ -132,7 +132,10 @@ fn expiry_and_flush_hide_items() {
     assert!(get(&s, b"short").is_none());
     assert!(get(&s, b"forever").is_some());
     // `add` succeeds over an expired item.
-    assert!(matches!(s.write(&Write::new(Mode::Add, b"short", Bytes::from_static(b"z"))), Written::Stored(_)));
+    assert!(matches!(
+        s.write(&Write::new(Mode::Add, b"short", Bytes::from_static(b"z"))),
+        Written::Stored(_)
+    ));
     // The crawler reclaims what expired.
     let mut w = Write::new(Mode::Set, b"gone", Bytes::from_static(b"x"));
     w.exptime = 1;
@@ -177,7 +180,11 @@ fn a_flood_of_writes_stays_under_the_memory_limit() {
                         get(s, key.as_bytes());
                     }
                     // Two writers may each admit the last free room.
-                    assert!(s.used() <= limit + 2 * (value.len() + 200), "{} over {limit}", s.used());
+                    assert!(
+                        s.used() <= limit + 2 * (value.len() + 200),
+                        "{} over {limit}",
+                        s.used()
+                    );
                 }
             });
         }
@@ -196,7 +203,11 @@ fn a_flood_of_writes_stays_under_the_memory_limit() {
             }
         }
     }
-    assert!(st.bytes as usize >= live && (st.bytes as usize - live) < (st.lru_entries as usize) * 64 + 1, "{st:?} live {live}");
+    assert!(
+        st.bytes as usize >= live
+            && (st.bytes as usize - live) < (st.lru_entries as usize) * 64 + 1,
+        "{st:?} live {live}"
+    );
 }
 
 #[test]
@@ -225,13 +236,21 @@ fn concurrent_increments_and_cas_lose_no_update() {
         for _ in 0..4 {
             sc.spawn(|| {
                 for _ in 0..500 {
-                    let a = Arith { key: b"n", incr: true, delta: 1, cas: 0, vivify: None, touch: None };
+                    let a = Arith {
+                        key: b"n",
+                        incr: true,
+                        delta: 1,
+                        cas: 0,
+                        vivify: None,
+                        touch: None,
+                    };
                     assert!(matches!(s.arith(&a), Counted::Value { .. }));
                     // A client's read-modify-write with cas, retried on EXISTS.
                     loop {
                         let item = get(&s, b"c").expect("present");
                         let v = parse_counter(&item.data).unwrap();
-                        let mut w = Write::new(Mode::Set, b"c", v.wrapping_add(1).to_string().into());
+                        let mut w =
+                            Write::new(Mode::Set, b"c", v.wrapping_add(1).to_string().into());
                         w.cas = item.cas;
                         match s.write(&w) {
                             Written::Stored(_) => break,

@@ -1,0 +1,426 @@
+//! memcached's text protocol (its `protocol.txt`): storage, retrieval,
+//! deletion, arithmetic, touch, `flush_all`, `stats`, `version`,
+//! `verbosity`, `quit`; the meta commands are handed to [`super::meta`].
+
+use std::io::Write as _;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::{meta, Conn, Step, MAX_LINE};
+use crate::report;
+use crate::stats::bump;
+use crate::store::{Arith, Counted, Deleted, Mode, Refused, Write, Written, MAX_KEY_LEN};
+use crate::Shared;
+
+/// The reply to a malformed command line.
+pub const BAD_FORMAT: &[u8] = b"CLIENT_ERROR bad command line format\r\n";
+
+/// The most tokens a command line may have (memcached's limit for
+/// non-retrieval commands; retrievals may name any number of keys).
+const MAX_TOKENS: usize = 24;
+
+/// The line at the front of `input`: its length without the line ending,
+/// and the length with it. `None` if no full line has arrived.
+pub fn line(input: &[u8]) -> Option<(usize, usize)> {
+    let nl = input.iter().position(|&b| b == b'\n')?;
+    let end = if nl > 0 && input[nl - 1] == b'\r' {
+        nl - 1
+    } else {
+        nl
+    };
+    Some((end, nl + 1))
+}
+
+/// True if `key` is a valid key: 1 to 250 bytes, no control characters or
+/// spaces.
+pub fn valid_key(key: &[u8]) -> bool {
+    !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
+}
+
+/// Parses a decimal number of type `T`.
+pub fn number<T: std::str::FromStr>(token: &[u8]) -> Option<T> {
+    std::str::from_utf8(token).ok()?.parse().ok()
+}
+
+/// Runs the request at the front of `input`.
+pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Vec<u8>) -> Step {
+    let Some((end, len)) = line(input) else {
+        if input.len() > MAX_LINE {
+            out.extend_from_slice(b"CLIENT_ERROR line too long\r\n");
+            return Step::Close;
+        }
+        return Step::NeedMore;
+    };
+    let text = &input[..end];
+    let mut tokens = text.split(|&b| b == b' ').filter(|t| !t.is_empty());
+    let Some(cmd) = tokens.next() else {
+        input.advance(len);
+        out.extend_from_slice(b"ERROR\r\n");
+        return Step::Done;
+    };
+    let cmd: Vec<u8> = cmd.to_vec();
+    match &cmd[..] {
+        b"get" | b"gets" | b"gat" | b"gats" => {
+            let line = input.split_to(len);
+            retrieve(shared, &cmd, &line[..end], out);
+            Step::Done
+        }
+        b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
+            storage(shared, conn, &cmd, input, end, len, out)
+        }
+        b"mg" | b"ms" | b"md" | b"ma" | b"mn" | b"me" => meta::step(shared, conn, input, len, out),
+        _ => {
+            let line = input.split_to(len);
+            let args: Vec<&[u8]> = line[..end]
+                .split(|&b| b == b' ')
+                .filter(|t| !t.is_empty())
+                .skip(1)
+                .collect();
+            if args.len() >= MAX_TOKENS {
+                out.extend_from_slice(b"ERROR\r\n");
+                return Step::Done;
+            }
+            other(shared, &cmd, &args, out)
+        }
+    }
+}
+
+/// Strips a trailing `noreply`: the arguments before it, and whether it was
+/// there.
+fn noreply<'a, 'b>(args: &'b [&'a [u8]]) -> (&'b [&'a [u8]], bool) {
+    match args.split_last() {
+        Some((last, rest)) if *last == b"noreply" => (rest, true),
+        _ => (args, false),
+    }
+}
+
+/// `get`/`gets <key>*`, `gat`/`gats <exptime> <key>*`: one transaction for
+/// all the keys.
+fn retrieve(shared: &Shared, cmd: &[u8], line: &[u8], out: &mut Vec<u8>) {
+    let mut args = line.split(|&b| b == b' ').filter(|t| !t.is_empty()).skip(1);
+    let with_cas = cmd.ends_with(b"s");
+    let touch = if cmd.starts_with(b"gat") {
+        match args.next().map(number::<i64>) {
+            Some(Some(t)) => Some(t),
+            Some(None) => {
+                out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
+                return;
+            }
+            None => {
+                out.extend_from_slice(b"ERROR\r\n");
+                return;
+            }
+        }
+    } else {
+        None
+    };
+    let keys: Vec<&[u8]> = args.collect();
+    if keys.is_empty() {
+        out.extend_from_slice(b"ERROR\r\n");
+        return;
+    }
+    if !keys.iter().all(|k| valid_key(k)) {
+        out.extend_from_slice(BAD_FORMAT);
+        return;
+    }
+    let counters = shared.stats.mine();
+    let mut hits = 0;
+    shared
+        .store
+        .get_many(keys.iter().copied(), touch, |key, item| {
+            hits += 1;
+            out.extend_from_slice(b"VALUE ");
+            out.extend_from_slice(key);
+            let _ = write!(out, " {} {}", item.flags, item.data.len());
+            if with_cas {
+                let _ = write!(out, " {}", item.cas);
+            }
+            out.extend_from_slice(b"\r\n");
+            out.extend_from_slice(&item.data);
+            out.extend_from_slice(b"\r\n");
+        });
+    out.extend_from_slice(b"END\r\n");
+    let n = keys.len() as u64;
+    bump(&counters.cmd_get, n);
+    bump(&counters.get_hits, hits);
+    bump(&counters.get_misses, n - hits);
+    if touch.is_some() {
+        bump(&counters.cmd_touch, n);
+        bump(&counters.touch_hits, hits);
+        bump(&counters.touch_misses, n - hits);
+    }
+}
+
+/// A storage command's line: key, flags, expiry time, value length, CAS
+/// identifier (0 for none) and `noreply`; or the error reply.
+type StorageLine = (Vec<u8>, u32, i64, usize, u64, bool);
+
+fn parse_storage(line: &[u8], is_cas: bool) -> Result<StorageLine, &'static [u8]> {
+    let args: Vec<&[u8]> = line
+        .split(|&b| b == b' ')
+        .filter(|t| !t.is_empty())
+        .skip(1)
+        .collect();
+    let (args, quiet) = noreply(&args);
+    if args.len() != if is_cas { 5 } else { 4 } {
+        return Err(b"ERROR\r\n");
+    }
+    let cas = if is_cas {
+        number::<u64>(args[4])
+    } else {
+        Some(0)
+    };
+    match (
+        number::<u32>(args[1]),
+        number::<i64>(args[2]),
+        number::<i64>(args[3]),
+        cas,
+    ) {
+        (Some(flags), Some(exptime), Some(bytes), Some(cas))
+            if valid_key(args[0]) && (0..=i64::from(i32::MAX)).contains(&bytes) =>
+        {
+            Ok((args[0].to_vec(), flags, exptime, bytes as usize, cas, quiet))
+        }
+        _ => Err(BAD_FORMAT),
+    }
+}
+
+/// `<set|add|replace|append|prepend> <key> <flags> <exptime> <bytes>
+/// [noreply]` and `cas <key> <flags> <exptime> <bytes> <cas> [noreply]`,
+/// then the data block.
+fn storage(
+    shared: &Shared,
+    conn: &mut Conn,
+    cmd: &[u8],
+    input: &mut BytesMut,
+    end: usize,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> Step {
+    let is_cas = cmd == b"cas";
+    let (key, flags, exptime, bytes, cas, quiet) = match parse_storage(&input[..end], is_cas) {
+        Ok(parsed) => parsed,
+        Err(reply) => {
+            input.advance(len);
+            out.extend_from_slice(reply);
+            return Step::Done;
+        }
+    };
+    // Refuse an oversized value before buffering it: a client announcing a
+    // huge value must not make the server hold it.
+    if bytes > shared.store.config().max_item_size {
+        input.advance(len);
+        conn.swallow(bytes + 2);
+        out.extend_from_slice(b"SERVER_ERROR object too large for cache\r\n");
+        return Step::Done;
+    }
+    if input.len() < len + bytes + 2 {
+        input.reserve(len + bytes + 2 - input.len());
+        return Step::NeedMore;
+    }
+    let block = &input[len..len + bytes + 2];
+    if &block[bytes..] != b"\r\n" {
+        input.advance(len + bytes + 2);
+        out.extend_from_slice(b"CLIENT_ERROR bad data chunk\r\n");
+        return Step::Done;
+    }
+    // A copy, not a slice of the read buffer: a stored slice would keep
+    // the whole buffer alive, outside the memory accounting.
+    let data = Bytes::copy_from_slice(&block[..bytes]);
+    input.advance(len + bytes + 2);
+    if let Err(why) = shared.store.admit(key.len(), bytes) {
+        out.extend_from_slice(match why {
+            Refused::TooLarge => b"SERVER_ERROR object too large for cache\r\n",
+            Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
+        });
+        return Step::Done;
+    }
+    let mode = match cmd {
+        b"add" => Mode::Add,
+        b"replace" => Mode::Replace,
+        b"append" => Mode::Append,
+        b"prepend" => Mode::Prepend,
+        _ => Mode::Set,
+    };
+    let written = shared.store.write(&Write {
+        flags,
+        exptime,
+        cas,
+        ..Write::new(mode, &key, data)
+    });
+    let counters = shared.stats.mine();
+    bump(&counters.cmd_set, 1);
+    if is_cas {
+        bump(
+            match written {
+                Written::Stored(_) => &counters.cas_hits,
+                Written::Exists => &counters.cas_badval,
+                _ => &counters.cas_misses,
+            },
+            1,
+        );
+    }
+    if !quiet {
+        out.extend_from_slice(match written {
+            Written::Stored(_) => b"STORED\r\n",
+            Written::NotStored => b"NOT_STORED\r\n",
+            Written::Exists => b"EXISTS\r\n",
+            Written::NotFound => b"NOT_FOUND\r\n",
+        });
+    }
+    Step::Done
+}
+
+/// Every command without a data block except retrievals.
+fn other(shared: &Shared, cmd: &[u8], args: &[&[u8]], out: &mut Vec<u8>) -> Step {
+    let counters = shared.stats.mine();
+    let (args, quiet) = noreply(args);
+    let mut reply = |r: &[u8]| {
+        if !quiet {
+            out.extend_from_slice(r);
+        }
+    };
+    match cmd {
+        b"delete" => {
+            // `delete <key> 0` is accepted for old clients; any other time
+            // is an error, as in memcached.
+            let ok = match args {
+                [_] => true,
+                [_, t] => *t == b"0",
+                _ => false,
+            };
+            if !ok || !valid_key(args[0]) {
+                out.extend_from_slice(
+                    b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n",
+                );
+                return Step::Done;
+            }
+            let d = shared.store.delete(args[0], 0);
+            bump(
+                if d == Deleted::Deleted {
+                    &counters.delete_hits
+                } else {
+                    &counters.delete_misses
+                },
+                1,
+            );
+            reply(if d == Deleted::Deleted {
+                b"DELETED\r\n"
+            } else {
+                b"NOT_FOUND\r\n"
+            });
+        }
+        b"incr" | b"decr" => {
+            let [key, delta] = args else {
+                out.extend_from_slice(b"ERROR\r\n");
+                return Step::Done;
+            };
+            if !valid_key(key) {
+                out.extend_from_slice(BAD_FORMAT);
+                return Step::Done;
+            }
+            let Some(delta) = number::<u64>(delta) else {
+                out.extend_from_slice(b"CLIENT_ERROR invalid numeric delta argument\r\n");
+                return Step::Done;
+            };
+            let incr = cmd == b"incr";
+            let counted = shared.store.arith(&Arith {
+                key,
+                incr,
+                delta,
+                cas: 0,
+                vivify: None,
+                touch: None,
+            });
+            let (hits, misses) = if incr {
+                (&counters.incr_hits, &counters.incr_misses)
+            } else {
+                (&counters.decr_hits, &counters.decr_misses)
+            };
+            match counted {
+                Counted::Value { value, .. } => {
+                    bump(hits, 1);
+                    if !quiet {
+                        let _ = write!(out, "{value}\r\n");
+                    }
+                }
+                Counted::NotFound | Counted::Exists => {
+                    bump(misses, 1);
+                    reply(b"NOT_FOUND\r\n");
+                }
+                Counted::NonNumeric => out.extend_from_slice(
+                    b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+                ),
+            }
+        }
+        b"touch" => {
+            let [key, exptime] = args else {
+                out.extend_from_slice(b"ERROR\r\n");
+                return Step::Done;
+            };
+            let Some(exptime) = number::<i64>(exptime) else {
+                out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
+                return Step::Done;
+            };
+            if !valid_key(key) {
+                out.extend_from_slice(BAD_FORMAT);
+                return Step::Done;
+            }
+            bump(&counters.cmd_touch, 1);
+            if shared.store.touch(key, exptime).is_some() {
+                bump(&counters.touch_hits, 1);
+                reply(b"TOUCHED\r\n");
+            } else {
+                bump(&counters.touch_misses, 1);
+                reply(b"NOT_FOUND\r\n");
+            }
+        }
+        b"flush_all" => {
+            let delay = match args {
+                [] => Some(0),
+                [d] => number::<i64>(d),
+                _ => None,
+            };
+            let Some(delay) = delay else {
+                out.extend_from_slice(BAD_FORMAT);
+                return Step::Done;
+            };
+            bump(&counters.cmd_flush, 1);
+            shared.store.flush_all(delay);
+            reply(b"OK\r\n");
+        }
+        b"version" => {
+            let _ = write!(out, "VERSION {}\r\n", crate::VERSION);
+        }
+        b"verbosity" => match args {
+            [v] if number::<u32>(v).is_some() => reply(b"OK\r\n"),
+            _ => out.extend_from_slice(b"ERROR\r\n"),
+        },
+        b"stats" => report::stats(shared, args, out),
+        b"quit" => return Step::Close,
+        b"shutdown" => out.extend_from_slice(b"ERROR: shutdown not enabled\r\n"),
+        _ => out.extend_from_slice(b"ERROR\r\n"),
+    }
+    Step::Done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_end_at_crlf_or_lf() {
+        assert_eq!(line(b"get a\r\nrest"), Some((5, 7)));
+        assert_eq!(line(b"get a\nrest"), Some((5, 6)));
+        assert_eq!(line(b"get a"), None);
+    }
+
+    #[test]
+    fn keys_are_checked_as_memcached_does() {
+        assert!(valid_key(b"a"));
+        assert!(valid_key(&[b'k'; 250]));
+        assert!(!valid_key(&[b'k'; 251]));
+        assert!(!valid_key(b""));
+        assert!(!valid_key(b"a\x01b"));
+    }
+}

@@ -1,0 +1,137 @@
+//! The server's settings, named as memcached's flags.
+
+use std::fmt;
+use std::str::FromStr;
+
+use txmem::{Backoff, ContentionPolicy, TxOptions};
+
+/// How transactions that abort are retried (`--contention`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Contention {
+    /// Retry at once.
+    None,
+    /// Exponential backoff (the default).
+    #[default]
+    Backoff,
+    /// Backoff; after 128 consecutive aborts a transaction blocks new ones
+    /// from starting until it commits.
+    Hourglass,
+    /// Backoff; after `N` consecutive aborts the transaction runs
+    /// irrevocably (serialized), as GCC's libitm does after 100.
+    SerializeAfter(u32),
+}
+
+impl Contention {
+    /// The transaction options this policy stands for. No policy
+    /// serializes unless asked to.
+    pub fn options(self) -> TxOptions {
+        let o = TxOptions::new().serialize_after(None);
+        match self {
+            Contention::None => o.contention(ContentionPolicy::Immediate),
+            Contention::Backoff => o.contention(ContentionPolicy::Backoff(Backoff::DEFAULT)),
+            Contention::Hourglass => o.contention(ContentionPolicy::Hourglass { threshold: 128 }),
+            Contention::SerializeAfter(n) => o
+                .contention(ContentionPolicy::Backoff(Backoff::DEFAULT))
+                .serialize_after(Some(n)),
+        }
+    }
+}
+
+impl fmt::Display for Contention {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Contention::None => f.write_str("none"),
+            Contention::Backoff => f.write_str("backoff"),
+            Contention::Hourglass => f.write_str("hourglass"),
+            Contention::SerializeAfter(n) => write!(f, "serialize-after={n}"),
+        }
+    }
+}
+
+impl FromStr for Contention {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" => Ok(Contention::None),
+            "backoff" => Ok(Contention::Backoff),
+            "hourglass" => Ok(Contention::Hourglass),
+            _ => match s.strip_prefix("serialize-after=").map(str::parse::<u32>) {
+                Some(Ok(n)) if n > 0 => Ok(Contention::SerializeAfter(n)),
+                _ => Err(format!(
+                    "unknown contention policy `{s}` (expected none, backoff, hourglass or serialize-after=N with N > 0)"
+                )),
+            },
+        }
+    }
+}
+
+/// Everything `txmem serve` is configured with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// TCP port (`-p`); 0 picks a free one.
+    pub port: u16,
+    /// Address to listen on (`-l`).
+    pub listen: String,
+    /// Worker threads (`-t`).
+    pub threads: usize,
+    /// Memory limit in megabytes (`-m`).
+    pub memory_mb: usize,
+    /// Most simultaneous connections (`-c`).
+    pub max_connections: usize,
+    /// Largest value in bytes (`-I`).
+    pub max_item_size: usize,
+    /// Contention policy.
+    pub contention: Contention,
+}
+
+impl Default for Settings {
+    /// memcached's defaults: port 11211 on localhost, 4 threads, 64 MB,
+    /// 1024 connections, 1 MB items.
+    fn default() -> Self {
+        Settings {
+            port: 11211,
+            listen: "127.0.0.1".into(),
+            threads: 4,
+            memory_mb: 64,
+            max_connections: 1024,
+            max_item_size: 1 << 20,
+            contention: Contention::Backoff,
+        }
+    }
+}
+
+/// Parses a size with an optional `k`/`m`/`g` suffix (memcached's `-I`).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let lower = s.to_ascii_lowercase();
+    let (digits, unit) = match lower.as_bytes().last() {
+        Some(b'k') => (&lower[..lower.len() - 1], 1 << 10),
+        Some(b'm') => (&lower[..lower.len() - 1], 1 << 20),
+        Some(b'g') => (&lower[..lower.len() - 1], 1 << 30),
+        _ => (&lower[..], 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("invalid size `{s}` (expected a number of bytes, with k, m or g)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_and_sizes_parse() {
+        for p in ["none", "backoff", "hourglass", "serialize-after=100"] {
+            assert_eq!(p.parse::<Contention>().unwrap().to_string(), p);
+        }
+        assert!("serialize-after=0".parse::<Contention>().is_err());
+        assert!("lock".parse::<Contention>().is_err());
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("2000"), Ok(2000));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("0").is_err());
+    }
+}
