@@ -284,6 +284,7 @@ fn malformed_lines_get_memcached_errors() {
     c.expect(b"touch a\r\n", b"ERROR\r\n");
     c.expect(b"verbosity\r\n", b"ERROR\r\n");
     c.expect(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n");
+    c.expect(b"stats noreply\r\n", b"ERROR\r\n");
     c.expect(b"stats nonsense\r\n", b"ERROR\r\n");
     // Bare `\n` line endings work too.
     c.expect(

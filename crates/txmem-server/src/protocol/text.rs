@@ -272,9 +272,9 @@ fn storage(
 }
 
 /// Every command without a data block except retrievals.
-fn other(shared: &Shared, cmd: &[u8], args: &[&[u8]], out: &mut Vec<u8>) -> Step {
+fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> Step {
     let counters = shared.stats.mine();
-    let (args, quiet) = noreply(args);
+    let (args, quiet) = noreply(all_args);
     let mut reply = |r: &[u8]| {
         if !quiet {
             out.extend_from_slice(r);
@@ -382,21 +382,26 @@ fn other(shared: &Shared, cmd: &[u8], args: &[&[u8]], out: &mut Vec<u8>) -> Step
                 _ => None,
             };
             let Some(delay) = delay else {
-                out.extend_from_slice(BAD_FORMAT);
+                out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
                 return Step::Done;
             };
             bump(&counters.cmd_flush, 1);
             shared.store.flush_all(delay);
             reply(b"OK\r\n");
         }
+        // As memcached: `version` ignores its arguments; `stats` takes no
+        // `noreply` (an unknown group).
         b"version" => {
             let _ = write!(out, "VERSION {}\r\n", crate::VERSION);
         }
+        // Logging levels do not apply here; memcached answers a quiet
+        // `verbosity` with nothing, whatever its level.
         b"verbosity" => match args {
+            _ if quiet && args.len() <= 1 => {}
             [v] if number::<u32>(v).is_some() => reply(b"OK\r\n"),
             _ => out.extend_from_slice(b"ERROR\r\n"),
         },
-        b"stats" => report::stats(shared, args, out),
+        b"stats" => report::stats(shared, all_args, out),
         b"quit" => return Step::Close,
         b"shutdown" => out.extend_from_slice(b"ERROR: shutdown not enabled\r\n"),
         _ => out.extend_from_slice(b"ERROR\r\n"),
