@@ -1,20 +1,801 @@
-//! memcached's meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`).
+//! memcached's meta commands: `mg` (get), `ms` (set), `md` (delete), `ma`
+//! (arithmetic), `mn` (no-op) and `me` (debug).
+//!
+//! A meta command names one key and adjusts its behaviour with flags: a
+//! single letter, some followed by a token (`T30`, `Oabc`). The reply is a
+//! two-letter code followed by the flags the client asked to see, in the
+//! order it asked for them:
+//!
+//! | command | replies |
+//! |---|---|
+//! | `mg <key> <flags>*` | `VA <size> <flags>*` and the value (with `v`), `HD <flags>*`, `EN` on a miss |
+//! | `ms <key> <datalen> <flags>*`, then the data | `HD` stored, `NS` not stored, `EX` CAS mismatch, `NF` CAS on an absent key |
+//! | `md <key> <flags>*` | `HD`, `NF`, `EX` |
+//! | `ma <key> <flags>*` | `HD`, or `VA` and the number (with `v`), `NF`, `NS`, `EX` |
+//! | `mn` | `MN` |
+//! | `me <key> [b]` | `ME <key> exp=.. la=.. cas=.. fetch=.. cls=1 size=..`, `EN` |
+//!
+//! Every flag memcached 1.6 documents is implemented, the stale and win
+//! marks included: `md … I` and `ms … C<older> I` mark an item stale; `mg`
+//! then reports it (`X`) and tells exactly one client that it should
+//! recache the item (`W`; the others see `Z`), as `N` (vivify on a miss)
+//! and `R` (recache when the TTL runs low) do. The win is decided inside
+//! the command's transaction, so two concurrent readers cannot both win.
+//!
+//! Quiet mode (`q`) follows memcached's document: it hides `EN` for `mg`
+//! and `HD` for `ms`, `md` and `ma`; every other reply, errors included,
+//! is still sent, so a client pipelines quiet commands and ends them with
+//! `mn` to learn that all of them ran. (memcached's code also hides
+//! `ma`'s `VA` reply under `q`; its document does not, nor does this.)
+//!
+//! Smaller differences from memcached 1.6: `C0` compares nothing (0 means
+//! "no CAS" throughout the store); `md … x` keeps the item's client flags
+//! and expiry (memcached resets them); `k` returns a key base64-encoded when
+//! the request's key was (memcached remembers that per item); an `mg` that
+//! creates its item counts as a miss.
+//!
+//! Malformed command lines (an unknown or repeated flag, a bad token, a bad
+//! key) get `CLIENT_ERROR bad command line format`; an `ms` whose data
+//! length could be read has its data block skipped after the error, so the
+//! data is never run as commands.
 
-use bytes::{Buf, BytesMut};
+use std::io::Write as _;
+use std::sync::Arc;
 
+use bytes::{Buf, Bytes, BytesMut};
+use txmem::TxResult;
+
+use super::text::{line, number, valid_key, BAD_FORMAT};
 use super::{Conn, Step};
+use crate::stats::bump;
+use crate::store::{
+    next_cas, Arith, Counted, Item, Mode, Refused, StoreTx, Write, Written, MAX_KEY_LEN,
+};
 use crate::Shared;
+
+/// The longest opaque token (`O`) accepted, as in memcached.
+pub const MAX_OPAQUE: usize = 32;
+
+const BAD_KEY_ENCODING: &[u8] = b"CLIENT_ERROR error decoding key\r\n";
+const BAD_CHUNK: &[u8] = b"CLIENT_ERROR bad data chunk\r\n";
+const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
 
 /// Runs the meta command whose line (`line_len` bytes with its ending) is
 /// at the front of `input`.
 pub fn step(
-    _shared: &Shared,
-    _conn: &mut Conn,
+    shared: &Shared,
+    conn: &mut Conn,
     input: &mut BytesMut,
     line_len: usize,
     out: &mut Vec<u8>,
 ) -> Step {
-    input.advance(line_len);
-    out.extend_from_slice(b"CLIENT_ERROR meta commands are not implemented yet\r\n");
+    let end = line(&input[..line_len]).map_or(line_len, |(end, _)| end);
+    let is_set = tokens(&input[..end]).next() == Some(b"ms");
+    if is_set {
+        return set(shared, conn, input, end, line_len, out);
+    }
+    let request = input.split_to(line_len);
+    let toks: Vec<&[u8]> = tokens(&request[..end]).collect();
+    match toks.first().copied() {
+        Some(b"mn") => out.extend_from_slice(b"MN\r\n"),
+        Some(b"mg") => get(shared, &toks, out),
+        Some(b"md") => delete(shared, &toks, out),
+        Some(b"ma") => arith(shared, &toks, out),
+        Some(b"me") => debug(shared, &toks, out),
+        _ => out.extend_from_slice(b"ERROR\r\n"),
+    }
     Step::Done
 }
+
+/// The space-separated tokens of a command line.
+fn tokens(line: &[u8]) -> impl Iterator<Item = &[u8]> {
+    line.split(|&b| b == b' ').filter(|t| !t.is_empty())
+}
+
+/// A meta command's flags.
+#[derive(Debug, Default)]
+struct Flags {
+    /// The flag letters in request order: replies return flags in it.
+    order: Vec<u8>,
+    /// `b`: the key is base64.
+    base64: bool,
+    /// `q`: hide the uninteresting reply.
+    quiet: bool,
+    /// `v`: return the value.
+    value: bool,
+    /// `u`: leave the item's access marks alone.
+    no_bump: bool,
+    /// `x` (`md`): empty the value, keep the item.
+    remove_value: bool,
+    /// `I`: mark stale instead of deleting (`md`), or accept an older CAS
+    /// as a stale write (`ms`).
+    invalidate: bool,
+    /// `O`: echoed back.
+    opaque: Vec<u8>,
+    /// `T`: a new expiry time.
+    ttl: Option<i64>,
+    /// `N`: create on a miss, with this expiry time.
+    vivify: Option<i64>,
+    /// `R`: win the recache if fewer seconds than this are left.
+    recache: Option<i64>,
+    /// `F`: client flags.
+    client_flags: Option<u32>,
+    /// `C`: compare with the item's CAS identifier.
+    compare: Option<u64>,
+    /// `E`: the CAS identifier to give a modified item.
+    new_cas: Option<u64>,
+    /// `M`: the mode letter.
+    mode: Option<u8>,
+    /// `J`: `ma`'s initial value.
+    initial: Option<u64>,
+    /// `D`: `ma`'s delta.
+    delta: Option<u64>,
+}
+
+impl Flags {
+    /// Parses flag tokens; `None` for an unknown or repeated flag, or a
+    /// token that does not parse. memcached accepts every known flag on
+    /// every command and ignores those that do not apply; so does this.
+    fn parse(tokens: &[&[u8]]) -> Option<Flags> {
+        let mut f = Flags::default();
+        for tok in tokens {
+            let (&c, arg) = tok.split_first()?;
+            if f.order.contains(&c) {
+                return None;
+            }
+            f.order.push(c);
+            match c {
+                b'b' => f.base64 = true,
+                b'q' => f.quiet = true,
+                b'v' => f.value = true,
+                b'u' => f.no_bump = true,
+                b'x' => f.remove_value = true,
+                b'I' => f.invalidate = true,
+                // Flags that only ask for something in the reply, and the
+                // proxy's routing hints (ignored by a server).
+                b'c' | b'f' | b'h' | b'k' | b'l' | b's' | b't' | b'P' | b'L' => {}
+                b'O' if arg.len() <= MAX_OPAQUE => f.opaque = arg.to_vec(),
+                b'T' => f.ttl = Some(number(arg)?),
+                b'N' => f.vivify = Some(number(arg)?),
+                b'R' => f.recache = Some(number(arg)?),
+                b'F' => f.client_flags = Some(number(arg)?),
+                b'C' => f.compare = Some(number(arg)?),
+                b'E' => f.new_cas = Some(number(arg)?),
+                b'J' => f.initial = Some(number(arg)?),
+                b'D' => f.delta = Some(number(arg)?),
+                b'M' if arg.len() == 1 => f.mode = Some(arg[0]),
+                _ => return None,
+            }
+        }
+        Some(f)
+    }
+}
+
+/// The key a command names: `raw` itself, or `raw` base64-decoded (`b`),
+/// which may then hold any bytes.
+fn decode_key(raw: &[u8], base64: bool) -> Result<Vec<u8>, &'static [u8]> {
+    if raw.len() > MAX_KEY_LEN {
+        return Err(BAD_FORMAT);
+    }
+    if !base64 {
+        return if valid_key(raw) {
+            Ok(raw.to_vec())
+        } else {
+            Err(BAD_FORMAT)
+        };
+    }
+    match b64::decode(raw) {
+        Some(key) if !key.is_empty() => Ok(key),
+        _ => Err(BAD_KEY_ENCODING),
+    }
+}
+
+/// The key and flags of `<cmd> <key> <flags>*`.
+fn request(toks: &[&[u8]]) -> Result<(Vec<u8>, Flags), &'static [u8]> {
+    let [_, raw, flags @ ..] = toks else {
+        return Err(BAD_FORMAT);
+    };
+    let f = Flags::parse(flags).ok_or(BAD_FORMAT)?;
+    Ok((decode_key(raw, f.base64)?, f))
+}
+
+/// The reply to a write the store refused to admit.
+fn refused(why: Refused) -> &'static [u8] {
+    match why {
+        Refused::TooLarge => TOO_LARGE,
+        Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
+    }
+}
+
+/// Appends the reply flag for `c` if it is one every command returns the
+/// same way: the opaque token (`O`) or the key (`k`, base64 with a `b`
+/// after it if the request's key was). Returns a result only to sit among
+/// `write!`s; appending to a vector cannot fail.
+fn push_echo(out: &mut Vec<u8>, f: &Flags, key: &[u8], c: u8) -> std::io::Result<()> {
+    match c {
+        b'O' => {
+            out.extend_from_slice(b" O");
+            out.extend_from_slice(&f.opaque);
+        }
+        b'k' => {
+            out.extend_from_slice(b" k");
+            if f.base64 {
+                b64::encode(key, out);
+                out.extend_from_slice(b" b");
+            } else {
+                out.extend_from_slice(key);
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Appends `code`, the echoed flags and the line ending.
+fn push_status(out: &mut Vec<u8>, code: &[u8], f: &Flags, key: &[u8]) {
+    out.extend_from_slice(code);
+    for &c in &f.order {
+        let _ = push_echo(out, f, key, c);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+/// What `mg` found.
+struct Found {
+    /// The item as it is after the command.
+    item: Arc<Item>,
+    /// Whether the item had been read before this command (`h`).
+    fetched: bool,
+    /// When it was last read before this command (`l`).
+    last_access: u64,
+    /// Created by this command (`N`).
+    created: bool,
+    /// This command won the right to recache (`W`).
+    won: bool,
+    /// Another command had won it already (`Z`).
+    win_sent: bool,
+}
+
+/// `mg`'s transaction: looks `key` up, creates it (`N`), sets its expiry
+/// (`T`) and decides the recache win, storing the item again if any of
+/// these changed it.
+fn get_tx(s: &mut StoreTx<'_, '_>, key: &[u8], f: &Flags) -> TxResult<Option<Found>> {
+    let clock = s.store().clock();
+    let Some(old) = s.get(key)? else {
+        let Some(ttl) = f.vivify else {
+            return Ok(None);
+        };
+        // An empty placeholder: its creator is told to fill it (`W`), later
+        // readers that another client is doing so (`Z`).
+        let mut item = Item::new(
+            Bytes::new(),
+            0,
+            clock.deadline(ttl),
+            f.new_cas.unwrap_or_else(next_cas),
+            s.now(),
+        );
+        item.win_sent = true;
+        let item = s.put(key, item)?;
+        return Ok(Some(Found {
+            fetched: false,
+            last_access: item.last_access(),
+            created: true,
+            won: true,
+            win_sent: false,
+            item,
+        }));
+    };
+    let expires = f.ttl.map_or(old.expires, |t| clock.deadline(t));
+    let low = f
+        .recache
+        .is_some_and(|r| expires != 0 && expires < clock.deadline(r));
+    let won = !old.win_sent && (low || old.stale);
+    let item = if won || f.ttl.is_some() {
+        let mut item = old.revised(old.data.clone(), old.flags, expires, old.cas, old.stored);
+        item.win_sent |= won;
+        s.put(key, item)?
+    } else {
+        old.clone()
+    };
+    Ok(Some(Found {
+        item,
+        fetched: old.was_fetched(),
+        last_access: old.last_access(),
+        created: false,
+        won,
+        win_sent: old.win_sent,
+    }))
+}
+
+/// `mg <key> <flags>*`.
+fn get(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+    let (key, f) = match request(toks) {
+        Ok(r) => r,
+        Err(reply) => return out.extend_from_slice(reply),
+    };
+    let store = &shared.store;
+    // A miss may create an item: make room first, as for any write.
+    if f.vivify.is_some() {
+        if let Err(why) = store.admit(key.len(), 0) {
+            return out.extend_from_slice(refused(why));
+        }
+    }
+    // Only a stale item makes a plain read write (to record the win); a
+    // write in a read-only transaction is correct, just slower.
+    let found = if f.ttl.is_some() || f.vivify.is_some() || f.recache.is_some() {
+        store.transact(|s| get_tx(s, &key, &f))
+    } else {
+        store.read(|s| get_tx(s, &key, &f))
+    };
+    let clock = store.clock();
+    let counters = shared.stats.mine();
+    let hit = found.as_ref().is_some_and(|x| !x.created);
+    bump(&counters.cmd_get, 1);
+    bump(
+        if hit {
+            &counters.get_hits
+        } else {
+            &counters.get_misses
+        },
+        1,
+    );
+    if f.ttl.is_some() {
+        bump(&counters.cmd_touch, 1);
+        bump(
+            if hit {
+                &counters.touch_hits
+            } else {
+                &counters.touch_misses
+            },
+            1,
+        );
+    }
+    let Some(found) = found else {
+        if !f.quiet {
+            push_status(out, b"EN", &f, &key);
+        }
+        return;
+    };
+    let item = &found.item;
+    if !f.no_bump {
+        item.mark_fetched(clock.now());
+    }
+    // With `C`, the client holds this version already: no value.
+    let send_value = f.value && f.compare != Some(item.cas);
+    if send_value {
+        let _ = write!(out, "VA {}", item.data.len());
+    } else {
+        out.extend_from_slice(b"HD");
+    }
+    for &c in &f.order {
+        let _ = match c {
+            b's' => write!(out, " s{}", item.data.len()),
+            b't' => write!(out, " t{}", clock.ttl(item.expires)),
+            b'c' => write!(out, " c{}", item.cas),
+            b'f' => write!(out, " f{}", item.flags),
+            b'l' => write!(out, " l{}", clock.seconds_since(found.last_access)),
+            b'h' => write!(out, " h{}", u8::from(found.fetched)),
+            _ => push_echo(out, &f, &key, c),
+        };
+    }
+    if found.win_sent {
+        out.extend_from_slice(b" Z");
+    }
+    if item.stale {
+        out.extend_from_slice(b" X");
+    }
+    if found.won {
+        out.extend_from_slice(b" W");
+    }
+    out.extend_from_slice(b"\r\n");
+    if send_value {
+        out.extend_from_slice(&item.data);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// A parsed `ms` line: key, flags, data length, mode.
+type SetLine = (Vec<u8>, Flags, usize, Mode);
+
+/// Parses `ms <key> <datalen> <flags>*`. An error carries the data length
+/// when it could be read, so the data block can be skipped.
+fn parse_set(line: &[u8]) -> Result<SetLine, (Option<usize>, &'static [u8])> {
+    let toks: Vec<&[u8]> = tokens(line).collect();
+    let [_, raw, len, flags @ ..] = &toks[..] else {
+        return Err((None, BAD_FORMAT));
+    };
+    let bytes = number::<i64>(len)
+        .filter(|n| (0..=i64::from(i32::MAX) - 2).contains(n))
+        .ok_or((None, BAD_CHUNK))? as usize;
+    let bad = |reply| (Some(bytes), reply);
+    let f = Flags::parse(flags).ok_or(bad(BAD_FORMAT))?;
+    let key = decode_key(raw, f.base64).map_err(bad)?;
+    let mode = match f.mode {
+        None | Some(b'S' | b's') => Mode::Set,
+        Some(b'E' | b'e') => Mode::Add,
+        Some(b'R' | b'r') => Mode::Replace,
+        Some(b'A' | b'a') => Mode::Append,
+        Some(b'P' | b'p') => Mode::Prepend,
+        Some(_) => return Err(bad(BAD_FORMAT)),
+    };
+    Ok((key, f, bytes, mode))
+}
+
+/// `ms <key> <datalen> <flags>*`, then the data block.
+fn set(
+    shared: &Shared,
+    conn: &mut Conn,
+    input: &mut BytesMut,
+    end: usize,
+    len: usize,
+    out: &mut Vec<u8>,
+) -> Step {
+    let (key, f, bytes, mode) = match parse_set(&input[..end]) {
+        Ok(parsed) => parsed,
+        Err((data_len, reply)) => {
+            input.advance(len);
+            if let Some(n) = data_len {
+                conn.swallow(n + 2);
+            }
+            out.extend_from_slice(reply);
+            return Step::Done;
+        }
+    };
+    // As text.rs: refuse an oversized value before buffering it.
+    if bytes > shared.store.config().max_item_size {
+        input.advance(len);
+        conn.swallow(bytes + 2);
+        out.extend_from_slice(TOO_LARGE);
+        return Step::Done;
+    }
+    if input.len() < len + bytes + 2 {
+        input.reserve(len + bytes + 2 - input.len());
+        return Step::NeedMore;
+    }
+    let block = &input[len..len + bytes + 2];
+    if &block[bytes..] != b"\r\n" {
+        input.advance(len + bytes + 2);
+        out.extend_from_slice(BAD_CHUNK);
+        return Step::Done;
+    }
+    // A copy, so the stored value does not pin the read buffer.
+    let data = Bytes::copy_from_slice(&block[..bytes]);
+    input.advance(len + bytes + 2);
+    if let Err(why) = shared.store.admit(key.len(), bytes) {
+        out.extend_from_slice(refused(why));
+        return Step::Done;
+    }
+    // memcached's add ignores a CAS: it stores only when the key is absent,
+    // when there is nothing to compare with.
+    let cas = match mode {
+        Mode::Add => 0,
+        _ => f.compare.unwrap_or(0),
+    };
+    let written = shared.store.write(&Write {
+        flags: f.client_flags.unwrap_or(0),
+        exptime: f.ttl.unwrap_or(0),
+        cas,
+        vivify: f.vivify,
+        new_cas: f.new_cas,
+        invalidate: f.invalidate,
+        ..Write::new(mode, &key, data)
+    });
+    let counters = shared.stats.mine();
+    bump(&counters.cmd_set, 1);
+    if cas != 0 && matches!(mode, Mode::Set | Mode::Replace) {
+        bump(
+            match written {
+                Written::Stored(_) => &counters.cas_hits,
+                Written::Exists => &counters.cas_badval,
+                _ => &counters.cas_misses,
+            },
+            1,
+        );
+    }
+    let (code, stored): (&[u8], _) = match &written {
+        Written::Stored(item) => (b"HD", Some(item)),
+        Written::NotStored => (b"NS", None),
+        Written::Exists => (b"EX", None),
+        Written::NotFound => (b"NF", None),
+    };
+    if stored.is_some() && f.quiet {
+        return Step::Done;
+    }
+    out.extend_from_slice(code);
+    for &c in &f.order {
+        let _ = match c {
+            b'c' => write!(out, " c{}", stored.map_or(0, |i| i.cas)),
+            b's' => write!(out, " s{}", stored.map_or(bytes, |i| i.data.len())),
+            _ => push_echo(out, &f, &key, c),
+        };
+    }
+    out.extend_from_slice(b"\r\n");
+    Step::Done
+}
+
+/// What `md` did.
+enum Deleted {
+    NotFound,
+    Exists,
+    /// Removed, or emptied (`x`): a delete hit.
+    Removed,
+    /// Marked stale (`I`).
+    Invalidated,
+}
+
+/// `md`'s transaction.
+fn delete_tx(s: &mut StoreTx<'_, '_>, key: &[u8], f: &Flags) -> TxResult<Deleted> {
+    let Some(old) = s.get(key)? else {
+        return Ok(Deleted::NotFound);
+    };
+    if f.compare.is_some_and(|c| c != old.cas) {
+        return Ok(Deleted::Exists);
+    }
+    if !f.invalidate && !f.remove_value {
+        s.remove(key)?;
+        return Ok(Deleted::Removed);
+    }
+    let clock = s.store().clock();
+    let expires = f.ttl.map_or(old.expires, |t| clock.deadline(t));
+    let mut item = if f.remove_value {
+        // A fresh, empty value under the same key: a tombstone that keeps
+        // the item's flags, expiry and (unless `E`) CAS identifier.
+        Item::new(
+            Bytes::new(),
+            old.flags,
+            expires,
+            f.new_cas.unwrap_or(old.cas),
+            s.now(),
+        )
+    } else {
+        old.revised(old.data.clone(), old.flags, expires, old.cas, old.stored)
+    };
+    if f.invalidate {
+        // A new version, so CAS holders of the old one cannot overwrite
+        // it, and no win given out yet, so the next reader recaches.
+        item.stale = true;
+        item.win_sent = false;
+        item.cas = f.new_cas.unwrap_or_else(next_cas);
+    }
+    s.put(key, item)?;
+    Ok(if f.invalidate {
+        Deleted::Invalidated
+    } else {
+        Deleted::Removed
+    })
+}
+
+/// `md <key> <flags>*`.
+fn delete(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+    let (key, f) = match request(toks) {
+        Ok(r) => r,
+        Err(reply) => return out.extend_from_slice(reply),
+    };
+    let done = shared.store.transact(|s| delete_tx(s, &key, &f));
+    let counters = shared.stats.mine();
+    let code: &[u8] = match done {
+        Deleted::NotFound | Deleted::Exists => {
+            bump(&counters.delete_misses, 1);
+            if matches!(done, Deleted::NotFound) {
+                b"NF"
+            } else {
+                b"EX"
+            }
+        }
+        Deleted::Removed | Deleted::Invalidated => {
+            if matches!(done, Deleted::Removed) {
+                bump(&counters.delete_hits, 1);
+            }
+            if f.quiet {
+                return;
+            }
+            b"HD"
+        }
+    };
+    push_status(out, code, &f, &key);
+}
+
+/// `ma <key> <flags>*`.
+fn arith(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+    let (key, f) = match request(toks) {
+        Ok(r) => r,
+        Err(reply) => return out.extend_from_slice(reply),
+    };
+    let incr = match f.mode {
+        None | Some(b'I' | b'i' | b'+') => true,
+        Some(b'D' | b'd' | b'-') => false,
+        Some(_) => return out.extend_from_slice(BAD_FORMAT),
+    };
+    if f.vivify.is_some() {
+        // Room for the created counter's digits.
+        if let Err(why) = shared.store.admit(key.len(), 20) {
+            return out.extend_from_slice(refused(why));
+        }
+    }
+    let counted = shared.store.arith_with(
+        &Arith {
+            key: &key,
+            incr,
+            delta: f.delta.unwrap_or(1),
+            cas: f.compare.unwrap_or(0),
+            vivify: f.vivify.map(|ttl| (f.initial.unwrap_or(0), ttl)),
+            touch: f.ttl,
+        },
+        f.new_cas,
+    );
+    let counters = shared.stats.mine();
+    let (hits, misses) = if incr {
+        (&counters.incr_hits, &counters.incr_misses)
+    } else {
+        (&counters.decr_hits, &counters.decr_misses)
+    };
+    let (value, item) = match counted {
+        Counted::Value {
+            value,
+            item,
+            created,
+        } => {
+            bump(if created { misses } else { hits }, 1);
+            (value, item)
+        }
+        Counted::NotFound => {
+            bump(misses, 1);
+            return push_status(out, b"NF", &f, &key);
+        }
+        Counted::Exists => {
+            bump(misses, 1);
+            return push_status(out, b"EX", &f, &key);
+        }
+        Counted::NonNumeric => {
+            return out.extend_from_slice(
+                b"CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+            )
+        }
+    };
+    let digits = value.to_string();
+    if f.value {
+        let _ = write!(out, "VA {}", digits.len());
+    } else if f.quiet {
+        return;
+    } else {
+        out.extend_from_slice(b"HD");
+    }
+    let clock = shared.store.clock();
+    for &c in &f.order {
+        let _ = match c {
+            b'c' => write!(out, " c{}", item.cas),
+            b't' => write!(out, " t{}", clock.ttl(item.expires)),
+            _ => push_echo(out, &f, &key, c),
+        };
+    }
+    out.extend_from_slice(b"\r\n");
+    if f.value {
+        out.extend_from_slice(digits.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// `me <key> [b]`: the item's metadata, for people.
+fn debug(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+    let [_, raw, rest @ ..] = toks else {
+        return out.extend_from_slice(BAD_FORMAT);
+    };
+    let base64 = rest.first() == Some(&&b"b"[..]);
+    let key = match decode_key(raw, base64) {
+        Ok(k) => k,
+        Err(reply) => return out.extend_from_slice(reply),
+    };
+    let Some(item) = shared.store.read(|s| s.get(&key)) else {
+        return out.extend_from_slice(b"EN\r\n");
+    };
+    let clock = shared.store.clock();
+    out.extend_from_slice(b"ME ");
+    if base64 {
+        b64::encode(&key, out);
+    } else {
+        out.extend_from_slice(&key);
+    }
+    // One size class: the store has no slabs.
+    let _ = write!(
+        out,
+        " exp={} la={} cas={} fetch={} cls=1 size={}\r\n",
+        clock.ttl(item.expires),
+        clock.seconds_since(item.last_access()),
+        item.cas,
+        if item.was_fetched() { "yes" } else { "no" },
+        item.cost(key.len()),
+    );
+}
+
+/// Base64 (RFC 4648's standard alphabet) for binary keys.
+mod b64 {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+    /// Appends `data` encoded, padded with `=`.
+    pub fn encode(data: &[u8], out: &mut Vec<u8>) {
+        for chunk in data.chunks(3) {
+            let b = [
+                chunk[0],
+                chunk.get(1).copied().unwrap_or(0),
+                chunk.get(2).copied().unwrap_or(0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..4 {
+                if i <= chunk.len() {
+                    out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]);
+                } else {
+                    out.push(b'=');
+                }
+            }
+        }
+    }
+
+    fn value(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+
+    /// Decodes `text`; padding is optional, but if present the text must
+    /// be whole groups of four. `None` if it is not base64.
+    pub fn decode(text: &[u8]) -> Option<Vec<u8>> {
+        let pad = text.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !text.len().is_multiple_of(4)) {
+            return None;
+        }
+        let body = &text[..text.len() - pad];
+        if body.len() % 4 == 1 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(body.len() * 3 / 4);
+        for group in body.chunks(4) {
+            let mut n = 0u32;
+            for (i, &c) in group.iter().enumerate() {
+                n |= value(c)? << (18 - 6 * i);
+            }
+            let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+            out.extend_from_slice(&bytes[..group.len() - 1]);
+        }
+        Some(out)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn round_trips_and_rejects_garbage() {
+            for data in [
+                &b""[..],
+                b"f",
+                b"fo",
+                b"foo",
+                b"foob",
+                b"fooba",
+                b"foobar",
+                b"\0\xff ",
+            ] {
+                let mut text = Vec::new();
+                encode(data, &mut text);
+                assert_eq!(decode(&text).as_deref(), Some(data), "{text:?}");
+            }
+            let mut text = Vec::new();
+            encode(b"foobar", &mut text);
+            assert_eq!(text, b"Zm9vYmFy");
+            assert_eq!(decode(b"Zm9vYg").as_deref(), Some(&b"foob"[..]));
+            assert_eq!(decode(b"Zm9vYg=="), Some(b"foob".to_vec()));
+            assert_eq!(decode(b"Zm9vYg="), None);
+            assert_eq!(decode(b"Zm9v!"), None);
+            assert_eq!(decode(b"Z"), None);
+            assert_eq!(decode(b"Zm=v"), None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

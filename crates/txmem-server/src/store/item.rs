@@ -30,6 +30,12 @@ pub struct Item {
     last_access: AtomicU64,
     /// True once the item has been read (the meta protocol's `h` flag).
     fetched: AtomicBool,
+    /// Marked stale by the meta protocol (`md` with `I`, `ms` with `I`):
+    /// still served, but `mg` flags it (`X`) so a client recaches it.
+    pub stale: bool,
+    /// A client has been told to recache this item (the meta protocol's
+    /// win token, `W`); later readers are told so (`Z`).
+    pub win_sent: bool,
 }
 
 impl Item {
@@ -43,15 +49,20 @@ impl Item {
             stored: now,
             last_access: AtomicU64::new(now),
             fetched: AtomicBool::new(false),
+            stale: false,
+            win_sent: false,
         }
     }
 
     /// A copy with another value, flags or expiry, keeping the access marks
-    /// (`cas` is the copy's identifier).
+    /// and the meta protocol's stale and win marks (`cas` is the copy's
+    /// identifier).
     pub fn revised(&self, data: Bytes, flags: u32, expires: u64, cas: u64, now: u64) -> Item {
         Item {
             last_access: AtomicU64::new(self.last_access()),
             fetched: AtomicBool::new(self.was_fetched()),
+            stale: self.stale,
+            win_sent: self.win_sent,
             ..Item::new(data, flags, expires, cas, now)
         }
     }

@@ -42,6 +42,14 @@ pub struct Write<'a> {
     /// For append and prepend: create the item with this expiry time when
     /// the key is absent (the meta protocol's `N` flag).
     pub vivify: Option<i64>,
+    /// The stored item's CAS identifier, instead of a fresh one (the meta
+    /// protocol's `E` flag: a client versioning items itself).
+    pub new_cas: Option<u64>,
+    /// With `cas` in [`Mode::Set`] or [`Mode::Replace`]: a `cas` lower than
+    /// the present item's still stores, but the item is marked stale and
+    /// keeps the present expiry and win mark (the meta protocol's `I`
+    /// flag: a late writer's value is kept, flagged for recaching).
+    pub invalidate: bool,
 }
 
 impl<'a> Write<'a> {
@@ -56,6 +64,8 @@ impl<'a> Write<'a> {
             exptime: 0,
             cas: 0,
             vivify: None,
+            new_cas: None,
+            invalidate: false,
         }
     }
 }
@@ -140,9 +150,17 @@ impl Store {
         self.transact(|s| {
             let old = s.get(w.key)?;
             let now = s.now();
-            let cas = next_cas();
+            let cas = w.new_cas.unwrap_or_else(next_cas);
             let deadline = self.clock().deadline(w.exptime);
             let item = match (&old, w.mode) {
+                (Some(o), Mode::Set | Mode::Replace)
+                    if w.invalidate && w.cas != 0 && w.cas < o.cas =>
+                {
+                    let mut item = Item::new(w.data.clone(), w.flags, o.expires, cas, now);
+                    item.stale = true;
+                    item.win_sent = o.win_sent;
+                    item
+                }
                 (Some(o), _) if w.cas != 0 && o.cas != w.cas => return Ok(Written::Exists),
                 (None, _) if w.cas != 0 => return Ok(Written::NotFound),
                 (Some(_), Mode::Add) => return Ok(Written::NotStored),
@@ -178,6 +196,13 @@ impl Store {
 
     /// Runs an increment or decrement.
     pub fn arith(&self, a: &Arith<'_>) -> Counted {
+        self.arith_with(a, None)
+    }
+
+    /// Runs an increment or decrement whose stored item gets the CAS
+    /// identifier `new_cas` (the meta protocol's `E` flag) instead of a
+    /// fresh one, if given.
+    pub fn arith_with(&self, a: &Arith<'_>, new_cas: Option<u64>) -> Counted {
         self.transact(|s| {
             let now = s.now();
             let Some(old) = s.get(a.key)? else {
@@ -188,7 +213,7 @@ impl Store {
                     initial.to_string().into(),
                     0,
                     self.clock().deadline(ttl),
-                    next_cas(),
+                    new_cas.unwrap_or_else(next_cas),
                     now,
                 );
                 let item = s.put(a.key, item)?;
@@ -214,7 +239,7 @@ impl Store {
                 value.to_string().into(),
                 old.flags,
                 expires,
-                next_cas(),
+                new_cas.unwrap_or_else(next_cas),
                 now,
             );
             let item = s.put(a.key, item)?;
