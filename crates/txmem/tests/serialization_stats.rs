@@ -43,17 +43,29 @@ fn started_switched_and_serialized_are_counted_apart() {
         profile
             .sites
             .iter()
-            .find(|s| s.location.contains(&format!("serialization_stats.rs:{line}:")))
+            .find(|s| {
+                s.location
+                    .contains(&format!("serialization_stats.rs:{line}:"))
+            })
             .unwrap_or_else(|| panic!("no row for line {line}: {profile}"))
             .clone()
     };
     let started = row(line_of("irrevocable(true).run"));
-    assert_eq!((started.started_irrevocable, started.switched_irrevocable), (1, 0));
+    assert_eq!(
+        (started.started_irrevocable, started.switched_irrevocable),
+        (1, 0)
+    );
     let switched = row(line_of("atomically(|tx| {"));
-    assert_eq!((switched.started_irrevocable, switched.switched_irrevocable), (0, 1));
+    assert_eq!(
+        (switched.started_irrevocable, switched.switched_irrevocable),
+        (0, 1)
+    );
     let serialized = row(line_of("serialize_after(Some(2)).run"));
     assert_eq!(serialized.serialized, 1);
-    assert_eq!(serialized.started_irrevocable + serialized.switched_irrevocable, 0);
+    assert_eq!(
+        serialized.started_irrevocable + serialized.switched_irrevocable,
+        0
+    );
 }
 
 #[test]
@@ -66,12 +78,10 @@ fn ordinary_transactions_count_no_serialization() {
             s.spawn(|| {
                 go.wait();
                 for _ in 0..1000 {
-                    TxOptions::new()
-                        .serialize_after(None)
-                        .run(|tx| {
-                            let v = b.get(tx)?;
-                            b.set(tx, v + 1)
-                        });
+                    TxOptions::new().serialize_after(None).run(|tx| {
+                        let v = b.get(tx)?;
+                        b.set(tx, v + 1)
+                    });
                 }
             });
         }
