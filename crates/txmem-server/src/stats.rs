@@ -122,7 +122,7 @@ impl ServerStats {
 }
 
 /// Adds `n` to a counter of this thread's (an atomic add: threads beyond
-/// [`SLOTS`] may share the slot).
+/// `SLOTS` may share the slot).
 #[inline]
 pub fn bump(c: &AtomicU64, n: u64) {
     c.fetch_add(n, Ordering::Relaxed);

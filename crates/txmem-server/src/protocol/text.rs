@@ -274,6 +274,8 @@ fn storage(
 /// Every command without a data block except retrievals.
 fn other(shared: &Shared, cmd: &[u8], args: &[&[u8]], out: &mut Vec<u8>) -> Step {
     let counters = shared.stats.mine();
+    // `stats` takes no `noreply`: a trailing one is an unknown group.
+    let all_args = args;
     let (args, quiet) = noreply(args);
     let mut reply = |r: &[u8]| {
         if !quiet {
@@ -394,9 +396,11 @@ fn other(shared: &Shared, cmd: &[u8], args: &[&[u8]], out: &mut Vec<u8>) -> Step
         }
         b"verbosity" => match args {
             [v] if number::<u32>(v).is_some() => reply(b"OK\r\n"),
+            // memcached answers nothing at all to `verbosity noreply`.
+            [] if quiet => {}
             _ => out.extend_from_slice(b"ERROR\r\n"),
         },
-        b"stats" => report::stats(shared, args, out),
+        b"stats" => report::stats(shared, all_args, out),
         b"quit" => return Step::Close,
         b"shutdown" => out.extend_from_slice(b"ERROR: shutdown not enabled\r\n"),
         _ => out.extend_from_slice(b"ERROR\r\n"),
