@@ -13,20 +13,18 @@ use crate::Shared;
 /// Writes `STAT name value` lines and `END` for `stats [group]`.
 pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Vec<u8>) {
     let lines = match args {
-        [] => general(shared),
-        [b"items"] => items(shared),
-        [b"slabs"] => slabs(shared),
-        [b"settings"] => settings(shared),
-        [b"txmem"] => txmem_lines(&shared.txmem_stats(), &txmem::stats::site_profile()),
+        [] => group(shared, b""),
         [b"reset"] => {
             shared.reset_stats();
             out.extend_from_slice(b"RESET\r\n");
             return;
         }
-        _ => {
-            out.extend_from_slice(b"ERROR\r\n");
-            return;
-        }
+        [name] => group(shared, name),
+        _ => None,
+    };
+    let Some(lines) = lines else {
+        out.extend_from_slice(b"ERROR\r\n");
+        return;
     };
     for (name, value) in lines {
         let _ = write!(out, "STAT {name} {value}\r\n");
@@ -34,7 +32,22 @@ pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Vec<u8>) {
     out.extend_from_slice(b"END\r\n");
 }
 
-type Lines = Vec<(String, String)>;
+/// Name/value pairs of a stats group.
+pub(crate) type Lines = Vec<(String, String)>;
+
+/// The lines of the stats group `name` (empty: the general group), or
+/// `None` if there is no such group. Shared by the text and binary
+/// protocols, so both report the same numbers.
+pub(crate) fn group(shared: &Shared, name: &[u8]) -> Option<Lines> {
+    Some(match name {
+        b"" => general(shared),
+        b"items" => items(shared),
+        b"slabs" => slabs(shared),
+        b"settings" => settings(shared),
+        b"txmem" => txmem_lines(&shared.txmem_stats(), &txmem::stats::site_profile()),
+        _ => return None,
+    })
+}
 
 fn line(out: &mut Lines, name: impl Into<String>, value: impl ToString) {
     out.push((name.into(), value.to_string()));

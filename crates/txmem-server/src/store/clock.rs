@@ -70,7 +70,9 @@ impl Clock {
                 if t as u64 <= unix {
                     1
                 } else {
-                    now.saturating_add((t as u64 - unix) * NANOS)
+                    // Saturating: a client may send any i64, and a time past
+                    // the clock's range is as good as never.
+                    now.saturating_add((t as u64 - unix).saturating_mul(NANOS))
                 }
             }
         }
@@ -114,6 +116,8 @@ mod tests {
         let abs = c.deadline(c.unix_now() as i64 + 3600);
         assert!(abs > c.now() + 3598 * NANOS && abs <= c.now() + 3600 * NANOS);
         assert!(c.deadline(RELATIVE_LIMIT + 1) <= c.now());
+        // The far future saturates rather than overflowing.
+        assert_eq!(c.deadline(i64::MAX), u64::MAX);
         assert_eq!(c.ttl(0), -1);
         c.advance(Duration::from_secs(11));
         assert!(rel <= c.now());
