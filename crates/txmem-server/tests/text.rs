@@ -215,21 +215,48 @@ fn values_with_line_endings_inside_and_the_largest_item() {
     c.send(b"get big\r\n");
     let got = c.read_until(b"END\r\n");
     assert_eq!(got.len(), "VALUE big 0 4096\r\n".len() + 4096 + 2 + 5);
-    // One byte more: refused, and its data skipped, not run as commands.
+    // Appending past the limit is refused, and the value kept.
+    c.expect(
+        b"append big 0 0 1\r\nz\r\n",
+        b"SERVER_ERROR object too large for cache\r\n",
+    );
+    c.expect(
+        b"get big\r\n",
+        &[b"VALUE big 0 4096\r\n".as_slice(), &big, b"\r\nEND\r\n"].concat(),
+    );
+    // A `set` of one byte more: refused, its data skipped (not run as
+    // commands), and the old value removed, as memcached does (a reader
+    // must not take the old value for the new one).
     let mut req = b"set big 0 0 4097\r\n".to_vec();
     req.extend_from_slice(b"get v\r\n");
     req.extend_from_slice(&vec![b'y'; 4097 - 7]);
     req.extend_from_slice(b"\r\n");
     c.expect(&req, b"SERVER_ERROR object too large for cache\r\n");
-    c.expect(
-        b"get big\r\n",
-        &[b"VALUE big 0 4096\r\n".as_slice(), &big, b"\r\nEND\r\n"].concat(),
-    );
-    // A bad data chunk.
+    c.expect(b"get big\r\n", b"END\r\n");
+    let mut req = b"set small 0 0 4000\r\n".to_vec();
+    req.extend_from_slice(&[b'a'; 4000]);
+    req.extend_from_slice(b"\r\n");
+    c.expect(&req, b"STORED\r\n");
+    let mut req = b"prepend small 0 0 97\r\n".to_vec();
+    req.extend_from_slice(&[b'b'; 97]);
+    req.extend_from_slice(b"\r\n");
+    c.expect(&req, b"SERVER_ERROR object too large for cache\r\n");
+    // A bad data chunk; the rest of the line (`\n`) is an empty command.
     c.expect(
         b"set v 0 0 2\r\nabc\r\n",
-        b"CLIENT_ERROR bad data chunk\r\n",
+        b"CLIENT_ERROR bad data chunk\r\nERROR\r\n",
     );
+}
+
+#[test]
+fn a_multi_get_of_ten_thousand_keys_on_one_line() {
+    let h = start_default();
+    let mut c = Client::connect(&h);
+    c.expect(b"set key-77 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let keys: Vec<String> = (0..10_000).map(|i| format!("key-{i}")).collect();
+    let line = format!("get {}\r\n", keys.join(" "));
+    assert!(line.len() > 64 * 1024);
+    c.expect(line.as_bytes(), b"VALUE key-77 0 1\r\nx\r\nEND\r\n");
 }
 
 #[test]

@@ -712,6 +712,7 @@ fn store(shared: &Shared, mode: Mode, r: &Request<'_>, out: &mut Vec<u8>) {
         ),
         Written::Exists => error(out, h, status::KEY_EXISTS),
         Written::NotFound => error(out, h, status::KEY_NOT_FOUND),
+        Written::TooLarge => error(out, h, status::VALUE_TOO_LARGE),
     }
 }
 

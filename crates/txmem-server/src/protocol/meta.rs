@@ -58,7 +58,7 @@ pub const MAX_OPAQUE: usize = 32;
 
 const BAD_KEY_ENCODING: &[u8] = b"CLIENT_ERROR error decoding key\r\n";
 const BAD_CHUNK: &[u8] = b"CLIENT_ERROR bad data chunk\r\n";
-const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
+use super::text::TOO_LARGE;
 
 /// Runs the meta command whose line (`line_len` bytes with its ending) is
 /// at the front of `input`.
@@ -445,6 +445,9 @@ fn set(
     if bytes > shared.store.config().max_item_size {
         input.advance(len);
         conn.swallow(bytes + 2);
+        if mode == Mode::Set {
+            shared.store.delete(&key, 0);
+        }
         out.extend_from_slice(TOO_LARGE);
         return Step::Done;
     }
@@ -497,6 +500,10 @@ fn set(
         Written::NotStored => (b"NS", None),
         Written::Exists => (b"EX", None),
         Written::NotFound => (b"NF", None),
+        Written::TooLarge => {
+            out.extend_from_slice(TOO_LARGE);
+            return Step::Done;
+        }
     };
     if stored.is_some() && f.quiet {
         return Step::Done;

@@ -15,8 +15,14 @@ use bytes::{Buf, BytesMut};
 
 use crate::Shared;
 
-/// The largest request line accepted (a multi-key get of many keys fits).
+/// The largest request line accepted, but for retrievals.
 pub const MAX_LINE: usize = 64 * 1024;
+
+/// The largest retrieval line accepted (`get`, `gets`, `gat`, `gats`):
+/// clients send multi-gets of thousands of keys on one line, which
+/// memcached takes; this bounds what one connection can make the server
+/// hold.
+pub const MAX_RETRIEVAL_LINE: usize = 8 << 20;
 
 /// What a step did.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,6 +48,9 @@ pub struct Conn {
     dialect: Option<Dialect>,
     /// Bytes of a refused value still to be skipped.
     swallow: usize,
+    /// Bytes at the front of the input known to hold no line ending (so a
+    /// long line arriving in pieces is scanned once).
+    scanned: usize,
 }
 
 impl Conn {

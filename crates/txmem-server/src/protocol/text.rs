@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::{meta, Conn, Step, MAX_LINE};
+use super::{meta, Conn, Step, MAX_LINE, MAX_RETRIEVAL_LINE};
 use crate::report;
 use crate::stats::bump;
 use crate::store::{Arith, Counted, Deleted, Mode, Refused, Write, Written, MAX_KEY_LEN};
@@ -14,6 +14,9 @@ use crate::Shared;
 
 /// The reply to a malformed command line.
 pub const BAD_FORMAT: &[u8] = b"CLIENT_ERROR bad command line format\r\n";
+
+/// The reply to a value over the item size limit.
+pub const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
 
 /// The most tokens a command line may have (memcached's limit for
 /// non-retrieval commands; retrievals may name any number of keys).
@@ -44,13 +47,23 @@ pub fn number<T: std::str::FromStr>(token: &[u8]) -> Option<T> {
 
 /// Runs the request at the front of `input`.
 pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Vec<u8>) -> Step {
-    let Some((end, len)) = line(input) else {
-        if input.len() > MAX_LINE {
+    let from = conn.scanned.min(input.len());
+    let Some((end, len)) = line(&input[from..]).map(|(e, l)| (from + e, from + l)) else {
+        conn.scanned = input.len().saturating_sub(1); // a `\r` may end it
+        let retrieval = input.starts_with(b"get") || input.starts_with(b"gat");
+        if input.len()
+            > if retrieval {
+                MAX_RETRIEVAL_LINE
+            } else {
+                MAX_LINE
+            }
+        {
             out.extend_from_slice(b"CLIENT_ERROR line too long\r\n");
             return Step::Close;
         }
         return Step::NeedMore;
     };
+    conn.scanned = 0;
     let text = &input[..end];
     let mut tokens = text.split(|&b| b == b' ').filter(|t| !t.is_empty());
     let Some(cmd) = tokens.next() else {
@@ -211,7 +224,12 @@ fn storage(
     if bytes > shared.store.config().max_item_size {
         input.advance(len);
         conn.swallow(bytes + 2);
-        out.extend_from_slice(b"SERVER_ERROR object too large for cache\r\n");
+        // As memcached: a refused `set` removes the old value, so that a
+        // reader does not take it for the new one.
+        if cmd == b"set" {
+            shared.store.delete(&key, 0);
+        }
+        out.extend_from_slice(TOO_LARGE);
         return Step::Done;
     }
     if input.len() < len + bytes + 2 {
@@ -230,7 +248,7 @@ fn storage(
     input.advance(len + bytes + 2);
     if let Err(why) = shared.store.admit(key.len(), bytes) {
         out.extend_from_slice(match why {
-            Refused::TooLarge => b"SERVER_ERROR object too large for cache\r\n",
+            Refused::TooLarge => TOO_LARGE,
             Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
         });
         return Step::Done;
@@ -266,6 +284,7 @@ fn storage(
             Written::NotStored => b"NOT_STORED\r\n",
             Written::Exists => b"EXISTS\r\n",
             Written::NotFound => b"NOT_FOUND\r\n",
+            Written::TooLarge => TOO_LARGE,
         });
     }
     Step::Done

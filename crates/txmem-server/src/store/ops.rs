@@ -82,6 +82,9 @@ pub enum Written {
     Exists,
     /// Not stored: a CAS check on an absent key.
     NotFound,
+    /// Not stored: appending or prepending would make the value larger
+    /// than the item size limit.
+    TooLarge,
 }
 
 /// An increment or decrement.
@@ -175,6 +178,11 @@ impl Store {
                     ),
                     None => return Ok(Written::NotStored),
                 },
+                (Some(o), Mode::Append | Mode::Prepend)
+                    if o.data.len() + w.data.len() > self.config().max_item_size =>
+                {
+                    return Ok(Written::TooLarge)
+                }
                 (Some(o), Mode::Append | Mode::Prepend) => {
                     let (head, tail) = if w.mode == Mode::Append {
                         (&o.data, &w.data)

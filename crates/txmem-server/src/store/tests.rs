@@ -82,6 +82,7 @@ proptest! {
                         Written::Exists => prop_assert!(!expect_ok && present.is_some() && cas != 0),
                         Written::NotFound => prop_assert!(!expect_ok && present.is_none() && cas != 0),
                         Written::NotStored => prop_assert!(!expect_ok),
+                        Written::TooLarge => prop_assert!(false, "no value here nears the limit"),
                     }
                 }
                 Op::Incr(k, incr, d) => {
