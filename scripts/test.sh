@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (the README's Quick start; `.ci/run` runs it).
-# Needs only a Rust toolchain; gcc with libitm enables the libitm peer rows.
+# Needs a Rust toolchain; the client tests install libmemcached's tools
+# (apt) and pymemcache (a venv under target/) through scripts/client-deps.sh.
+# gcc with libitm enables the libitm peer rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,3 +12,8 @@ cargo test --workspace
 echo "== model checking of the commit protocol (loom)"
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
+
+echo "== real memcached clients against txmem serve (pymemcache, libmemcached's tools)"
+./scripts/client-deps.sh
+cargo build -p txmem-cli
+TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-server/tests/clients
