@@ -34,10 +34,14 @@ pub fn line(input: &[u8]) -> Option<(usize, usize)> {
     Some((end, nl + 1))
 }
 
-/// True if `key` is a valid key: 1 to 250 bytes, no control characters or
-/// spaces.
+/// True if `key` is a valid key: 1 to 250 bytes, none of them a space, a
+/// line ending or NUL. The protocol asks clients to avoid all control
+/// characters, but memcached itself accepts them, and clients rely on it
+/// (memaslap's keys start with `0x10` bytes).
 pub fn valid_key(key: &[u8]) -> bool {
-    !key.is_empty() && key.len() <= MAX_KEY_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
+    !key.is_empty()
+        && key.len() <= MAX_KEY_LEN
+        && !key.iter().any(|&b| matches!(b, b' ' | b'\r' | b'\n' | 0))
 }
 
 /// Parses a decimal number of type `T`.
@@ -445,6 +449,8 @@ mod tests {
         assert!(valid_key(&[b'k'; 250]));
         assert!(!valid_key(&[b'k'; 251]));
         assert!(!valid_key(b""));
-        assert!(!valid_key(b"a\x01b"));
+        assert!(valid_key(b"\x10\x10key"));
+        assert!(!valid_key(b"a b"));
+        assert!(!valid_key(b"a\0b"));
     }
 }

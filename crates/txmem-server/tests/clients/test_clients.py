@@ -175,6 +175,7 @@ def test_memcaslap(server, binary):
         cmd.append("-B")
     code, out = run(cmd)
     assert code == 0, out
+    assert "CLIENT_ERROR" not in out and "SERVER_ERROR" not in out, out
     m = re.search(r"verify_failed:\s*(\d+)", out)
     assert m and m.group(1) == "0", out
     assert re.search(r"TPS:\s*\d+", out), out
