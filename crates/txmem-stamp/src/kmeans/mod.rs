@@ -10,10 +10,20 @@
 //! Totals are exact integers (see [`Points`]), so every variant at every
 //! thread count computes the same centres and memberships as the
 //! sequential run, bit for bit: that is the verification.
+//!
+//! The input is generated ([`Kmeans::new`]) or read from a file in STAMP's
+//! text format ([`Kmeans::load`]); a file gives only the points, and the
+//! clusters and threshold are then the `paper` input's.
+//!
+//! Unlike STAMP, the initial centres are points spread evenly through the
+//! input rather than random ones, the points are never z-score transformed
+//! (STAMP's `-z`), and one cluster count is run (STAMP's `-m` equal to
+//! `-n`).
 
 mod accumulate;
 mod points;
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::thread;
 
@@ -32,14 +42,14 @@ pub struct Params {
     pub points: usize,
     /// Dimensions.
     pub dims: usize,
-    /// Hidden centres the points are drawn around.
+    /// Hidden centres the points are drawn around (generated inputs).
     pub blobs: usize,
     /// Clusters to find (STAMP's `-m` and `-n`, here equal).
     pub clusters: usize,
     /// Stop once fewer than this fraction of the points change cluster
     /// (`-t`).
     pub threshold: f64,
-    /// Seed of the generator.
+    /// Seed of the generator (generated inputs).
     pub seed: u64,
 }
 
@@ -79,10 +89,12 @@ pub struct Clustering {
     pub rounds: usize,
 }
 
-/// kmeans with its points generated.
+/// kmeans with its points generated or read.
 pub struct Kmeans {
     params: Params,
     points: Points,
+    /// The file the points were read from, if they were.
+    file: Option<PathBuf>,
     /// The sequential answer, computed at the first verification.
     expected: OnceLock<Clustering>,
 }
@@ -97,8 +109,37 @@ impl Kmeans {
         Kmeans {
             points: Points::generate(params.points, params.dims, params.blobs, params.seed),
             params,
+            file: None,
             expected: OnceLock::new(),
         }
+    }
+
+    /// Reads the points from `path` (STAMP's text format, see
+    /// [`Points::read`]) and clusters them with the `paper` input's
+    /// clusters and threshold.
+    pub fn load(path: &Path) -> Result<Kmeans, String> {
+        let points = Points::read(path)?;
+        let paper = Params::of(Input::Paper);
+        if points.len() < paper.clusters {
+            return Err(format!(
+                "{}: {} points, fewer than the {} clusters to find",
+                path.display(),
+                points.len(),
+                paper.clusters
+            ));
+        }
+        Ok(Kmeans {
+            params: Params {
+                points: points.len(),
+                dims: points.dims,
+                blobs: 0,
+                seed: 0,
+                ..paper
+            },
+            points,
+            file: Some(path.to_path_buf()),
+            expected: OnceLock::new(),
+        })
     }
 
     /// Clusters the points with `threads` threads adding to `totals` (or,
@@ -236,13 +277,15 @@ impl App for Kmeans {
 
     fn describe(&self) -> String {
         let p = &self.params;
+        let from = match &self.file {
+            Some(f) => format!("from {}", f.display()),
+            None => format!("{} hidden centres (seed {})", p.blobs, p.seed),
+        };
         format!(
-            "-m{k} -n{k} -t{} on {} points, {} dimensions, {} hidden centres (seed {})",
+            "-m{k} -n{k} -t{} on {} points, {} dimensions, {from}",
             p.threshold,
             p.points,
             p.dims,
-            p.blobs,
-            p.seed,
             k = p.clusters
         )
     }
