@@ -106,10 +106,15 @@ impl Kmeans {
             params.clusters > 0 && params.clusters <= params.points,
             "kmeans: need 1..=points clusters"
         );
+        let points = Points::generate(params.points, params.dims, params.blobs, params.seed);
+        Kmeans::with_points(params, points, None)
+    }
+
+    fn with_points(params: Params, points: Points, file: Option<PathBuf>) -> Kmeans {
         Kmeans {
-            points: Points::generate(params.points, params.dims, params.blobs, params.seed),
             params,
-            file: None,
+            points,
+            file,
             expected: OnceLock::new(),
         }
     }
@@ -128,18 +133,18 @@ impl Kmeans {
                 paper.clusters
             ));
         }
-        Ok(Kmeans {
-            params: Params {
-                points: points.len(),
-                dims: points.dims,
-                blobs: 0,
-                seed: 0,
-                ..paper
-            },
+        let params = Params {
+            points: points.len(),
+            dims: points.dims,
+            blobs: 0,
+            seed: 0,
+            ..paper
+        };
+        Ok(Kmeans::with_points(
+            params,
             points,
-            file: Some(path.to_path_buf()),
-            expected: OnceLock::new(),
-        })
+            Some(path.to_path_buf()),
+        ))
     }
 
     /// Clusters the points with `threads` threads adding to `totals` (or,
@@ -351,6 +356,38 @@ mod tests {
         let mut wrong = app.expected().clone();
         wrong.centres[3] += 1e-9;
         assert!(verify(&wrong, app.expected()).is_err());
+    }
+
+    /// A path private to this test process.
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("txmem-stamp-kmeans-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn saved_points_load_as_the_same_input() {
+        let p = Params::of(Input::Dev);
+        let app = Kmeans::new(p);
+        let file = tmp("dev.txt");
+        app.points.write(&file).unwrap();
+        let loaded = Kmeans::load(&file).unwrap();
+        assert_eq!(loaded.points.coords, app.points.coords);
+        assert_eq!(loaded.params.clusters, Params::of(Input::Paper).clusters);
+        // At the dev input's clusters, the same clustering.
+        let again = Kmeans::with_points(p, Points::read(&file).unwrap(), None);
+        assert_eq!(again.cluster(None, 1), app.cluster(None, 1));
+    }
+
+    #[test]
+    fn loading_needs_as_many_points_as_clusters() {
+        let file = tmp("few.txt");
+        std::fs::write(&file, "1 0.5\n2 0.25\n").unwrap();
+        let err = Kmeans::load(&file).err().unwrap();
+        assert!(
+            err.contains("2 points, fewer than the 160 clusters"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -168,3 +168,72 @@ fn gaussian(rng: &mut SmallRng) -> f64 {
     let u2: f64 = rng.random();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Points, String> {
+        Points::parse(text, Path::new("in.txt"))
+    }
+
+    #[test]
+    fn reads_stamps_text_format() {
+        // Blank lines, tabs, commas, CRLF, and an id separated by a tab.
+        let p = parse("1 0.5 0.25\r\n\n  \n2\t-1,2\n3 0.000001 ,  1e-1\n").unwrap();
+        assert_eq!(p.dims, 2);
+        assert_eq!(p.len(), 3);
+        let q = |x: f64| (x * f64::from(1u32 << SCALE_BITS)).round() as i64;
+        assert_eq!(
+            p.coords,
+            [q(0.5), q(0.25), q(-1.0), q(2.0), q(0.000001), q(0.1)]
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let cases = [
+            ("1 0.5 x\n", "in.txt:1: `x` is not a number"),
+            (
+                "1 0.5 0.5\n2 0.5\n",
+                "in.txt:2: 1 coordinate, but the point on line 1 has 2",
+            ),
+            (
+                "1 0.5\n\n2 0.5 0.5 0.5\n",
+                "in.txt:3: 3 coordinates, but the point on line 1 has 1",
+            ),
+            (
+                "1 0.5\n7\n",
+                "in.txt:2: a point has no coordinates after its id",
+            ),
+            (
+                "1,0.5,0.5\n",
+                "in.txt:1: a point has no coordinates after its id",
+            ),
+            ("1 inf\n", "in.txt:1: coordinate inf is not a finite number"),
+            ("1 NaN\n", "in.txt:1: coordinate NaN is not a finite number"),
+            (
+                "1 2e6\n",
+                "in.txt:1: coordinate 2e6 is not a finite number below 2^20",
+            ),
+            ("\n \n", "in.txt: no points"),
+        ];
+        for (text, want) in cases {
+            let err = parse(text)
+                .err()
+                .unwrap_or_else(|| panic!("{text:?} parsed"));
+            assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn written_points_read_back_exactly() {
+        let p = Points::generate(500, 5, 3, 9);
+        let file =
+            std::env::temp_dir().join(format!("txmem-stamp-points-{}.txt", std::process::id()));
+        p.write(&file).unwrap();
+        let q = Points::read(&file).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!((q.dims, q.coords), (p.dims, p.coords));
+    }
+}

@@ -324,3 +324,131 @@ impl Maze {
         Some(path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Maze, String> {
+        Maze::parse(text, Path::new("maze.txt"))
+    }
+
+    #[test]
+    fn reads_stamps_maze_format() {
+        let m = parse(
+            "# a comment\n\np 0 0 0 3 2 1\nd4 3 2\n  w 1 0 0\nw 1 0 0\nw 2 2 1\np 1 1 0 0 2 1\n",
+        )
+        .unwrap();
+        assert_eq!((m.x, m.y, m.z), (4, 3, 2));
+        // (x, y, z) is x + 4 (y + 3 z).
+        assert_eq!(m.pairs, [(0, 3 + 4 * (2 + 3)), (1 + 4, 4 * (2 + 3))]);
+        assert_eq!(
+            m.walls,
+            [1, 2 + 4 * (2 + 3)],
+            "a wall listed twice is one wall"
+        );
+        assert_eq!(m.coords(3 + 4 * (2 + 3)), (3, 2, 1));
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let cases = [
+            ("d 4 4 1\nq 1 2 3\n", "maze.txt:2: unknown line `q`"),
+            (
+                "d 4 4\n",
+                "maze.txt:1: `d` takes 3 numbers (d X Y Z), found 2",
+            ),
+            ("d 4 4 1\np 0 0 0 1 1\n", "maze.txt:2: `p` takes 6 numbers"),
+            (
+                "d 4 4 1\np 0 0 0 1 1 0 7\n",
+                "maze.txt:2: `p` takes 6 numbers",
+            ),
+            ("d 4 4 1\nw 1 1\n", "maze.txt:2: `w` takes 3 numbers"),
+            (
+                "d 4 4 1\np 0 0 0 1 x 0\n",
+                "maze.txt:2: `x` is not a coordinate",
+            ),
+            (
+                "d 4 4 1\np 0 0 0 -1 1 0\n",
+                "maze.txt:2: `-1` is not a coordinate",
+            ),
+            (
+                "d 4 4 1\np 0 0 0 1.5 1 0\n",
+                "maze.txt:2: `1.5` is not a coordinate",
+            ),
+            (
+                "d 4 4 1\n\nd 4 4 1\n",
+                "maze.txt:3: a second grid size (the first is on line 1)",
+            ),
+            (
+                "d 4 0 1\n",
+                "maze.txt:1: every grid dimension must be at least 1",
+            ),
+            ("d 100000 100000 100\n", "maze.txt:1: a grid of more than"),
+            (
+                "d 4 4 1\np 1 1 0 1 1 0\n",
+                "maze.txt:2: a path's source and destination are the same cell",
+            ),
+            (
+                "d 4 4 1\np 0 0 0 4 0 0\n",
+                "maze.txt:2: (4, 0, 0) is outside the 4 x 4 x 1 grid",
+            ),
+            (
+                "d 4 4 1\np 0 0 0 1 1 0\nw 0 0 1\n",
+                "maze.txt:3: (0, 0, 1) is outside",
+            ),
+            (
+                "d 4 4 1\np 0 0 0 1 1 0\np 2 2 0 1 1 0\n",
+                "maze.txt:3: (1, 1, 0) is already an endpoint of the path on line 2",
+            ),
+            (
+                "w 1 1 0\nd 4 4 1\np 0 0 0 1 1 0\n",
+                "maze.txt:3: endpoint (1, 1, 0) is a wall (line 1)",
+            ),
+            ("p 0 0 0 1 1 0\n", "maze.txt: no grid size"),
+            ("d 4 4 1\nw 1 1 0\n", "maze.txt: no pairs to connect"),
+        ];
+        for (text, want) in cases {
+            let err = parse(text)
+                .err()
+                .unwrap_or_else(|| panic!("{text:?} parsed"));
+            assert!(err.starts_with(want), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn routes_go_around_walls() {
+        // A wall across the grid but for its last row: the path from one
+        // side to the other must go round the wall's end.
+        let m = parse("d 5 5 1\nw 2 0 0\nw 2 1 0\nw 2 2 0\nw 2 3 0\np 0 0 0 4 0 0\n").unwrap();
+        let mut grid = vec![EMPTY; m.cells()];
+        for &w in &m.walls {
+            grid[w] = WALL;
+        }
+        let (s, d) = m.pairs[0];
+        let path = m.route(&grid, s, d, &mut Vec::new()).unwrap();
+        assert!(path.iter().all(|c| !m.walls.contains(c)));
+        assert_eq!(path.len(), 13, "down 4, across 4, up 4");
+        // Walled in: no route.
+        grid[1] = WALL;
+        grid[5] = WALL;
+        assert!(m.route(&grid, s, d, &mut Vec::new()).is_none());
+    }
+
+    #[test]
+    fn written_mazes_read_back_the_same() {
+        let mut m = Maze::generate(9, 7, 3, 12, 4);
+        // Walls on cells no pair uses.
+        let ends: Vec<usize> = m.pairs.iter().flat_map(|&(s, d)| [s, d]).collect();
+        m.walls = (0..m.cells())
+            .step_by(5)
+            .filter(|c| !ends.contains(c))
+            .collect();
+        let file =
+            std::env::temp_dir().join(format!("txmem-stamp-maze-{}.txt", std::process::id()));
+        m.write(&file).unwrap();
+        let back = Maze::read(&file).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(back, m);
+    }
+}

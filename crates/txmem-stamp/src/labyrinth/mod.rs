@@ -441,6 +441,83 @@ mod tests {
         assert!(verify(&app.maze, &stray).is_err());
     }
 
+    /// A path private to this test process.
+    fn tmp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("txmem-stamp-labyrinth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn a_saved_maze_loads_as_the_same_input() {
+        let app = Labyrinth::new(Params::of(Input::Dev));
+        let file = tmp("dev.txt");
+        app.maze.write(&file).unwrap();
+        let loaded = Labyrinth::load(&file).unwrap();
+        assert_eq!(loaded.maze, app.maze);
+        assert_eq!(loaded.route_seq().paths, app.route_seq().paths);
+    }
+
+    #[test]
+    fn walls_are_never_routed_through_and_verification_checks_them() {
+        let mut app = Labyrinth::new(Params::of(Input::Dev));
+        // A wall on every third cell no pair uses.
+        let ends: Vec<usize> = app.maze.pairs.iter().flat_map(|&(s, d)| [s, d]).collect();
+        app.maze.walls = (0..app.maze.cells())
+            .step_by(3)
+            .filter(|c| !ends.contains(c))
+            .collect();
+        let file = tmp("walls.txt");
+        app.maze.write(&file).unwrap();
+        let app = Labyrinth::load(&file).unwrap();
+        assert_eq!(
+            app.maze.walls.len(),
+            (0..app.maze.cells())
+                .step_by(3)
+                .filter(|c| !ends.contains(c))
+                .count()
+        );
+        for variant in [Variant::Seq, Variant::Typed, Variant::Words] {
+            app.run(variant, 2)
+                .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        }
+        let good = app.route_seq();
+        let wall = app.maze.walls[0];
+        assert_eq!(good.grid[wall], WALL);
+        assert!(verify(&app.maze, &good).is_ok());
+        // A wall cleared in the grid.
+        let mut cleared = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        cleared.grid[wall] = EMPTY;
+        assert!(verify(&app.maze, &cleared).is_err());
+        // A path through a wall: a detour from its source into a wall
+        // cell next to it and back.
+        let (i, w) = good
+            .paths
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| {
+                let s = p.as_ref()?[0];
+                let w = app
+                    .maze
+                    .neighbours(s)
+                    .find(|n| app.maze.walls.contains(n))?;
+                Some((i, w))
+            })
+            .expect("a routed path starts next to a wall");
+        let mut through = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        let p = through.paths[i].as_mut().unwrap();
+        p.splice(1..1, [w, p[0]]);
+        let err = verify(&app.maze, &through).unwrap_err();
+        assert!(err.contains("through wall"), "{err}");
+    }
+
     #[test]
     fn the_generator_is_deterministic() {
         let a = Maze::generate(16, 16, 2, 20, 5);

@@ -445,6 +445,31 @@ mod tests {
     }
 
     #[test]
+    fn a_saved_mesh_loads_as_the_same_input() {
+        let app = app();
+        let dir = std::env::temp_dir().join(format!("txmem-stamp-yada-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("dev");
+        let written = files::write(&app.init, &prefix).unwrap();
+        assert_eq!(written.len(), 3);
+        let loaded = Yada::load(&prefix).unwrap();
+        assert_eq!(loaded.init.pts, app.init.pts);
+        assert_eq!(loaded.init.tris, app.init.tris);
+        assert_eq!(loaded.init.queue, app.init.queue);
+        let (mut a, mut b) = (app.init.clone(), loaded.init.clone());
+        assert_eq!(
+            mesh::refine_seq(&mut a, &app.quality),
+            mesh::refine_seq(&mut b, &loaded.quality)
+        );
+        assert_eq!(a.tris, b.tris);
+        for variant in [Variant::Typed, Variant::Words] {
+            loaded
+                .run(variant, 2)
+                .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        }
+    }
+
+    #[test]
     fn the_generator_is_deterministic() {
         let q = Quality::new(20.0);
         let a = mesh::generate(200, 7, &q);
