@@ -287,11 +287,11 @@ pub fn read(prefix: &Path) -> Result<SeqMesh, String> {
             sides.insert((a, b), (t, s));
         }
     }
-    for t in 0..tris.len() {
+    for (t, tri) in tris.iter_mut().enumerate() {
         for s in 0..3 {
-            let (a, b) = (tris[t].v[(s + 1) % 3], tris[t].v[(s + 2) % 3]);
+            let (a, b) = (tri.v[(s + 1) % 3], tri.v[(s + 2) % 3]);
             if let Some(&(u, _)) = sides.get(&(b, a)) {
-                tris[t].n[s] = u as u64;
+                tri.n[s] = u as u64;
             } else if !on_side(pts[a as usize], pts[b as usize]) {
                 return Err(eles.at(
                     line(t),
