@@ -155,7 +155,16 @@ fn save_input(args: &StampArgs, path: &std::path::Path) -> Result<(), Failure> {
             names.join(", ")
         )));
     };
-    for f in txmem_stamp::save_input(name, input, path).map_err(Failure::Usage)? {
+    // Naming an application without input files is a usage error; a file
+    // that cannot be written is not.
+    let written = txmem_stamp::save_input(name, input, path).map_err(|e| {
+        if txmem_stamp::FILE_APPS.contains(&name) {
+            Failure::Run(e)
+        } else {
+            Failure::Usage(e)
+        }
+    })?;
+    for f in written {
         println!("wrote {}", f.display());
     }
     Ok(())
