@@ -70,7 +70,8 @@ impl Maze {
     /// Reads a maze in STAMP's format from `path`, a line each:
     /// `d X Y Z` (the grid: once, before or after the rest), `p x1 y1 z1
     /// x2 y2 z2` (a pair to connect; routed in file order), `w x y z` (a
-    /// wall), `# ...` (a comment); blank lines are skipped. Coordinates
+    /// wall), `# ...` (a comment, also after a line's numbers); blank
+    /// lines are skipped. Coordinates
     /// count from 0. No cell may be the endpoint of two pairs or both a
     /// wall and an endpoint.
     pub fn read(path: &Path) -> Result<Maze, String> {
@@ -90,8 +91,9 @@ impl Maze {
                 continue;
             };
             // As STAMP's `sscanf(" %c %li ...")`: the numbers may follow
-            // the letter without a space.
+            // the letter without a space, and a comment may follow them.
             let rest = &line[code.len_utf8()..];
+            let rest = rest.split('#').next().unwrap_or("");
             let numbers = || -> Result<Vec<usize>, String> {
                 rest.split_whitespace()
                     .map(|t| files::number::<usize>(t, "a coordinate (an integer from 0)"))
@@ -336,7 +338,7 @@ mod tests {
     #[test]
     fn reads_stamps_maze_format() {
         let m = parse(
-            "# a comment\n\np 0 0 0 3 2 1\nd4 3 2\n  w 1 0 0\nw 1 0 0\nw 2 2 1\np 1 1 0 0 2 1\n",
+            "# a comment\n\np 0 0 0 3 2 1 # the first\nd4 3 2\n  w 1 0 0\nw 1 0 0\nw 2 2 1\np 1 1 0 0 2 1\n",
         )
         .unwrap();
         assert_eq!((m.x, m.y, m.z), (4, 3, 2));

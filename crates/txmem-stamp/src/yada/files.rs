@@ -176,19 +176,15 @@ pub fn read(prefix: &Path) -> Result<SeqMesh, String> {
     if markers > 1 {
         return Err(nodes.at(head.0, "the marker count must be 0 or 1"));
     }
-    let mut pts: Vec<Pt> = Vec::with_capacity(n);
+    // `rows` checks the count against the file before anything is sized
+    // by it.
+    let rows = nodes.rows(1, n, ("vertex", "vertices"), true)?;
+    let width = 3usize.saturating_add(attrs).saturating_add(markers);
+    let mut pts: Vec<Pt> = Vec::with_capacity(rows.len());
     let mut base = 0;
-    for (i, row) in nodes
-        .rows(1, n, ("vertex", "vertices"), true)?
-        .iter()
-        .enumerate()
-    {
-        nodes.width(
-            row,
-            3 + attrs + markers,
-            3 + attrs + markers,
-            &format!("`id x y` and {} more", attrs + markers),
-        )?;
+    let form = format!("`id x y` and {} more", width - 3);
+    for (i, row) in rows.iter().enumerate() {
+        nodes.width(row, width, width, &form)?;
         if i == 0 {
             base = nodes.get::<usize>(row, 0, "an id")?;
         }
@@ -242,13 +238,10 @@ pub fn read(prefix: &Path) -> Result<SeqMesh, String> {
     }
     let mut tris: Vec<Tri> = Vec::with_capacity(count);
     let mut area = 0.0;
+    let width = 4usize.saturating_add(attrs);
+    let form = format!("`id a b c` and {attrs} more");
     for row in rows {
-        eles.width(
-            row,
-            4 + attrs,
-            4 + attrs,
-            &format!("`id a b c` and {attrs} more"),
-        )?;
+        eles.width(row, width, width, &form)?;
         let mut v = [
             vertex(&eles, row, 1)?,
             vertex(&eles, row, 2)?,
@@ -357,7 +350,12 @@ pub fn read(prefix: &Path) -> Result<SeqMesh, String> {
             0
         };
         for row in poly.rows(2, segments, ("segment", "segments"), false)? {
-            poly.width(row, 3, 3 + seg_markers, "`id a b [marker]`")?;
+            poly.width(
+                row,
+                3,
+                3usize.saturating_add(seg_markers),
+                "`id a b [marker]`",
+            )?;
             let (a, b) = (vertex(&poly, row, 1)?, vertex(&poly, row, 2)?);
             if !sides.contains_key(&(a, b)) && !sides.contains_key(&(b, a)) {
                 return Err(poly.at(
