@@ -9,9 +9,34 @@
 //! `typed-plus` (an application-defined transactional object).
 //!
 //! An [`App`] is built from an [`Input`] (a deterministic generator: same
-//! seed, same input), then [`App::run`] runs one variant with a number of
-//! threads to completion and verifies the result; a wrong result is an
-//! error, never a time; [`timed`] measures the parallel phase.
+//! seed, same input) with [`build`], then [`App::run`] runs one variant
+//! with a number of threads to completion and verifies the result; a wrong
+//! result is an error, never a time; [`timed`] measures the parallel phase.
+//!
+//! **Input files.** The applications STAMP feeds from files ([`FILE_APPS`]:
+//! kmeans, labyrinth and yada) also read them, in STAMP's formats, with
+//! [`load`]; [`save_input`] writes a generated input in the same format, so
+//! that STAMP itself can run on the same bytes. The formats:
+//!
+//! - kmeans: text, a point a line: an id, then the coordinates, separated
+//!   by spaces, tabs or commas (STAMP's `-i FILE` without `-b`). Blank
+//!   lines are skipped; every point has the same number of coordinates.
+//!   The file gives only the points: the clusters and threshold are the
+//!   `paper` input's (`-m160 -n160 -t0.01`), and the coordinates are used
+//!   as they are (STAMP's `-z`: no z-score transform), rounded to the
+//!   port's fixed point (multiples of 2^-20). See [`kmeans::Points`].
+//! - labyrinth: `d X Y Z` (the grid), `p x1 y1 z1 x2 y2 z2` (a pair to
+//!   connect), `w x y z` (a wall: a cell no path may use) and `#`
+//!   comments. See [`labyrinth::Maze`].
+//! - yada: Triangle's `.node` and `.ele` files, and its `.poly` file if
+//!   there is one, named by a prefix (`FILE.node`, `FILE.ele`,
+//!   `FILE.poly`), as STAMP's `-i` reads them. The port refines meshes of
+//!   the unit square only: every vertex must lie in `[0, 1]²`, every
+//!   boundary edge on a side of the square, and the triangulation must be
+//!   Delaunay. See [`yada::files`].
+//!
+//! A file that does not parse, or that the port cannot run, is an error
+//! naming the file, the line where there is one, and what is wrong.
 
 #![warn(missing_docs)]
 
@@ -24,7 +49,10 @@ pub mod ssca2;
 pub mod vacation;
 pub mod yada;
 
+mod files;
+
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -169,6 +197,61 @@ pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
         ))),
         "yada" => Some(Box::new(yada::Yada::new(yada::Params::of(input)))),
         _ => None,
+    }
+}
+
+/// The applications whose input STAMP reads from a file, in the order of
+/// [`names`]: the ones [`load`] and [`save_input`] take.
+pub const FILE_APPS: [&str; 3] = ["kmeans", "labyrinth", "yada"];
+
+/// The application `name` with its input read from `path` in STAMP's
+/// format (for yada, `path` is the prefix of the `.node`, `.ele` and
+/// `.poly` files). `Err` says what is wrong: a name [`names`] does not
+/// list, an application STAMP does not feed from a file, or a file that
+/// cannot be read or run (naming the file and line).
+pub fn load(name: &str, path: &Path) -> Result<Box<dyn App>, String> {
+    match name {
+        "kmeans" => Ok(Box::new(kmeans::Kmeans::load(path)?)),
+        "labyrinth" => Ok(Box::new(labyrinth::Labyrinth::load(path)?)),
+        "yada" => Ok(Box::new(yada::Yada::load(path)?)),
+        _ => Err(not_from_file(name)),
+    }
+}
+
+/// Writes application `name`'s generated `input` to `path` in the format
+/// [`load`] reads (for yada, `path` is a prefix: `.node`, `.ele` and
+/// `.poly` are appended); returns the files written.
+pub fn save_input(name: &str, input: Input, path: &Path) -> Result<Vec<PathBuf>, String> {
+    match name {
+        "kmeans" => {
+            let p = kmeans::Params::of(input);
+            kmeans::Points::generate(p.points, p.dims, p.blobs, p.seed).write(path)?;
+            Ok(vec![path.to_path_buf()])
+        }
+        "labyrinth" => {
+            let p = labyrinth::Params::of(input);
+            labyrinth::Maze::generate(p.x, p.y, p.z, p.paths, p.seed).write(path)?;
+            Ok(vec![path.to_path_buf()])
+        }
+        "yada" => {
+            let p = yada::Params::of(input);
+            let mesh = yada::mesh::generate(p.points, p.seed, &yada::mesh::Quality::new(p.angle));
+            yada::files::write(&mesh, path)
+        }
+        _ => Err(not_from_file(name)),
+    }
+}
+
+/// Why `name` has no input file.
+fn not_from_file(name: &str) -> String {
+    if names().contains(&name) {
+        format!(
+            "{name} has no input file, only the dev and paper inputs: STAMP \
+             generates its input from arguments (input files: {})",
+            FILE_APPS.join(", ")
+        )
+    } else {
+        format!("unknown application `{name}`")
     }
 }
 

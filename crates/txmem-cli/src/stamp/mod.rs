@@ -15,7 +15,7 @@ use crate::bench::machine::Machine;
 use crate::failure::Failure;
 use crate::output::{progress_bar, OutputFile};
 use crate::plot::{write_svg, Panel, Series};
-use args::StampArgs;
+use args::{InputArg, StampArgs};
 
 /// One row: an application's variant at a thread count, over its repeats.
 struct Row {
@@ -51,6 +51,9 @@ impl Row {
 
 /// Runs `txmem stamp`; the exit status is 1 if any run failed its check.
 pub fn run(args: StampArgs) -> Result<u8, Failure> {
+    if let Some(path) = &args.save_input {
+        return save_input(&args, path).map(|()| 0);
+    }
     let apps = select(&args)?;
     let machine = Machine::detect();
     println!(
@@ -137,8 +140,38 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
     Ok(u8::from(!failed.is_empty()))
 }
 
-/// The applications the arguments name, with their inputs generated.
-fn select(args: &StampArgs) -> Result<Vec<Box<dyn App>>, Failure> {
+/// `--save-input`: writes the one named application's generated input.
+fn save_input(args: &StampArgs, path: &std::path::Path) -> Result<(), Failure> {
+    let InputArg::Generated(input) = args.input else {
+        return Err(Failure::Usage(
+            "--save-input writes a generated input: give --input dev or paper".into(),
+        ));
+    };
+    let names = app_names(args)?;
+    let [name] = names[..] else {
+        return Err(Failure::Usage(format!(
+            "--save-input writes one application's input, not {} ({})",
+            names.len(),
+            names.join(", ")
+        )));
+    };
+    // Naming an application without input files is a usage error; a file
+    // that cannot be written is not.
+    let written = txmem_stamp::save_input(name, input, path).map_err(|e| {
+        if txmem_stamp::FILE_APPS.contains(&name) {
+            Failure::Run(e)
+        } else {
+            Failure::Usage(e)
+        }
+    })?;
+    for f in written {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+/// The application names the arguments list, `all` expanded, in order.
+fn app_names(args: &StampArgs) -> Result<Vec<&'static str>, Failure> {
     let known = txmem_stamp::names();
     let mut names = Vec::new();
     for a in &args.apps {
@@ -154,10 +187,32 @@ fn select(args: &StampArgs) -> Result<Vec<Box<dyn App>>, Failure> {
         }
     }
     names.dedup();
-    Ok(names
-        .into_iter()
-        .map(|n| txmem_stamp::build(n, args.input).expect("a listed name builds"))
-        .collect())
+    Ok(names)
+}
+
+/// The applications the arguments name, with their inputs generated or
+/// read.
+fn select(args: &StampArgs) -> Result<Vec<Box<dyn App>>, Failure> {
+    let names = app_names(args)?;
+    match &args.input {
+        InputArg::Generated(input) => Ok(names
+            .into_iter()
+            .map(|n| txmem_stamp::build(n, *input).expect("a listed name builds"))
+            .collect()),
+        InputArg::File(path) => {
+            // An application that takes no file refuses it (a usage
+            // error) without reading it: ask those before reading any.
+            for n in names.iter().filter(|n| !txmem_stamp::FILE_APPS.contains(n)) {
+                if let Err(e) = txmem_stamp::load(n, path) {
+                    return Err(Failure::Usage(e));
+                }
+            }
+            names
+                .into_iter()
+                .map(|n| txmem_stamp::load(n, path).map_err(Failure::Run))
+                .collect()
+        }
+    }
 }
 
 /// The sequential time of `app`, if measured.

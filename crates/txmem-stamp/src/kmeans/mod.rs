@@ -10,10 +10,20 @@
 //! Totals are exact integers (see [`Points`]), so every variant at every
 //! thread count computes the same centres and memberships as the
 //! sequential run, bit for bit: that is the verification.
+//!
+//! The input is generated ([`Kmeans::new`]) or read from a file in STAMP's
+//! text format ([`Kmeans::load`]); a file gives only the points, and the
+//! clusters and threshold are then the `paper` input's.
+//!
+//! Unlike STAMP, the initial centres are points spread evenly through the
+//! input rather than random ones, the points are never z-score transformed
+//! (STAMP's `-z`), and one cluster count is run (STAMP's `-m` equal to
+//! `-n`).
 
 mod accumulate;
 mod points;
 
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::thread;
 
@@ -32,14 +42,14 @@ pub struct Params {
     pub points: usize,
     /// Dimensions.
     pub dims: usize,
-    /// Hidden centres the points are drawn around.
+    /// Hidden centres the points are drawn around (generated inputs).
     pub blobs: usize,
     /// Clusters to find (STAMP's `-m` and `-n`, here equal).
     pub clusters: usize,
     /// Stop once fewer than this fraction of the points change cluster
     /// (`-t`).
     pub threshold: f64,
-    /// Seed of the generator.
+    /// Seed of the generator (generated inputs).
     pub seed: u64,
 }
 
@@ -79,10 +89,12 @@ pub struct Clustering {
     pub rounds: usize,
 }
 
-/// kmeans with its points generated.
+/// kmeans with its points generated or read.
 pub struct Kmeans {
     params: Params,
     points: Points,
+    /// The file the points were read from, if they were.
+    file: Option<PathBuf>,
     /// The sequential answer, computed at the first verification.
     expected: OnceLock<Clustering>,
 }
@@ -94,11 +106,45 @@ impl Kmeans {
             params.clusters > 0 && params.clusters <= params.points,
             "kmeans: need 1..=points clusters"
         );
+        let points = Points::generate(params.points, params.dims, params.blobs, params.seed);
+        Kmeans::with_points(params, points, None)
+    }
+
+    fn with_points(params: Params, points: Points, file: Option<PathBuf>) -> Kmeans {
         Kmeans {
-            points: Points::generate(params.points, params.dims, params.blobs, params.seed),
             params,
+            points,
+            file,
             expected: OnceLock::new(),
         }
+    }
+
+    /// Reads the points from `path` (STAMP's text format, see
+    /// [`Points::read`]) and clusters them with the `paper` input's
+    /// clusters and threshold.
+    pub fn load(path: &Path) -> Result<Kmeans, String> {
+        let points = Points::read(path)?;
+        let paper = Params::of(Input::Paper);
+        if points.len() < paper.clusters {
+            return Err(format!(
+                "{}: {} points, fewer than the {} clusters to find",
+                path.display(),
+                points.len(),
+                paper.clusters
+            ));
+        }
+        let params = Params {
+            points: points.len(),
+            dims: points.dims,
+            blobs: 0,
+            seed: 0,
+            ..paper
+        };
+        Ok(Kmeans::with_points(
+            params,
+            points,
+            Some(path.to_path_buf()),
+        ))
     }
 
     /// Clusters the points with `threads` threads adding to `totals` (or,
@@ -236,13 +282,15 @@ impl App for Kmeans {
 
     fn describe(&self) -> String {
         let p = &self.params;
+        let from = match &self.file {
+            Some(f) => format!("from {}", f.display()),
+            None => format!("{} hidden centres (seed {})", p.blobs, p.seed),
+        };
         format!(
-            "-m{k} -n{k} -t{} on {} points, {} dimensions, {} hidden centres (seed {})",
+            "-m{k} -n{k} -t{} on {} points, {} dimensions, {from}",
             p.threshold,
             p.points,
             p.dims,
-            p.blobs,
-            p.seed,
             k = p.clusters
         )
     }
@@ -308,6 +356,38 @@ mod tests {
         let mut wrong = app.expected().clone();
         wrong.centres[3] += 1e-9;
         assert!(verify(&wrong, app.expected()).is_err());
+    }
+
+    /// A path private to this test process.
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("txmem-stamp-kmeans-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn saved_points_load_as_the_same_input() {
+        let p = Params::of(Input::Dev);
+        let app = Kmeans::new(p);
+        let file = tmp("dev.txt");
+        app.points.write(&file).unwrap();
+        let loaded = Kmeans::load(&file).unwrap();
+        assert_eq!(loaded.points.coords, app.points.coords);
+        assert_eq!(loaded.params.clusters, Params::of(Input::Paper).clusters);
+        // At the dev input's clusters, the same clustering.
+        let again = Kmeans::with_points(p, Points::read(&file).unwrap(), None);
+        assert_eq!(again.cluster(None, 1), app.cluster(None, 1));
+    }
+
+    #[test]
+    fn loading_needs_as_many_points_as_clusters() {
+        let file = tmp("few.txt");
+        std::fs::write(&file, "1 0.5\n2 0.25\n").unwrap();
+        let err = Kmeans::load(&file).err().unwrap();
+        assert!(
+            err.contains("2 points, fewer than the 160 clusters"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -12,19 +12,27 @@
 //! Variants: `typed` keeps the grid in a `TArray<u32>` and the work in a
 //! `TQueue`; `words` keeps both in `TWords`. Verification: every routed
 //! path runs from its source to its destination through adjacent cells,
-//! every cell of the grid is claimed by at most one path, and the grid
-//! holds exactly the routed paths. Which pairs get routed depends on the
-//! order paths are laid, so the count is reported, not compared.
+//! every cell of the grid is claimed by at most one path, no path crosses
+//! a wall, and the grid holds exactly the walls and the routed paths.
+//! Which pairs get routed depends on the order paths are laid, so the
+//! count is reported, not compared.
+//!
+//! The maze is generated ([`Labyrinth::new`]) or read from a file in
+//! STAMP's format ([`Labyrinth::load`], see [`Maze::read`]), walls
+//! included. Unlike STAMP, which sorts the pairs longest first, pairs are
+//! routed in input order, and a path's length counts cells (STAMP's router
+//! can also weigh bends and layer changes).
 
 mod maze;
 
+use std::path::{Path, PathBuf};
 use std::thread;
 
 use txmem::{atomically, TArray, TQueue, TWords, Transaction, TxResult, WordAddr};
 
 use crate::{timed, App, Input, Measured, Variant};
 pub use maze::Maze;
-use maze::EMPTY;
+use maze::{EMPTY, WALL};
 
 /// The parameters of a labyrinth input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +45,7 @@ pub struct Params {
     pub z: usize,
     /// Pairs to connect.
     pub paths: usize,
-    /// Seed of the generator.
+    /// Seed of the generator (generated mazes).
     pub seed: u64,
 }
 
@@ -68,7 +76,8 @@ impl Params {
 pub struct Routing {
     /// Path `i`'s cells from source to destination, if it was routed.
     pub paths: Vec<Option<Vec<usize>>>,
-    /// Every cell's owner (`i + 1` for path `i`, 0 for free).
+    /// Every cell's owner (`i + 1` for path `i`, 0 for free, `u32::MAX`
+    /// for a wall).
     pub grid: Vec<u32>,
 }
 
@@ -183,10 +192,12 @@ impl Board for Words {
     }
 }
 
-/// labyrinth with its maze generated.
+/// labyrinth with its maze generated or read.
 pub struct Labyrinth {
     params: Params,
     maze: Maze,
+    /// The file the maze was read from, if it was.
+    file: Option<PathBuf>,
 }
 
 impl Labyrinth {
@@ -195,13 +206,33 @@ impl Labyrinth {
         Labyrinth {
             maze: Maze::generate(params.x, params.y, params.z, params.paths, params.seed),
             params,
+            file: None,
         }
     }
 
-    /// The initial grid: every pair's endpoints marked with its id, so
-    /// that no other path runs through them.
+    /// Reads the maze from `path` (STAMP's format, see [`Maze::read`]).
+    pub fn load(path: &Path) -> Result<Labyrinth, String> {
+        let maze = Maze::read(path)?;
+        Ok(Labyrinth {
+            params: Params {
+                x: maze.x,
+                y: maze.y,
+                z: maze.z,
+                paths: maze.pairs.len(),
+                seed: 0,
+            },
+            maze,
+            file: Some(path.to_path_buf()),
+        })
+    }
+
+    /// The initial grid: the walls, and every pair's endpoints marked with
+    /// its id, so that no other path runs through them.
     fn initial_grid(&self) -> Vec<u32> {
         let mut grid = vec![EMPTY; self.maze.cells()];
+        for &w in &self.maze.walls {
+            grid[w] = WALL;
+        }
         for (i, &(s, d)) in self.maze.pairs.iter().enumerate() {
             grid[s] = i as u32 + 1;
             grid[d] = i as u32 + 1;
@@ -264,9 +295,12 @@ impl Labyrinth {
 
 /// Every routed path is a chain of adjacent cells from its source to its
 /// destination, marked with its id in the grid; the grid holds nothing
-/// else but unrouted pairs' endpoints.
+/// else but the walls, untouched, and unrouted pairs' endpoints.
 fn verify(maze: &Maze, routing: &Routing) -> Result<usize, String> {
     let mut expected = vec![EMPTY; maze.cells()];
+    for &w in &maze.walls {
+        expected[w] = WALL;
+    }
     for (i, &(s, d)) in maze.pairs.iter().enumerate() {
         let id = i as u32 + 1;
         expected[s] = id;
@@ -288,6 +322,9 @@ fn verify(maze: &Maze, routing: &Routing) -> Result<usize, String> {
             }
         }
         for &c in &path[1..path.len() - 1] {
+            if expected[c] == WALL {
+                return Err(format!("labyrinth: path {id} runs through wall cell {c}"));
+            }
             if expected[c] != EMPTY {
                 return Err(format!(
                     "labyrinth: cell {c} is on path {id} and path {}",
@@ -317,10 +354,11 @@ impl App for Labyrinth {
 
     fn describe(&self) -> String {
         let p = &self.params;
-        format!(
-            "{}x{}x{} maze, {} paths (generated endpoints, seed {})",
-            p.x, p.y, p.z, p.paths, p.seed
-        )
+        let from = match &self.file {
+            Some(f) => format!("{} walls, from {}", self.maze.walls.len(), f.display()),
+            None => format!("generated endpoints, seed {}", p.seed),
+        };
+        format!("{}x{}x{} maze, {} paths ({from})", p.x, p.y, p.z, p.paths)
     }
 
     fn run(&self, variant: Variant, threads: usize) -> Result<Measured, String> {
@@ -403,6 +441,83 @@ mod tests {
         assert!(verify(&app.maze, &stray).is_err());
     }
 
+    /// A path private to this test process.
+    fn tmp(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("txmem-stamp-labyrinth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn a_saved_maze_loads_as_the_same_input() {
+        let app = Labyrinth::new(Params::of(Input::Dev));
+        let file = tmp("dev.txt");
+        app.maze.write(&file).unwrap();
+        let loaded = Labyrinth::load(&file).unwrap();
+        assert_eq!(loaded.maze, app.maze);
+        assert_eq!(loaded.route_seq().paths, app.route_seq().paths);
+    }
+
+    #[test]
+    fn walls_are_never_routed_through_and_verification_checks_them() {
+        let mut app = Labyrinth::new(Params::of(Input::Dev));
+        // A wall on every third cell no pair uses.
+        let ends: Vec<usize> = app.maze.pairs.iter().flat_map(|&(s, d)| [s, d]).collect();
+        app.maze.walls = (0..app.maze.cells())
+            .step_by(3)
+            .filter(|c| !ends.contains(c))
+            .collect();
+        let file = tmp("walls.txt");
+        app.maze.write(&file).unwrap();
+        let app = Labyrinth::load(&file).unwrap();
+        assert_eq!(
+            app.maze.walls.len(),
+            (0..app.maze.cells())
+                .step_by(3)
+                .filter(|c| !ends.contains(c))
+                .count()
+        );
+        for variant in [Variant::Seq, Variant::Typed, Variant::Words] {
+            app.run(variant, 2)
+                .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        }
+        let good = app.route_seq();
+        let wall = app.maze.walls[0];
+        assert_eq!(good.grid[wall], WALL);
+        assert!(verify(&app.maze, &good).is_ok());
+        // A wall cleared in the grid.
+        let mut cleared = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        cleared.grid[wall] = EMPTY;
+        assert!(verify(&app.maze, &cleared).is_err());
+        // A path through a wall: a detour from its source into a wall
+        // cell next to it and back.
+        let (i, w) = good
+            .paths
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| {
+                let s = p.as_ref()?[0];
+                let w = app
+                    .maze
+                    .neighbours(s)
+                    .find(|n| app.maze.walls.contains(n))?;
+                Some((i, w))
+            })
+            .expect("a routed path starts next to a wall");
+        let mut through = Routing {
+            paths: good.paths.clone(),
+            grid: good.grid.clone(),
+        };
+        let p = through.paths[i].as_mut().unwrap();
+        p.splice(1..1, [w, p[0]]);
+        let err = verify(&app.maze, &through).unwrap_err();
+        assert!(err.contains("through wall"), "{err}");
+    }
+
     #[test]
     fn the_generator_is_deterministic() {
         let a = Maze::generate(16, 16, 2, 20, 5);
@@ -421,6 +536,7 @@ mod tests {
             y: 5,
             z: 1,
             pairs: vec![(0, 24)],
+            walls: Vec::new(),
         };
         let grid = vec![EMPTY; 25];
         let path = maze.route(&grid, 0, 24, &mut Vec::new()).unwrap();

@@ -55,6 +55,15 @@ pub fn circumcircle(a: Pt, b: Pt, c: Pt) -> (Pt, f64) {
     ((a.0 + ux, a.1 + uy), ux * ux + uy * uy)
 }
 
+/// True if the segment `ab` lies on a side of the unit square (both ends
+/// exactly on the same side).
+pub fn on_side(a: Pt, b: Pt) -> bool {
+    (a.0 == 0.0 && b.0 == 0.0)
+        || (a.0 == 1.0 && b.0 == 1.0)
+        || (a.1 == 0.0 && b.1 == 0.0)
+        || (a.1 == 1.0 && b.1 == 1.0)
+}
+
 fn dist2(a: Pt, b: Pt) -> f64 {
     (a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)
 }
@@ -392,8 +401,14 @@ pub fn generate(points: usize, seed: u64, q: &Quality) -> SeqMesh {
         .collect::<HashMap<_, _>>();
     m.tris = tris;
     m.next = old.len() as u64;
+    queue_bad(&mut m, q);
+    m
+}
+
+/// Queues, in id order, the triangles of `m` (ids `0..m.next`) that `q`
+/// would refine.
+pub fn queue_bad(m: &mut SeqMesh, q: &Quality) {
     m.queue = (0..m.next)
         .filter(|id| q.refine_at(m.corners(&m.tris[id])).is_some())
         .collect();
-    m
 }

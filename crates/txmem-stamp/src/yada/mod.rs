@@ -11,14 +11,17 @@
 //! fan's bad triangles. Transactions conflict when cavities overlap or
 //! share a neighbour.
 //!
-//! **Input.** STAMP reads `.node/.ele/.poly` meshes (`ttimeu10000.2`);
-//! they are not available here, so the input is generated: the Delaunay
-//! triangulation of the square's four corners and `points` seeded random
-//! points inside it, built by incremental Bowyer–Watson insertion with the
-//! same cavity code (see [`mesh::generate`]).
+//! **Input.** STAMP reads Triangle's `.node/.ele/.poly` meshes
+//! (`ttimeu10000.2`); [`Yada::load`] reads them too (see [`files`]), if
+//! they mesh the unit square. The `dev` and `paper` inputs are generated:
+//! the Delaunay triangulation of the square's four corners and `points`
+//! seeded random points inside it, built by incremental Bowyer–Watson
+//! insertion with the same cavity code (see [`mesh::generate`]);
+//! [`files::write`] saves one in Triangle's format.
 //!
 //! **Boundary rule.** The square's edges are never split (no Ruppert
-//! segment splitting): a bad triangle whose circumcentre is not strictly
+//! segment splitting, where STAMP splits an encroached boundary segment
+//! at its midpoint): a bad triangle whose circumcentre is not strictly
 //! inside the square is left as it is. Inside the square every insertion
 //! is plain Bowyer–Watson, which keeps the mesh a Delaunay triangulation of
 //! the square. A cavity that floating-point rounding makes degenerate
@@ -41,15 +44,17 @@
 //! queue is empty. Which points are inserted depends on the order, so the
 //! meshes of different runs are not compared.
 
+pub mod files;
 pub mod mesh;
 pub mod par;
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use txmem::{atomically, THashMap, TQueue};
 
 use crate::{timed, App, Input, Measured, Variant};
-use mesh::{circumcircle, orient, Pt, Quality, SeqMesh, Tri, NONE};
+use mesh::{circumcircle, on_side, orient, Pt, Quality, SeqMesh, Tri, NONE};
 use par::{Arena, Typed, Words, Work};
 
 /// The parameters of a yada input.
@@ -57,7 +62,8 @@ use par::{Arena, Typed, Words, Work};
 pub struct Params {
     /// Random points inside the unit square (besides its corners).
     pub points: usize,
-    /// The minimum angle, in degrees (STAMP's `-a`).
+    /// The minimum angle, in degrees (STAMP's `-a`; a mesh read from a
+    /// file is refined with the `paper` input's).
     pub angle: f64,
     /// Seed of the generator.
     pub seed: u64,
@@ -82,7 +88,7 @@ impl Params {
     }
 }
 
-/// yada with its input mesh generated.
+/// yada with its input mesh generated or read.
 pub struct Yada {
     params: Params,
     quality: Quality,
@@ -90,6 +96,8 @@ pub struct Yada {
     init: SeqMesh,
     /// Triangles in the sequential run's result (sizes the words arena).
     seq_tris: usize,
+    /// The prefix of the files the mesh was read from, if it was.
+    file: Option<PathBuf>,
 }
 
 /// What verification found in a correct mesh.
@@ -106,6 +114,29 @@ impl Yada {
     pub fn new(params: Params) -> Yada {
         let quality = Quality::new(params.angle);
         let init = mesh::generate(params.points, params.seed, &quality);
+        Yada::with_mesh(params, quality, init, None)
+    }
+
+    /// Reads the mesh of `prefix` (`PREFIX.node`, `PREFIX.ele` and, if
+    /// present, `PREFIX.poly`; see [`files::read`]), to be refined with
+    /// the `paper` input's angle.
+    pub fn load(prefix: &Path) -> Result<Yada, String> {
+        let mut init = files::read(prefix)?;
+        let params = Params {
+            points: init.pts.len(),
+            ..Params::of(Input::Paper)
+        };
+        let quality = Quality::new(params.angle);
+        mesh::queue_bad(&mut init, &quality);
+        Ok(Yada::with_mesh(
+            params,
+            quality,
+            init,
+            Some(prefix.to_path_buf()),
+        ))
+    }
+
+    fn with_mesh(params: Params, quality: Quality, init: SeqMesh, file: Option<PathBuf>) -> Yada {
         let mut m = init.clone();
         mesh::refine_seq(&mut m, &quality);
         Yada {
@@ -113,6 +144,7 @@ impl Yada {
             quality,
             seq_tris: m.tris.len(),
             init,
+            file,
         }
     }
 
@@ -139,12 +171,6 @@ pub fn verify(
         pts.get(v as usize)
             .copied()
             .ok_or_else(|| format!("yada: vertex {v} does not exist"))
-    };
-    let on_side = |a: Pt, b: Pt| {
-        (a.0 == 0.0 && b.0 == 0.0)
-            || (a.0 == 1.0 && b.0 == 1.0)
-            || (a.1 == 0.0 && b.1 == 0.0)
-            || (a.1 == 1.0 && b.1 == 1.0)
     };
     let mut area = 0.0;
     let mut bad_on_boundary = 0;
@@ -225,11 +251,16 @@ impl App for Yada {
 
     fn describe(&self) -> String {
         let p = &self.params;
+        let mesh = match &self.file {
+            Some(f) => format!("mesh of {} vertices from {}", p.points, f.display()),
+            None => format!(
+                "Delaunay mesh of {} random points in the unit square, seed {}",
+                p.points, p.seed
+            ),
+        };
         format!(
-            "-a{} (Delaunay mesh of {} random points in the unit square, seed {}: {} triangles, {} bad)",
+            "-a{} ({mesh}: {} triangles, {} bad)",
             p.angle,
-            p.points,
-            p.seed,
             self.init.tris.len(),
             self.init.queue.len()
         )
@@ -411,6 +442,31 @@ mod tests {
         let mut holed = m.tris.clone();
         holed.remove(&ids[ids.len() / 2]);
         assert!(verify(&m.pts, &holed, &degen, q).is_err());
+    }
+
+    #[test]
+    fn a_saved_mesh_loads_as_the_same_input() {
+        let app = app();
+        let dir = std::env::temp_dir().join(format!("txmem-stamp-yada-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prefix = dir.join("dev");
+        let written = files::write(&app.init, &prefix).unwrap();
+        assert_eq!(written.len(), 3);
+        let loaded = Yada::load(&prefix).unwrap();
+        assert_eq!(loaded.init.pts, app.init.pts);
+        assert_eq!(loaded.init.tris, app.init.tris);
+        assert_eq!(loaded.init.queue, app.init.queue);
+        let (mut a, mut b) = (app.init.clone(), loaded.init.clone());
+        assert_eq!(
+            mesh::refine_seq(&mut a, &app.quality),
+            mesh::refine_seq(&mut b, &loaded.quality)
+        );
+        assert_eq!(a.tris, b.tris);
+        for variant in [Variant::Typed, Variant::Words] {
+            loaded
+                .run(variant, 2)
+                .unwrap_or_else(|e| panic!("{variant}: {e}"));
+        }
     }
 
     #[test]
