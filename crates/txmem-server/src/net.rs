@@ -1,5 +1,5 @@
-//! The listener and the connections: a tokio runtime with one worker per
-//! `-t` thread, a task per connection, and the maintenance thread.
+//! The listener and the connections: one single-threaded tokio runtime per
+//! `-t` worker thread, a task per connection, and the maintenance thread.
 
 use std::future::Future;
 use std::io;
@@ -57,13 +57,15 @@ impl Server {
 
     /// Serves until `shutdown` completes, then closes the listener, stops
     /// maintenance and returns (open connections are dropped).
+    ///
+    /// As memcached: one event loop per worker thread, each a
+    /// single-threaded tokio runtime, and an acceptor (the calling thread)
+    /// that deals connections out in turn. A connection stays on its
+    /// worker, so its requests never migrate between threads or wake
+    /// another thread (a work-stealing runtime cost about a sixth more CPU
+    /// per request in profiles).
     pub fn run_until(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         let shared = self.shared;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(shared.settings.threads.max(1))
-            .thread_name("txmem-serve")
-            .enable_all()
-            .build()?;
         let stop = Arc::new(AtomicBool::new(false));
         let maintainer = {
             let (shared, stop) = (shared.clone(), stop.clone());
@@ -75,17 +77,25 @@ impl Server {
                         .run_maintainer(&stop, MAINTENANCE_PERIOD, CRAWL_BUDGET)
                 })?
         };
-        let result = runtime.block_on(async {
+        let workers = (0..shared.settings.threads.max(1))
+            .map(Worker::start)
+            .collect::<io::Result<Vec<_>>>()?;
+        let acceptor = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let result = acceptor.block_on(async {
             let listener = TcpListener::from_std(self.listener)?;
             tokio::select! {
-                r = accept_loop(&shared, listener) => r,
+                r = accept_loop(&shared, listener, &workers) => r,
                 () = shutdown => Ok(()),
             }
         });
+        for w in workers {
+            w.stop();
+        }
         stop.store(true, Ordering::Release);
         maintainer.thread().unpark();
         let _ = maintainer.join();
-        runtime.shutdown_timeout(Duration::from_secs(1));
         result
     }
 
@@ -146,7 +156,47 @@ impl Drop for ServerHandle {
     }
 }
 
-async fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) -> io::Result<()> {
+/// A worker thread running a single-threaded runtime until told to stop.
+struct Worker {
+    handle: tokio::runtime::Handle,
+    stop: oneshot::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Worker {
+    fn start(i: usize) -> io::Result<Worker> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = thread::Builder::new()
+            .name(format!("txmem-worker-{i}"))
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+                // Dropping the runtime drops its connections.
+            })?;
+        Ok(Worker {
+            handle,
+            stop,
+            thread,
+        })
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+async fn accept_loop(
+    shared: &Arc<Shared>,
+    listener: TcpListener,
+    workers: &[Worker],
+) -> io::Result<()> {
+    let mut next = 0;
     loop {
         let (sock, _) = match listener.accept().await {
             Ok(c) => c,
@@ -169,11 +219,16 @@ async fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) -> io::Result<
             });
             continue;
         }
+        // Hand the socket to the next worker's reactor.
+        let sock = sock.into_std()?;
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let _ = serve(&shared, sock).await;
+        workers[next % workers.len()].handle.spawn(async move {
+            if let Ok(sock) = TcpStream::from_std(sock) {
+                let _ = serve(&shared, sock).await;
+            }
             shared.connections.current.fetch_sub(1, Ordering::AcqRel);
         });
+        next += 1;
     }
 }
 
