@@ -93,12 +93,24 @@ def stats(port, group=""):
     return out
 
 
-def load(port, args):
-    """One memaslap run: throughput and latency percentiles (µs, bucket bounds)."""
+def cpu_seconds(pid):
+    """User plus system CPU time of process `pid` so far (Linux)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(port, args, pid):
+    """One memaslap run: throughput, latency percentiles (µs, bucket bounds)
+    and the server's CPU time per operation (µs: a figure the shared
+    machine's noise moves less than throughput)."""
+    cpu0 = cpu_seconds(pid)
     cmd = ["memcaslap", "-s", f"127.0.0.1:{port}", "-T", str(args.threads), "-c",
            str(args.concurrency), "-t", f"{args.seconds}s", "-S", f"{args.seconds}s"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 60).stdout
+    cpu = cpu_seconds(pid) - cpu0
     tps = re.search(r"TPS: (\d+)", out)
+    ops = int(re.search(r"Ops: (\d+)", out).group(1))
     if not tps:
         sys.exit("memcaslap printed no TPS:\n" + out)
     if "CLIENT_ERROR" in out or "SERVER_ERROR" in out:
@@ -123,7 +135,8 @@ def load(port, args):
                 return bound
         return buckets[-1][0]
 
-    return {"tps": int(tps.group(1)), "avg_us": avg, "p50_us": pct(0.50), "p99_us": pct(0.99)}
+    return {"tps": int(tps.group(1)), "avg_us": avg, "p50_us": pct(0.50), "p99_us": pct(0.99),
+            "cpu_us_per_op": cpu * 1e6 / max(ops, 1)}
 
 
 def median_of(runs, key):
@@ -138,19 +151,22 @@ def compare(args):
         for kind in order:
             proc, port = start(kind, args.threads)
             try:
-                results[kind].append(load(port, args))
+                results[kind].append(load(port, args, proc.pid))
             finally:
                 stop(proc)
             print(f"round {r + 1} {kind}: {results[kind][-1]}", file=sys.stderr)
     print(f"memaslap -T {args.threads} -c {args.concurrency} -t {args.seconds}s "
           f"(90% get, 10% set), servers with {args.threads} threads; medians of {args.rounds}")
-    print(f"{'server':<10} {'ops/s':>10} {'avg µs':>8} {'p50 µs ≤':>9} {'p99 µs ≤':>9}")
+    print(f"{'server':<10} {'ops/s':>10} {'avg µs':>8} {'p50 µs ≤':>9} {'p99 µs ≤':>9} "
+          f"{'CPU µs/op':>10}")
     for kind in ("memcached", "txmem"):
         runs = results[kind]
         print(f"{kind:<10} {median_of(runs, 'tps'):>10.0f} {median_of(runs, 'avg_us'):>8.0f} "
-              f"{median_of(runs, 'p50_us'):>9.0f} {median_of(runs, 'p99_us'):>9.0f}")
+              f"{median_of(runs, 'p50_us'):>9.0f} {median_of(runs, 'p99_us'):>9.0f} "
+              f"{median_of(runs, 'cpu_us_per_op'):>10.2f}")
     ratio = median_of(results["txmem"], "tps") / median_of(results["memcached"], "tps")
-    print(f"throughput, txmem / memcached: {ratio:.2f}")
+    cpu = median_of(results["txmem"], "cpu_us_per_op") / median_of(results["memcached"], "cpu_us_per_op")
+    print(f"txmem / memcached: throughput {ratio:.2f}, CPU per operation {cpu:.2f}")
     return results
 
 
@@ -161,7 +177,7 @@ def policies(args):
             proc, port = start("txmem", args.threads, policy)
             try:
                 before = stats(port, "txmem")
-                run = load(port, args)
+                run = load(port, args, proc.pid)
                 after = stats(port, "txmem")
             finally:
                 stop(proc)

@@ -517,22 +517,21 @@ fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Vec<u8>) -> Step 
     match kind {
         Kind::Get { touch, with_key } => {
             let exptime = touch.then(|| i64::from(u32_at(r.extras, 0)));
-            let mut hit = false;
-            shared
-                .store
-                .get_many(iter::once(r.key), exptime, |key, item| {
-                    hit = true;
-                    let key = if with_key { key } else { &[] };
-                    reply(
-                        out,
-                        h,
-                        status::SUCCESS,
-                        item.cas,
-                        &item.flags.to_be_bytes(),
-                        key,
-                        &item.data,
-                    );
-                });
+            let hit =
+                0 < shared
+                    .store
+                    .get_many(iter::once(r.key), exptime, out, |out, key, item| {
+                        let key = if with_key { key } else { &[] };
+                        reply(
+                            out,
+                            h,
+                            status::SUCCESS,
+                            item.cas,
+                            &item.flags.to_be_bytes(),
+                            key,
+                            &item.data,
+                        );
+                    });
             bump(&counters.cmd_get, 1);
             bump(
                 if hit {

@@ -141,11 +141,9 @@ fn retrieve(shared: &Shared, cmd: &[u8], line: &[u8], out: &mut Vec<u8>) {
         return;
     }
     let counters = shared.stats.mine();
-    let mut hits = 0;
-    shared
+    let hits = shared
         .store
-        .get_many(keys.iter().copied(), touch, |key, item| {
-            hits += 1;
+        .get_many(keys.iter().copied(), touch, out, |out, key, item| {
             out.extend_from_slice(b"VALUE ");
             out.extend_from_slice(key);
             let _ = write!(out, " {} {}", item.flags, item.data.len());

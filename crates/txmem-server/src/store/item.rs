@@ -9,6 +9,10 @@ use bytes::Bytes;
 /// the map node, the `Arc` and this struct, rounded up.
 pub const ITEM_OVERHEAD: usize = 128;
 
+/// How stale an item's last-access time may get before a read refreshes
+/// it: 100 ms, far below the LRU's time scale.
+pub const ACCESS_GRAIN: u64 = 100_000_000;
+
 /// A stored value. Items are immutable once stored (a write replaces the
 /// whole item in the map, so a reader holding one never sees it change),
 /// except for the access marks, which readers set without a transaction.
@@ -79,9 +83,11 @@ impl Item {
     }
 
     /// Records a read at `now`. Relaxed, racy stores: recency is a hint,
-    /// and a lost update only makes the item look a little older.
+    /// and a lost update only makes the item look a little older. The time
+    /// is refreshed at most every [`ACCESS_GRAIN`] nanoseconds, so that
+    /// readers of a popular item do not keep writing its cache line.
     pub fn mark_fetched(&self, now: u64) {
-        if self.last_access.load(Ordering::Relaxed) < now {
+        if self.last_access.load(Ordering::Relaxed) + ACCESS_GRAIN < now {
             self.last_access.store(now, Ordering::Relaxed);
         }
         if !self.fetched.load(Ordering::Relaxed) {

@@ -42,7 +42,7 @@ mod ops;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use txmem::{TCounter, THashMap, TQueue, Transaction, TxOptions, TxResult};
@@ -181,6 +181,9 @@ pub struct Store {
     flush_at: AtomicU64,
     config: StoreConfig,
     maintainer: OnceLock<Thread>,
+    /// Items stored with an expiry time, plus flushes: while zero, nothing
+    /// can die and the crawler has nothing to do.
+    mortal: AtomicU64,
 }
 
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
@@ -205,6 +208,7 @@ impl Store {
             flush_at: AtomicU64::new(0),
             config,
             maintainer: OnceLock::new(),
+            mortal: AtomicU64::new(0),
         }
     }
 
@@ -262,6 +266,7 @@ impl Store {
             self.clock.deadline(delay)
         };
         self.flush_at.store(at, Ordering::Release);
+        self.mortal.fetch_add(1, Ordering::Relaxed);
     }
 
     /// True if `item` is no longer visible at `now` (expired or flushed).
@@ -392,13 +397,24 @@ impl Store {
 
     /// One round of background maintenance: evicts down to the low-water
     /// mark if above the high-water mark, then crawls up to `budget` LRU
-    /// entries per shard, reclaiming expired items. Returns the number of
-    /// items reclaimed or evicted.
+    /// entries per shard, reclaiming expired (or flushed) items, if any item
+    /// with an expiry time was ever stored or anything flushed. Returns the
+    /// number of items reclaimed or evicted.
     pub fn maintain(&self, budget: usize) -> usize {
         let before = self.stats();
         if self.used() > self.high_water() {
             self.evict_until(self.low_water());
         }
+        if self.mortal.load(Ordering::Relaxed) > 0 {
+            self.crawl(budget);
+        }
+        let after = self.stats();
+        (after.reclaimed + after.evictions - before.reclaimed - before.evictions) as usize
+    }
+
+    /// Looks at up to `budget` LRU entries per shard, reclaiming what is
+    /// dead and queueing the rest again (keeping their queue times).
+    fn crawl(&self, budget: usize) {
         for shard in self.shards.iter() {
             // Each entry is looked at once per round at most.
             let len = shard.lru.load_len().min(budget);
@@ -408,8 +424,6 @@ impl Store {
                 }
             }
         }
-        let after = self.stats();
-        (after.reclaimed + after.evictions - before.reclaimed - before.evictions) as usize
     }
 
     /// Registers the thread to wake when a write passes the high-water
@@ -418,12 +432,30 @@ impl Store {
         let _ = self.maintainer.set(thread);
     }
 
-    /// Runs maintenance until `stop` is set: a round each time a write
-    /// wakes the thread, and at least every `period`.
+    /// Runs maintenance until `stop` is set: eviction each time a write
+    /// wakes the thread and at least every `period`; a crawl every
+    /// `period` while crawls find dead items, backing off (doubling, up to
+    /// 64 periods) while they find none: a crawl costs a transaction per
+    /// entry, which a cache of long-lived items should not pay every
+    /// second.
     pub fn run_maintainer(&self, stop: &AtomicBool, period: Duration, budget: usize) {
         self.set_maintainer(std::thread::current());
+        let mut gap = period;
+        let mut next_crawl = Instant::now();
         while !stop.load(Ordering::Acquire) {
-            self.maintain(budget);
+            if self.used() > self.high_water() {
+                self.evict_until(self.low_water());
+            }
+            if Instant::now() >= next_crawl && self.mortal.load(Ordering::Relaxed) > 0 {
+                let before = self.stats().reclaimed;
+                self.crawl(budget);
+                gap = if self.stats().reclaimed > before {
+                    period
+                } else {
+                    (gap * 2).min(period * 64)
+                };
+                next_crawl = Instant::now() + gap;
+            }
             std::thread::park_timeout(period);
         }
     }
@@ -481,12 +513,27 @@ impl<'s> StoreTx<'_, 's> {
         Ok(item.filter(|i| !self.store.dead(i, self.now)))
     }
 
+    /// Calls `f` with the live item under `key`, if any, without taking a
+    /// reference to it (no reference count is touched).
+    pub fn get_with<R>(&mut self, key: &[u8], f: impl FnOnce(&Item) -> R) -> TxResult<Option<R>> {
+        let (store, now) = (self.store, self.now);
+        Ok(store
+            .map
+            .get_with(self.tx, key, |item| {
+                (!store.dead(item, now)).then(|| f(item))
+            })?
+            .flatten())
+    }
+
     /// Stores `item` under `key`, replacing any item there; returns the
     /// stored item.
     pub fn put(&mut self, key: &[u8], item: Item) -> TxResult<Arc<Item>> {
         let store = self.store;
         let key = Bytes::copy_from_slice(key);
         let cost = item.cost(key.len()) as i64;
+        if item.expires != 0 && store.mortal.load(Ordering::Relaxed) == 0 {
+            store.mortal.fetch_add(1, Ordering::Relaxed);
+        }
         let item = Arc::new(item);
         let shard = store.shard();
         match store.map.insert(self.tx, key.clone(), item.clone())? {

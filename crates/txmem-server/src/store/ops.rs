@@ -291,40 +291,51 @@ impl Store {
     }
 
     /// Looks up every key of `keys` in one transaction and calls `found`
-    /// with each key present, in order (marking each as read). With
-    /// `touch`, each present item's expiry time is set too (`gat`).
+    /// with `out`, each key present and its item, in order (marking each as
+    /// read); returns the number found. With `touch`, each present item's
+    /// expiry time is set too (`gat`).
+    ///
+    /// `found` writes the reply straight from the stored item, with no
+    /// copy of the item or its reference count touched: an attempt that
+    /// aborts has its output cut off (`out` is truncated to its length at
+    /// the call) before the transaction runs again.
     pub fn get_many<'k>(
         &self,
         keys: impl Iterator<Item = &'k [u8]> + Clone,
         touch: Option<i64>,
-        mut found: impl FnMut(&'k [u8], &Arc<Item>),
-    ) {
-        let items: Vec<(&'k [u8], Arc<Item>)> = match touch {
+        out: &mut Vec<u8>,
+        mut found: impl FnMut(&mut Vec<u8>, &'k [u8], &Item),
+    ) -> u64 {
+        let mark = out.len();
+        match touch {
             None => self.read(|s| {
-                let mut out = Vec::new();
+                out.truncate(mark);
+                let now = s.now();
+                let mut hits = 0;
                 for k in keys.clone() {
-                    if let Some(i) = s.get(k)? {
-                        out.push((k, i));
-                    }
+                    let hit = s.get_with(k, |item| {
+                        item.mark_fetched(now);
+                        found(out, k, item);
+                    })?;
+                    hits += u64::from(hit.is_some());
                 }
-                Ok(out)
+                Ok(hits)
             }),
             Some(t) => self.transact(|s| {
+                out.truncate(mark);
                 let deadline = self.clock().deadline(t);
-                let mut out = Vec::new();
+                let mut hits = 0;
                 for k in keys.clone() {
                     if let Some(o) = s.get(k)? {
                         let item = o.revised(o.data.clone(), o.flags, deadline, o.cas, o.stored);
-                        out.push((k, s.put(k, item)?));
+                        let item = s.put(k, item)?;
+                        item.mark_fetched(s.now());
+                        found(out, k, &item);
+                        hits += 1;
                     }
                 }
-                Ok(out)
+                Ok(hits)
             }),
-        };
-        let now = self.clock().now();
-        for (k, item) in &items {
-            item.mark_fetched(now);
-            found(k, item);
         }
     }
 }

@@ -16,9 +16,11 @@ fn big() -> Store {
 }
 
 fn get(s: &Store, key: &[u8]) -> Option<Arc<Item>> {
-    let mut out = None;
-    s.get_many([key].into_iter(), None, |_, i| out = Some(i.clone()));
-    out
+    let item = s.read(|tx| tx.get(key));
+    if let Some(i) = &item {
+        i.mark_fetched(s.clock().now());
+    }
+    item
 }
 
 #[derive(Clone, Debug)]
