@@ -15,7 +15,8 @@ table gives the bucket's upper bound.
 
 Usage:
   scripts/bench-serve.py [--seconds 10] [--rounds 3] [--threads 2] [--concurrency 32]
-  scripts/bench-serve.py --policies [--seconds 10] [--rounds 3]
+  scripts/bench-serve.py --policies [--seconds 10] [--rounds 3] [--window 1k]
+  scripts/bench-serve.py --policies --hot-keys 4 [--clients 4]
 """
 
 import argparse
@@ -107,6 +108,8 @@ def load(port, args, pid):
     cpu0 = cpu_seconds(pid)
     cmd = ["memcaslap", "-s", f"127.0.0.1:{port}", "-T", str(args.threads), "-c",
            str(args.concurrency), "-t", f"{args.seconds}s", "-S", f"{args.seconds}s"]
+    if args.window:
+        cmd += ["-w", args.window]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 60).stdout
     cpu = cpu_seconds(pid) - cpu0
     tps = re.search(r"TPS: (\d+)", out)
@@ -137,6 +140,55 @@ def load(port, args, pid):
 
     return {"tps": int(tps.group(1)), "avg_us": avg, "p50_us": pct(0.50), "p99_us": pct(0.99),
             "cpu_us_per_op": cpu * 1e6 / max(ops, 1)}
+
+
+def hot_incr_worker(port, seconds, keys, seed, counter):
+    """One client: pipelined batches of `incr` on a few hot keys."""
+    import random
+    rng = random.Random(seed)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        done = 0
+        end = time.time() + seconds
+        while time.time() < end:
+            batch = b"".join(f"incr hot{rng.randrange(keys)} 1\r\n".encode() for _ in range(100))
+            s.sendall(batch)
+            lines = 0
+            buf = b""
+            while lines < 100:
+                buf += s.recv(65536)
+                lines = buf.count(b"\r\n")
+            done += 100
+    with counter.get_lock():
+        counter.value += done
+
+
+def hot_incr(port, args, pid):
+    """Contended load: `--clients` processes incrementing `--hot-keys` keys."""
+    import multiprocessing as mp
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        for k in range(args.hot_keys):
+            s.sendall(f"set hot{k} 0 0 1\r\n0\r\n".encode())
+            s.recv(100)
+    counter = mp.Value("q", 0)
+    cpu0 = cpu_seconds(pid)
+    procs = [mp.Process(target=hot_incr_worker, args=(port, args.seconds, args.hot_keys, i, counter))
+             for i in range(args.clients)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    cpu = cpu_seconds(pid) - cpu0
+    # Every increment must have landed: the keys' values add up to the count.
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        keys = " ".join(f"hot{k}" for k in range(args.hot_keys))
+        s.sendall(f"get {keys}\r\n".encode())
+        buf = b""
+        while not buf.endswith(b"END\r\n"):
+            buf += s.recv(65536)
+    total = sum(int(line) for line in buf.decode().split("\r\n") if line.isdigit())
+    assert total == counter.value, f"{counter.value} increments sent, {total} applied"
+    return {"tps": counter.value / args.seconds, "p99_us": 0,
+            "cpu_us_per_op": cpu * 1e6 / max(counter.value, 1)}
 
 
 def median_of(runs, key):
@@ -177,7 +229,7 @@ def policies(args):
             proc, port = start("txmem", args.threads, policy)
             try:
                 before = stats(port, "txmem")
-                run = load(port, args, proc.pid)
+                run = (hot_incr if args.hot_keys else load)(port, args, proc.pid)
                 after = stats(port, "txmem")
             finally:
                 stop(proc)
@@ -187,8 +239,13 @@ def policies(args):
             run["serialized"] = int(after["serialized_after_aborts"])
             results.setdefault(policy, []).append(run)
             print(f"round {r + 1} {policy}: {run}", file=sys.stderr)
-    print(f"txmem serve -t {args.threads} under memaslap -T {args.threads} -c {args.concurrency} "
-          f"-t {args.seconds}s; medians of {args.rounds}")
+    if args.hot_keys:
+        print(f"txmem serve -t {args.threads}, {args.clients} clients pipelining `incr` on "
+              f"{args.hot_keys} keys for {args.seconds}s; medians of {args.rounds}")
+    else:
+        window = f" -w {args.window}" if args.window else ""
+        print(f"txmem serve -t {args.threads} under memaslap -T {args.threads} -c "
+              f"{args.concurrency} -t {args.seconds}s{window}; medians of {args.rounds}")
     print(f"{'policy':<20} {'ops/s':>10} {'p99 µs ≤':>9} {'aborts/commit':>14} {'serialized':>11}")
     for policy in POLICIES:
         runs = results[policy]
@@ -203,7 +260,13 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--window", help="memaslap's key window per connection (e.g. 1k; default 10k): "
+                   "smaller windows mean fewer keys and more conflicts")
     p.add_argument("--policies", action="store_true", help="compare txmem's contention policies")
+    p.add_argument("--hot-keys", type=int, default=0,
+                   help="with --policies: instead of memaslap, clients pipelining `incr` on this "
+                        "many keys (every increment of a key conflicts with the others)")
+    p.add_argument("--clients", type=int, default=4, help="client processes for --hot-keys")
     p.add_argument("--json", help="write every run's figures to this file")
     args = p.parse_args()
     for tool in ["memcaslap"] + ([] if args.policies else ["memcached"]):
