@@ -81,6 +81,17 @@ counters! {
     bytes_written,
 }
 
+impl Counters {
+    /// The hit and miss counters of an increment (`incr`) or a decrement.
+    pub fn arith(&self, incr: bool) -> (&AtomicU64, &AtomicU64) {
+        if incr {
+            (&self.incr_hits, &self.incr_misses)
+        } else {
+            (&self.decr_hits, &self.decr_misses)
+        }
+    }
+}
+
 /// Per-thread slots; threads beyond share slots (atomic adds keep that
 /// correct, only slower).
 const SLOTS: usize = 64;

@@ -747,11 +747,7 @@ fn arith(shared: &Shared, incr: bool, r: &Request<'_>, out: &mut Vec<u8>) {
         touch: None,
     });
     let counters = shared.stats.mine();
-    let (hits, misses) = if incr {
-        (&counters.incr_hits, &counters.incr_misses)
-    } else {
-        (&counters.decr_hits, &counters.decr_misses)
-    };
+    let (hits, misses) = counters.arith(incr);
     match counted {
         Counted::Value {
             value,

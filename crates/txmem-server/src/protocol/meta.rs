@@ -45,20 +45,16 @@ use std::sync::Arc;
 use bytes::{Buf, Bytes, BytesMut};
 use txmem::TxResult;
 
-use super::text::{line, number, valid_key, BAD_FORMAT};
+use super::text::{data_block, line, number, refused, valid_key, BAD_CHUNK, BAD_FORMAT, TOO_LARGE};
 use super::{Conn, Step};
 use crate::stats::bump;
-use crate::store::{
-    next_cas, Arith, Counted, Item, Mode, Refused, StoreTx, Write, Written, MAX_KEY_LEN,
-};
+use crate::store::{next_cas, Arith, Counted, Item, Mode, StoreTx, Write, Written, MAX_KEY_LEN};
 use crate::Shared;
 
 /// The longest opaque token (`O`) accepted, as in memcached.
 pub const MAX_OPAQUE: usize = 32;
 
 const BAD_KEY_ENCODING: &[u8] = b"CLIENT_ERROR error decoding key\r\n";
-const BAD_CHUNK: &[u8] = b"CLIENT_ERROR bad data chunk\r\n";
-use super::text::TOO_LARGE;
 
 /// Runs the meta command whose line (`line_len` bytes with its ending) is
 /// at the front of `input`.
@@ -197,14 +193,6 @@ fn request(toks: &[&[u8]]) -> Result<(Vec<u8>, Flags), &'static [u8]> {
     };
     let f = Flags::parse(flags).ok_or(BAD_FORMAT)?;
     Ok((decode_key(raw, f.base64)?, f))
-}
-
-/// The reply to a write the store refused to admit.
-fn refused(why: Refused) -> &'static [u8] {
-    match why {
-        Refused::TooLarge => TOO_LARGE,
-        Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
-    }
 }
 
 /// Appends the reply flag for `c` if it is one every command returns the
@@ -441,33 +429,19 @@ fn set(
             return Step::Done;
         }
     };
-    // As text.rs: refuse an oversized value before buffering it.
-    if bytes > shared.store.config().max_item_size {
-        input.advance(len);
-        conn.swallow(bytes + 2);
-        if mode == Mode::Set {
-            shared.store.delete(&key, 0);
-        }
-        out.extend_from_slice(TOO_LARGE);
-        return Step::Done;
-    }
-    if input.len() < len + bytes + 2 {
-        input.reserve(len + bytes + 2 - input.len());
-        return Step::NeedMore;
-    }
-    let block = &input[len..len + bytes + 2];
-    if &block[bytes..] != b"\r\n" {
-        input.advance(len + bytes + 2);
-        out.extend_from_slice(BAD_CHUNK);
-        return Step::Done;
-    }
-    // A copy, so the stored value does not pin the read buffer.
-    let data = Bytes::copy_from_slice(&block[..bytes]);
-    input.advance(len + bytes + 2);
-    if let Err(why) = shared.store.admit(key.len(), bytes) {
-        out.extend_from_slice(refused(why));
-        return Step::Done;
-    }
+    let data = match data_block(
+        shared,
+        conn,
+        input,
+        len,
+        &key,
+        bytes,
+        mode == Mode::Set,
+        out,
+    ) {
+        Ok(data) => data,
+        Err(step) => return step,
+    };
     // memcached's add ignores a CAS: it stores only when the key is absent,
     // when there is nothing to compare with.
     let cas = match mode {
@@ -631,11 +605,7 @@ fn arith(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
         f.new_cas,
     );
     let counters = shared.stats.mine();
-    let (hits, misses) = if incr {
-        (&counters.incr_hits, &counters.incr_misses)
-    } else {
-        (&counters.decr_hits, &counters.decr_misses)
-    };
+    let (hits, misses) = counters.arith(incr);
     let (value, item) = match counted {
         Counted::Value {
             value,

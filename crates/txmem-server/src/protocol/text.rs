@@ -18,6 +18,9 @@ pub const BAD_FORMAT: &[u8] = b"CLIENT_ERROR bad command line format\r\n";
 /// The reply to a value over the item size limit.
 pub const TOO_LARGE: &[u8] = b"SERVER_ERROR object too large for cache\r\n";
 
+/// The reply to a data block that does not end in `\r\n`.
+pub const BAD_CHUNK: &[u8] = b"CLIENT_ERROR bad data chunk\r\n";
+
 /// The most tokens a command line may have (memcached's limit for
 /// non-retrieval commands; retrievals may name any number of keys).
 const MAX_TOKENS: usize = 24;
@@ -221,40 +224,10 @@ fn storage(
             return Step::Done;
         }
     };
-    // Refuse an oversized value before buffering it: a client announcing a
-    // huge value must not make the server hold it.
-    if bytes > shared.store.config().max_item_size {
-        input.advance(len);
-        conn.swallow(bytes + 2);
-        // As memcached: a refused `set` removes the old value, so that a
-        // reader does not take it for the new one.
-        if cmd == b"set" {
-            shared.store.delete(&key, 0);
-        }
-        out.extend_from_slice(TOO_LARGE);
-        return Step::Done;
-    }
-    if input.len() < len + bytes + 2 {
-        input.reserve(len + bytes + 2 - input.len());
-        return Step::NeedMore;
-    }
-    let block = &input[len..len + bytes + 2];
-    if &block[bytes..] != b"\r\n" {
-        input.advance(len + bytes + 2);
-        out.extend_from_slice(b"CLIENT_ERROR bad data chunk\r\n");
-        return Step::Done;
-    }
-    // A copy, not a slice of the read buffer: a stored slice would keep
-    // the whole buffer alive, outside the memory accounting.
-    let data = Bytes::copy_from_slice(&block[..bytes]);
-    input.advance(len + bytes + 2);
-    if let Err(why) = shared.store.admit(key.len(), bytes) {
-        out.extend_from_slice(match why {
-            Refused::TooLarge => TOO_LARGE,
-            Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
-        });
-        return Step::Done;
-    }
+    let data = match data_block(shared, conn, input, len, &key, bytes, cmd == b"set", out) {
+        Ok(data) => data,
+        Err(step) => return step,
+    };
     let mode = match cmd {
         b"add" => Mode::Add,
         b"replace" => Mode::Replace,
@@ -290,6 +263,66 @@ fn storage(
         });
     }
     Step::Done
+}
+
+/// The data block after a storage line of `len` bytes (text `set` and its
+/// kin, meta `ms`): `bytes` of value and `\r\n`. Returns the value (copied
+/// out of the read buffer) once it has all arrived and room is made for
+/// it, having consumed the line and the block; or the step to return,
+/// with the error reply written. A value over the item size limit is
+/// refused before it is buffered (a client announcing a huge value must
+/// not make the server hold it) and skipped as it arrives; if the request
+/// `replaces` a value, that value is removed too, as memcached does, so
+/// that a reader does not take the old value for the new one.
+#[allow(clippy::too_many_arguments)]
+pub fn data_block(
+    shared: &Shared,
+    conn: &mut Conn,
+    input: &mut BytesMut,
+    len: usize,
+    key: &[u8],
+    bytes: usize,
+    replaces: bool,
+    out: &mut Vec<u8>,
+) -> Result<Bytes, Step> {
+    if bytes > shared.store.config().max_item_size {
+        input.advance(len);
+        conn.swallow(bytes + 2);
+        if replaces {
+            shared.store.delete(key, 0);
+        }
+        out.extend_from_slice(TOO_LARGE);
+        return Err(Step::Done);
+    }
+    if input.len() < len + bytes + 2 {
+        input.reserve(len + bytes + 2 - input.len());
+        return Err(Step::NeedMore);
+    }
+    let block = &input[len..len + bytes + 2];
+    if &block[bytes..] != b"\r\n" {
+        input.advance(len + bytes + 2);
+        out.extend_from_slice(BAD_CHUNK);
+        return Err(Step::Done);
+    }
+    // A copy, not a slice of the read buffer: a stored slice would keep
+    // the whole buffer alive, outside the memory accounting.
+    let data = Bytes::copy_from_slice(&block[..bytes]);
+    input.advance(len + bytes + 2);
+    match shared.store.admit(key.len(), bytes) {
+        Ok(()) => Ok(data),
+        Err(why) => {
+            out.extend_from_slice(refused(why));
+            Err(Step::Done)
+        }
+    }
+}
+
+/// The reply to a write the store refused before running it.
+pub fn refused(why: Refused) -> &'static [u8] {
+    match why {
+        Refused::TooLarge => TOO_LARGE,
+        Refused::OutOfMemory => b"SERVER_ERROR out of memory storing object\r\n",
+    }
 }
 
 /// Every command without a data block except retrievals.
@@ -353,11 +386,7 @@ fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> 
                 vivify: None,
                 touch: None,
             });
-            let (hits, misses) = if incr {
-                (&counters.incr_hits, &counters.incr_misses)
-            } else {
-                (&counters.decr_hits, &counters.decr_misses)
-            };
+            let (hits, misses) = counters.arith(incr);
             match counted {
                 Counted::Value { value, .. } => {
                     bump(hits, 1);

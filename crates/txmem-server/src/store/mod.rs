@@ -230,23 +230,24 @@ impl Store {
     /// commits, with the configured contention policy). The call site is
     /// the caller's, so `stats txmem` reports each request type apart.
     #[track_caller]
-    pub fn transact<'s, R>(&'s self, mut f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>) -> R {
-        self.config.options.run(|tx| {
-            let now = self.clock.now();
-            f(&mut StoreTx {
-                store: self,
-                tx,
-                now,
-                wake: false,
-            })
-        })
+    pub fn transact<'s, R>(&'s self, f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>) -> R {
+        self.run(self.config.options, f)
     }
 
     /// As [`transact`](Self::transact), for a request that only reads
     /// (a hint: a write in `f` is still correct, only slower).
     #[track_caller]
-    pub fn read<'s, R>(&'s self, mut f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>) -> R {
-        self.config.options.read_only(true).run(|tx| {
+    pub fn read<'s, R>(&'s self, f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>) -> R {
+        self.run(self.config.options.read_only(true), f)
+    }
+
+    #[track_caller]
+    fn run<'s, R>(
+        &'s self,
+        options: TxOptions,
+        mut f: impl FnMut(&mut StoreTx<'_, 's>) -> TxResult<R>,
+    ) -> R {
+        options.run(|tx| {
             let now = self.clock.now();
             f(&mut StoreTx {
                 store: self,
