@@ -7,6 +7,7 @@
 //! variant keeps them in [`TWords`], where each add reads the word and
 //! writes it back, so they do (the word STM's view of the same code).
 
+use crossbeam_utils::CachePadded;
 use txmem::{atomically, TCounter, TWords, WordAddr};
 
 /// Running totals that points are added to, from several threads.
@@ -22,7 +23,10 @@ pub trait Totals: Sync {
 /// Totals in txmem's `TCounter`s (typed).
 pub struct Counters {
     dims: usize,
-    counts: Vec<TCounter>,
+    /// One cache line per cluster's count: every transaction writes one,
+    /// and neighbouring clusters' counts on one line made the threads'
+    /// commits take the line from each other.
+    counts: Vec<CachePadded<TCounter>>,
     sums: Vec<TCounter>,
 }
 
@@ -31,7 +35,9 @@ impl Counters {
     pub fn new(clusters: usize, dims: usize) -> Self {
         Counters {
             dims,
-            counts: (0..clusters).map(|_| TCounter::new(0)).collect(),
+            counts: (0..clusters)
+                .map(|_| CachePadded::new(TCounter::new(0)))
+                .collect(),
             sums: (0..clusters * dims).map(|_| TCounter::new(0)).collect(),
         }
     }
@@ -51,7 +57,7 @@ impl Totals for Counters {
 
     fn drain(&mut self) -> (Vec<i64>, Vec<i64>) {
         let out = (
-            self.counts.iter().map(TCounter::load).collect(),
+            self.counts.iter().map(|c| c.load()).collect(),
             self.sums.iter().map(TCounter::load).collect(),
         );
         *self = Counters::new(self.counts.len(), self.dims);
