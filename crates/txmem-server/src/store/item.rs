@@ -84,7 +84,7 @@ impl Item {
 
     /// Records a read at `now`. Relaxed, racy stores: recency is a hint,
     /// and a lost update only makes the item look a little older. The time
-    /// is refreshed at most every [`ACCESS_GRAIN`] nanoseconds, so that
+    /// is refreshed at most every `ACCESS_GRAIN` nanoseconds, so that
     /// readers of a popular item do not keep writing its cache line.
     pub fn mark_fetched(&self, now: u64) {
         if self.last_access.load(Ordering::Relaxed) + ACCESS_GRAIN < now {
