@@ -20,6 +20,8 @@
 //! server.run_until(async { tokio::signal::ctrl_c().await.ok(); }).unwrap();
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod net;
 pub mod protocol;
 pub mod report;
