@@ -7,6 +7,11 @@
 //! rounds repeat until fewer than `threshold` of the points change cluster
 //! (or 500 rounds, STAMP's limit).
 //!
+//! Variants: `typed` keeps each total in a `TCounter` (adds commute; a
+//! point is `dims + 1` items); `words` in `TWords` (each total read and
+//! written back); `typed-plus` makes a cluster's totals one
+//! [`ClusterTotals`] object whose additions commute (a point is one item).
+//!
 //! Totals are exact integers (see [`Points`]), so every variant at every
 //! thread count computes the same centres and memberships as the
 //! sequential run, bit for bit: that is the verification.
@@ -21,6 +26,7 @@
 //! `-n`).
 
 mod accumulate;
+mod cluster;
 mod points;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +35,8 @@ use std::thread;
 
 use crate::{chunk, timed, App, Input, Measured, Variant};
 use accumulate::{Counters, Totals, Words};
+pub use cluster::ClusterTotals;
+use cluster::Clusters;
 pub use points::Points;
 use points::SCALE_BITS;
 
@@ -277,7 +285,12 @@ impl App for Kmeans {
     }
 
     fn variants(&self) -> &'static [Variant] {
-        &[Variant::Seq, Variant::Typed, Variant::Words]
+        &[
+            Variant::Seq,
+            Variant::Typed,
+            Variant::Words,
+            Variant::TypedPlus,
+        ]
     }
 
     fn describe(&self) -> String {
@@ -308,7 +321,10 @@ impl App for Kmeans {
                 let mut totals = Words::new(c, d);
                 timed(|| self.cluster(Some(&mut totals), threads))
             }
-            Variant::TypedPlus => return Err("kmeans has no typed-plus variant".into()),
+            Variant::TypedPlus => {
+                let mut totals = Clusters::new(c, d);
+                timed(|| self.cluster(Some(&mut totals), threads))
+            }
         };
         verify(&got, self.expected())?;
         Ok(measured)
