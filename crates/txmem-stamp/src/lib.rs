@@ -5,7 +5,7 @@
 //! `seq` (no transactions: the baseline every speedup is measured
 //! against), `typed` (txmem's datatypes where STAMP uses maps, lists,
 //! queues and heaps), `words` (the same algorithm over txmem's untyped word
-//! STM, `TWords`: the word-based STM analogue) and, for vacation,
+//! STM, `TWords`: the word-based STM analogue) and, for vacation and kmeans,
 //! `typed-plus` (an application-defined transactional object).
 //!
 //! An [`App`] is built from an [`Input`] (a deterministic generator: same
@@ -65,7 +65,8 @@ pub enum Variant {
     Typed,
     /// txmem's untyped word STM (`TWords`).
     Words,
-    /// Typed, with an application-defined transactional object (vacation).
+    /// Typed, with an application-defined transactional object (vacation,
+    /// kmeans).
     TypedPlus,
 }
 
