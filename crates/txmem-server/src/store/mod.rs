@@ -21,7 +21,8 @@
 //! # Memory
 //!
 //! Each item costs its key, its value and [`ITEM_OVERHEAD`]; each LRU entry
-//! its key and [`ENTRY_OVERHEAD`]. Before a write, [`Store::admit`] evicts
+//! its key and [`ENTRY_OVERHEAD`]; the map's bucket array [`BUCKET_BYTES`]
+//! a bucket. Before a write, [`Store::admit`] evicts
 //! until the new item fits under the limit (the request's own thread does
 //! it, so a flood of writes cannot outrun eviction); a write that brings
 //! the total over the high-water mark wakes the maintenance thread through
@@ -53,6 +54,10 @@ pub use ops::{parse_counter, Arith, Counted, Deleted, Mode, Write, Written};
 
 /// Bytes charged to the memory limit for an LRU entry beyond its key.
 pub const ENTRY_OVERHEAD: usize = 48;
+
+/// Bytes of the map's bucket array per bucket (a version word and a
+/// pointer).
+pub const BUCKET_BYTES: usize = 16;
 
 /// The largest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
@@ -279,13 +284,18 @@ impl Store {
         f != 0 && f <= now && item.stored <= f
     }
 
-    /// Bytes charged to the memory limit now (committed counts).
+    /// Bytes charged to the memory limit now: the items and LRU entries
+    /// (committed counts), and the map's bucket array, which grows with
+    /// the number of keys (never shrinking: a table sized for a flood of
+    /// small items keeps its share of the limit).
     pub fn used(&self) -> usize {
-        self.shards
+        let entries = self
+            .shards
             .iter()
             .map(|s| s.bytes.load())
             .sum::<i64>()
-            .max(0) as usize
+            .max(0) as usize;
+        entries + self.map.bucket_count() * BUCKET_BYTES
     }
 
     fn high_water(&self) -> usize {
