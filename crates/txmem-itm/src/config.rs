@@ -34,13 +34,15 @@ fn parse() -> Result<Config, String> {
     let stats = matches!(std::env::var("TXMEM_ITM_STATS").as_deref(), Ok("1"));
     let serialize_after = match std::env::var("TXMEM_ITM_SERIALIZE_AFTER") {
         Err(_) => 100,
-        Ok(s) => s
-            .parse::<u32>()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or_else(|| format!("TXMEM_ITM_SERIALIZE_AFTER must be a positive integer, not '{s}'"))?,
+        Ok(s) => s.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+            format!("TXMEM_ITM_SERIALIZE_AFTER must be a positive integer, not '{s}'")
+        })?,
     };
-    Ok(Config { method, stats, serialize_after })
+    Ok(Config {
+        method,
+        stats,
+        serialize_after,
+    })
 }
 
 /// The configuration; the first call parses the environment and exits the process with a

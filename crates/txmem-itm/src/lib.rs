@@ -10,14 +10,14 @@
 //!
 //! # Design
 //!
-//! * **The checkpoint is assembly** ([`abi::begin`]). An abort anywhere inside the
+//! * **The checkpoint is assembly** (`abi/begin.rs`). An abort anywhere inside the
 //!   transaction (a barrier, the commit) must resume the program as if
 //!   `_ITM_beginTransaction` returned again, with other action bits: that is `setjmp`, and
 //!   Rust cannot express it. A `global_asm!` routine saves the callee-saved registers, the
 //!   caller's stack pointer and the return address, then calls Rust; a second routine
 //!   restores them and "returns" the new action code. The Rust frames jumped over hold
 //!   nothing with a destructor at that point.
-//! * **One descriptor per thread** ([`tx`]), pooled and never freed, so that other threads
+//! * **One descriptor per thread** (`tx.rs`), pooled and never freed, so that other threads
 //!   may read its `state` word at any time. Flat nesting: an inner transaction only counts
 //!   depth, unless the compiler says it may cancel, in which case it records where the logs
 //!   stood so an inner `__transaction_cancel` can return them to that point.
@@ -29,7 +29,7 @@
 //!   in place when their reads still validate, else restart serial), from code the compiler
 //!   marks as going irrevocable, and from transactions that aborted too often
 //!   (`TXMEM_ITM_SERIALIZE_AFTER`, default 100).
-//! * **Orecs and a clock** ([`orec`], the `lazy` method). A fixed table of 2^20 ownership
+//! * **Orecs and a clock** (`orec.rs`, `method/lazy.rs`). A fixed table of 2^20 ownership
 //!   records, one per hashed 8-byte word, each a version or a commit lock, and one global
 //!   version clock (TL2). Reads check the orec against the start version (and extend it when
 //!   the read set still validates); writes go to a redo log of masked words; commit locks

@@ -99,7 +99,9 @@ fn symbolize(addr: usize) -> String {
             let obj = if info.dli_fname.is_null() {
                 String::from("?")
             } else {
-                CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned()
+                CStr::from_ptr(info.dli_fname)
+                    .to_string_lossy()
+                    .into_owned()
             };
             let obj = obj.rsplit('/').next().unwrap_or("?").to_string();
             if !info.dli_sname.is_null() {

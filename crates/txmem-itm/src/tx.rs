@@ -170,8 +170,7 @@ pub(crate) fn current() -> *mut TxDesc {
 
 fn acquire_desc() -> *mut TxDesc {
     for d in all_descs() {
-        if d
-            .in_use
+        if d.in_use
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {

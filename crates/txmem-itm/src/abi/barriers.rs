@@ -88,8 +88,13 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
         let mut bytes = [0u8; 8];
         // SAFETY: `src` holds `len` bytes and `a - addr + n <= len`.
         unsafe { std::ptr::copy_nonoverlapping(src.add(a - addr), bytes.as_mut_ptr().add(off), n) };
-        let mask = if n == 8 { u64::MAX } else { ((1u64 << (8 * n)) - 1) << (8 * off) };
-        tx.method.write_word(tx, word, u64::from_le_bytes(bytes), mask);
+        let mask = if n == 8 {
+            u64::MAX
+        } else {
+            ((1u64 << (8 * n)) - 1) << (8 * off)
+        };
+        tx.method
+            .write_word(tx, word, u64::from_le_bytes(bytes), mask);
         a += n;
     }
 }
@@ -113,7 +118,11 @@ unsafe fn read_value<T: Copy>(p: *const T) -> T {
     // SAFETY: `p` points at a readable T (the ABI's contract with compiled code); the buffer
     // is fully written before it is assumed initialised, and every type here is plain data.
     unsafe {
-        read_bytes(p as usize, v.as_mut_ptr() as *mut u8, std::mem::size_of::<T>());
+        read_bytes(
+            p as usize,
+            v.as_mut_ptr() as *mut u8,
+            std::mem::size_of::<T>(),
+        );
         v.assume_init()
     }
 }
@@ -121,7 +130,13 @@ unsafe fn read_value<T: Copy>(p: *const T) -> T {
 #[inline]
 unsafe fn write_value<T: Copy>(p: *mut T, v: T) {
     // SAFETY: `p` points at a writable T; `v` is a local T.
-    unsafe { write_bytes(p as usize, &v as *const T as *const u8, std::mem::size_of::<T>()) }
+    unsafe {
+        write_bytes(
+            p as usize,
+            &v as *const T as *const u8,
+            std::mem::size_of::<T>(),
+        )
+    }
 }
 
 /// `float _Complex`: passed and returned like this struct (in one SSE register).

@@ -177,9 +177,11 @@ struct SrcLocation {
 unsafe extern "C" fn _ITM_error(loc: *const SrcLocation, code: i32) -> ! {
     // SAFETY: the compiler passes a valid location or null; `psource` is a C string or null.
     let src = unsafe {
-        loc.as_ref()
-            .filter(|l| !l.psource.is_null())
-            .map(|l| std::ffi::CStr::from_ptr(l.psource).to_string_lossy().into_owned())
+        loc.as_ref().filter(|l| !l.psource.is_null()).map(|l| {
+            std::ffi::CStr::from_ptr(l.psource)
+                .to_string_lossy()
+                .into_owned()
+        })
     };
     tx::fatal(&format!(
         "_ITM_error {code} at {}",

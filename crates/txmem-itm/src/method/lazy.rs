@@ -100,8 +100,7 @@ impl Method for Lazy {
                 continue;
             }
             if v & LOCKED != 0
-                || o
-                    .compare_exchange(v, tx.lock_word, Ordering::Acquire, Ordering::Relaxed)
+                || o.compare_exchange(v, tx.lock_word, Ordering::Acquire, Ordering::Relaxed)
                     .is_err()
             {
                 release(tx);
