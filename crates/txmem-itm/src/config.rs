@@ -9,6 +9,8 @@ pub(crate) enum MethodKind {
     Serial,
     /// Lazy write-back with commit-time locking over the orec table.
     Lazy,
+    /// Eager write-through with encounter-time locking and an undo log.
+    Eager,
 }
 
 #[derive(Debug)]
@@ -25,9 +27,10 @@ fn parse() -> Result<Config, String> {
     let method = match std::env::var("TXMEM_ITM_METHOD").as_deref() {
         Err(_) | Ok("") | Ok("lazy") => MethodKind::Lazy,
         Ok("serial") => MethodKind::Serial,
+        Ok("eager") => MethodKind::Eager,
         Ok(other) => {
             return Err(format!(
-                "unknown TXMEM_ITM_METHOD '{other}' (expected 'serial' or 'lazy')"
+                "unknown TXMEM_ITM_METHOD '{other}' (expected 'lazy', 'eager' or 'serial')"
             ))
         }
     };
@@ -47,6 +50,16 @@ fn parse() -> Result<Config, String> {
 
 /// The configuration; the first call parses the environment and exits the process with a
 /// message if a variable is wrong (the load-time constructor makes that first call).
+impl MethodKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            MethodKind::Serial => "serial",
+            MethodKind::Lazy => "lazy",
+            MethodKind::Eager => "eager",
+        }
+    }
+}
+
 pub(crate) fn get() -> &'static Config {
     CONFIG.get_or_init(|| match parse() {
         Ok(c) => c,

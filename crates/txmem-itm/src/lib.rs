@@ -44,7 +44,7 @@
 //!
 //! # Configuration
 //!
-//! * `TXMEM_ITM_METHOD=lazy|serial` (default `lazy`); anything else stops the program at
+//! * `TXMEM_ITM_METHOD=lazy|eager|serial` (default `lazy`); anything else stops the program at
 //!   load time with a message.
 //! * `TXMEM_ITM_STATS=1`: at exit, a table on stderr of transactions, commits, cancels,
 //!   aborts by cause and serializations by cause, in total and per transaction site (the
@@ -88,8 +88,5 @@ static ON_LOAD: extern "C" fn() = on_load;
 
 /// The name of the method the environment selects (for tests and tools).
 pub fn configured_method() -> &'static str {
-    match config::get().method {
-        config::MethodKind::Serial => "serial",
-        config::MethodKind::Lazy => "lazy",
-    }
+    config::get().method.name()
 }

@@ -29,7 +29,7 @@ pub(crate) struct SiteStats {
     pub txns: u64,
     pub commits: u64,
     pub cancels: u64,
-    pub aborts: [u64; 5],
+    pub aborts: [u64; 6],
     pub serial_method: u64,
     pub started_irrevocable: u64,
     pub switched: u64,
@@ -129,10 +129,7 @@ pub(crate) extern "C" fn print_at_exit() {
     for s in sites.values() {
         total.merge(s);
     }
-    let method = match crate::config::get().method {
-        crate::config::MethodKind::Serial => "serial",
-        crate::config::MethodKind::Lazy => "lazy",
-    };
+    let method = crate::config::get().method.name();
     let mut out = format!("txmem-itm stats: method={method}\n");
     let _ = writeln!(out, "txmem-itm stats: {}", total.line("total"));
     let mut list: Vec<_> = sites.into_iter().collect();

@@ -100,7 +100,11 @@ pub(crate) struct TxDesc {
     // Logs.
     pub reads: Vec<usize>,
     pub redo: WordMap<(u64, u64)>,
+    /// Orecs this transaction holds locked, with the version each had before.
     pub locks: Vec<(usize, u64)>,
+    /// Those of `locks` whose version before locking was newer than the start version: a
+    /// read of them no longer validates.
+    pub stale_locks: Vec<usize>,
     pub undo: Vec<UndoEntry>,
     pub undo_data: Vec<u8>,
     pub allocs: Vec<*mut c_void>,
@@ -231,6 +235,7 @@ impl TxDesc {
             reads: Vec::new(),
             redo: WordMap::default(),
             locks: Vec::new(),
+            stale_locks: Vec::new(),
             undo: Vec::new(),
             undo_data: Vec::new(),
             allocs: Vec::new(),
@@ -296,6 +301,7 @@ impl TxDesc {
         self.reads.clear();
         self.redo.clear();
         self.locks.clear();
+        self.stale_locks.clear();
         self.undo.clear();
         self.undo_data.clear();
         self.allocs.clear();

@@ -7,7 +7,8 @@
 //!
 //! The library is the cdylib of this crate: `cargo test -p txmem-itm` builds the crate's lib
 //! target with both crate types before the tests, because integration tests depend on it, and
-//! puts the `.so` in the profile directory, the parent of the test binary's `deps/`.
+//! leaves the `.so` in `target/<profile>/deps/`, beside the test binary. (The copy in
+//! `target/<profile>/` is only refreshed by `cargo build`, so the tests do not use it.)
 //!
 //! If gcc is missing or lacks `-fgnu-tm`, every test prints why and passes without running.
 
@@ -16,18 +17,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const METHODS: [&str; 2] = ["lazy", "serial"];
+const METHODS: [&str; 3] = ["lazy", "eager", "serial"];
 
 fn library() -> PathBuf {
+    // `cargo test` rebuilds the cdylib in `deps/`, beside the test binary, but only
+    // `cargo build` copies it up to the profile directory, where it may be stale.
     let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    let lib = profile_dir.join("libtxmem_itm.so");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let lib = deps.join("libtxmem_itm.so");
     assert!(
         lib.exists(),
-        "{} is missing: build it with `cargo build -p txmem-itm`",
+        "{} is missing: run `cargo test -p txmem-itm`",
         lib.display()
     );
     lib

@@ -93,8 +93,12 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
         } else {
             ((1u64 << (8 * n)) - 1) << (8 * off)
         };
-        tx.method
-            .write_word(tx, word, u64::from_le_bytes(bytes), mask);
+        if let Err(cause) = tx
+            .method
+            .write_word(tx, word, u64::from_le_bytes(bytes), mask)
+        {
+            tx::abort_and_restart(tx, cause);
+        }
         a += n;
     }
 }

@@ -7,32 +7,11 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-use super::{load_word, store_masked, AbortCause, Method};
+use super::{load_word, lock_orec, release, store_masked, AbortCause, Method};
 use crate::orec::{self, CLOCK, LOCKED};
 use crate::tx::TxDesc;
 
 pub(crate) struct Lazy;
-
-/// True if orec `idx` still shows a version no newer than the start version (or is locked by
-/// this transaction with such a version before it).
-fn orec_valid(tx: &TxDesc, idx: usize, start: u64) -> bool {
-    let v = orec::orec(idx).load(Ordering::Acquire);
-    if v == tx.lock_word {
-        return tx
-            .locks
-            .iter()
-            .find(|(i, _)| *i == idx)
-            .is_some_and(|&(_, prev)| prev <= start);
-    }
-    v & LOCKED == 0 && v <= start
-}
-
-fn release(tx: &mut TxDesc) {
-    for &(idx, prev) in tx.locks.iter() {
-        orec::orec(idx).store(prev, Ordering::Release);
-    }
-    tx.locks.clear();
-}
 
 impl Lazy {
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
@@ -80,10 +59,17 @@ impl Method for Lazy {
         }
     }
 
-    fn write_word(&self, tx: &mut TxDesc, word: usize, val: u64, mask: u64) {
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause> {
         let e = tx.redo.entry(word).or_insert((0, 0));
         e.0 = (e.0 & !mask) | (val & mask);
         e.1 |= mask;
+        Ok(())
     }
 
     fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause> {
@@ -93,24 +79,14 @@ impl Method for Lazy {
         }
         let words: Vec<usize> = tx.redo.keys().copied().collect();
         for w in words {
-            let idx = orec::index(w);
-            let o = orec::orec(idx);
-            let v = o.load(Ordering::Acquire);
-            if v == tx.lock_word {
-                continue;
-            }
-            if v & LOCKED != 0
-                || o.compare_exchange(v, tx.lock_word, Ordering::Acquire, Ordering::Relaxed)
-                    .is_err()
-            {
-                release(tx);
+            if !lock_orec(tx, orec::index(w)) {
+                release(tx, None);
                 return Err(AbortCause::CommitLocked);
             }
-            tx.locks.push((idx, v));
         }
         let wv = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
         if wv != tx.start + 1 && !self.validate(tx) {
-            release(tx);
+            release(tx, None);
             return Err(AbortCause::CommitValidate);
         }
         for (&w, &(val, mask)) in tx.redo.iter() {
@@ -118,21 +94,19 @@ impl Method for Lazy {
             // (so its selected bytes are writable), and its orec is locked by us.
             unsafe { store_masked(w, val, mask) };
         }
-        for &(idx, _) in tx.locks.iter() {
-            orec::orec(idx).store(wv, Ordering::Release);
-        }
-        tx.locks.clear();
+        release(tx, Some(wv));
         Ok(Some(wv))
     }
 
     fn rollback(&self, tx: &mut TxDesc) {
-        release(tx);
+        // Nothing was written in place, so the old versions still describe memory.
+        release(tx, None);
         tx.redo.clear();
         tx.reads.clear();
     }
 
     fn validate(&self, tx: &TxDesc) -> bool {
-        tx.reads.iter().all(|&idx| orec_valid(tx, idx, tx.start))
+        super::validate_reads(tx)
     }
 
     fn write_back_serial(&self, tx: &mut TxDesc) {

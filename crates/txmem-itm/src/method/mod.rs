@@ -1,9 +1,13 @@
 //! The algorithms behind the barriers, one trait for all.
 
+mod eager;
 mod lazy;
 mod serial;
 
 use crate::config::{self, MethodKind};
+use std::sync::atomic::Ordering;
+
+use crate::orec::{self, LOCKED};
 use crate::tx::TxDesc;
 
 /// Why a transaction aborted (and will run again).
@@ -13,6 +17,8 @@ pub(crate) enum AbortCause {
     ReadLocked,
     /// A read found a newer version and the read set no longer validated.
     ReadValidate,
+    /// A write (eager) found its word's orec locked by another transaction.
+    WriteLocked,
     /// Commit could not lock an orec of its write set.
     CommitLocked,
     /// Commit-time validation of the read set failed.
@@ -22,9 +28,10 @@ pub(crate) enum AbortCause {
 }
 
 impl AbortCause {
-    pub const ALL: [AbortCause; 5] = [
+    pub const ALL: [AbortCause; 6] = [
         AbortCause::ReadLocked,
         AbortCause::ReadValidate,
+        AbortCause::WriteLocked,
         AbortCause::CommitLocked,
         AbortCause::CommitValidate,
         AbortCause::Upgrade,
@@ -33,6 +40,7 @@ impl AbortCause {
         match self {
             AbortCause::ReadLocked => "read-locked",
             AbortCause::ReadValidate => "read-validate",
+            AbortCause::WriteLocked => "write-locked",
             AbortCause::CommitLocked => "commit-locked",
             AbortCause::CommitValidate => "commit-validate",
             AbortCause::Upgrade => "upgrade-validate",
@@ -46,7 +54,13 @@ pub(crate) trait Method: Sync {
     /// Reads the word at the 8-byte aligned `word`.
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause>;
     /// Writes the bytes of `val` selected by `mask` into the word at `word`.
-    fn write_word(&self, tx: &mut TxDesc, word: usize, val: u64, mask: u64);
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause>;
     /// Commits; returns the write version if other threads must be waited for (privatization).
     fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause>;
     /// Drops the method's own logs after an abort (the descriptor handles the undo log).
@@ -59,6 +73,7 @@ pub(crate) trait Method: Sync {
 
 static SERIAL: serial::Serial = serial::Serial;
 static LAZY: lazy::Lazy = lazy::Lazy;
+static EAGER: eager::Eager = eager::Eager;
 
 pub(crate) fn serial() -> &'static dyn Method {
     &SERIAL
@@ -69,6 +84,7 @@ pub(crate) fn default_method() -> &'static dyn Method {
     match config::get().method {
         MethodKind::Serial => &SERIAL,
         MethodKind::Lazy => &LAZY,
+        MethodKind::Eager => &EAGER,
     }
 }
 
@@ -103,4 +119,47 @@ pub(crate) unsafe fn load_word(word: usize) -> u64 {
     // SAFETY: per the contract; an atomic load, because other transactions may write the word
     // concurrently and the orec protocol discards such values.
     unsafe { AtomicU64::from_ptr(word as *mut u64).load(Ordering::Relaxed) }
+}
+
+/// Locks orec `idx` for `tx` (or finds it already locked by `tx`); false if another
+/// transaction holds it.
+pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
+    let o = orec::orec(idx);
+    let v = o.load(Ordering::Acquire);
+    if v == tx.lock_word {
+        return true;
+    }
+    if v & LOCKED != 0
+        || o.compare_exchange(v, tx.lock_word, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return false;
+    }
+    tx.locks.push((idx, v));
+    if v > tx.start {
+        tx.stale_locks.push(idx);
+    }
+    true
+}
+
+/// Releases every orec `tx` holds: with `version`, or with the version each had before.
+pub(crate) fn release(tx: &mut TxDesc, version: Option<u64>) {
+    for &(idx, prev) in tx.locks.iter() {
+        orec::orec(idx).store(version.unwrap_or(prev), Ordering::Release);
+    }
+    tx.locks.clear();
+    tx.stale_locks.clear();
+}
+
+/// True if every orec read still shows a version no newer than the start version (or is
+/// locked by `tx` and had such a version before).
+pub(crate) fn validate_reads(tx: &TxDesc) -> bool {
+    tx.reads.iter().all(|&idx| {
+        let v = orec::orec(idx).load(Ordering::Acquire);
+        if v == tx.lock_word {
+            !tx.stale_locks.contains(&idx)
+        } else {
+            v & LOCKED == 0 && v <= tx.start
+        }
+    })
 }

@@ -12,7 +12,13 @@ impl Method for Serial {
         Ok(unsafe { load_word(word) })
     }
 
-    fn write_word(&self, tx: &mut TxDesc, word: usize, val: u64, mask: u64) {
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause> {
         if !tx.irrevocable {
             let lo = mask.trailing_zeros() as usize / 8;
             let hi = 8 - mask.leading_zeros() as usize / 8;
@@ -22,6 +28,7 @@ impl Method for Serial {
         crate::orec::stamp(word, 8, tx.serial_version);
         // SAFETY: the barrier hands an aligned word whose selected bytes the program writes.
         unsafe { store_masked(word, val, mask) };
+        Ok(())
     }
 
     fn commit(&self, _tx: &mut TxDesc) -> Result<Option<u64>, AbortCause> {
