@@ -53,10 +53,24 @@
 //!
 //! # Not done yet
 //!
-//! The C++ entry points (`_ITM_cxa_*`, the transactional `operator new`/`delete` clones),
-//! eager write-through and NOrec, contention policies (`TXMEM_ITM_CM`), and using the
-//! barrier hints (`RaR`, `RaW`, `RfW`, `WaR`, `WaW` all take the general path). x86-64 Linux
-//! only. Signal handlers must not run transactions (the descriptor is not async-signal-safe).
+//! The C++ entry points (`_ITM_cxa_*`, `_ITM_commitTransactionEH` only commits, the
+//! transactional `operator new`/`delete` clones), NOrec, contention policies
+//! (`TXMEM_ITM_CM`; there is only a short spin after each abort and the serialization
+//! threshold), and using the barrier hints (`RaR`, `RaW`, `RfW`, `WaR`, `WaW` all take the
+//! general path). Inner cancels are not counted in the statistics. x86-64 Linux only.
+//!
+//! # Caveats
+//!
+//! * Signal handlers must not run transactions: the descriptor and its logs are not
+//!   async-signal-safe, and a signal arriving inside a transaction sees its state.
+//! * The assembly never touches thread-local storage: it saves the registers on its own stack
+//!   and Rust copies them into the descriptor (found through a `thread_local!`).
+//! * Barriers read whole aligned 8-byte words (never crossing a page, so never faulting) and
+//!   write back only the bytes the program wrote; a write-back races with plain accesses that
+//!   other code makes to the neighbouring bytes, as in any word-based STM.
+//! * Memory written by a transaction is only committed by it: accesses without a barrier
+//!   (code compiled without `-fgnu-tm`) are not isolated, as with libitm.
+//! * At most 4096 threads at once run transactions (descriptors are pooled on thread exit).
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 

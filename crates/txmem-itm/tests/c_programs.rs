@@ -231,3 +231,11 @@ fn unknown_method_is_an_error_at_startup() {
     );
     assert!(out.stdout.is_empty(), "the program must not have run");
 }
+
+#[test]
+fn privatized_object_is_not_written_after_the_privatizing_commit() {
+    // A regression check rather than a proof: on a small machine the window it looks for
+    // (a write-back or undo landing after the privatizing commit) is rarely hit even with
+    // quiescence switched off.
+    run_all("privatize", |_, _| {});
+}
