@@ -24,20 +24,25 @@ pub(crate) struct Config {
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
 fn parse() -> Result<Config, String> {
-    let method = match std::env::var("TXMEM_ITM_METHOD").as_deref() {
-        Err(_) | Ok("") | Ok("lazy") => MethodKind::Lazy,
-        Ok("serial") => MethodKind::Serial,
-        Ok("eager") => MethodKind::Eager,
-        Ok(other) => {
+    parse_from(|name| std::env::var(name).ok())
+}
+
+/// Parses the configuration from `var`, which looks a variable up.
+fn parse_from(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+    let method = match var("TXMEM_ITM_METHOD").as_deref() {
+        None | Some("") | Some("lazy") => MethodKind::Lazy,
+        Some("serial") => MethodKind::Serial,
+        Some("eager") => MethodKind::Eager,
+        Some(other) => {
             return Err(format!(
                 "unknown TXMEM_ITM_METHOD '{other}' (expected 'lazy', 'eager' or 'serial')"
             ))
         }
     };
-    let stats = matches!(std::env::var("TXMEM_ITM_STATS").as_deref(), Ok("1"));
-    let serialize_after = match std::env::var("TXMEM_ITM_SERIALIZE_AFTER") {
-        Err(_) => 100,
-        Ok(s) => s.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+    let stats = var("TXMEM_ITM_STATS").as_deref() == Some("1");
+    let serialize_after = match var("TXMEM_ITM_SERIALIZE_AFTER") {
+        None => 100,
+        Some(s) => s.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
             format!("TXMEM_ITM_SERIALIZE_AFTER must be a positive integer, not '{s}'")
         })?,
     };
@@ -68,4 +73,42 @@ pub(crate) fn get() -> &'static Config {
             std::process::exit(2)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_with(vars: &[(&str, &str)]) -> Result<Config, String> {
+        parse_from(|name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
+    }
+
+    #[test]
+    fn defaults_are_lazy_without_stats_serializing_after_100() {
+        let c = parse_with(&[]).unwrap();
+        assert_eq!(c.method, MethodKind::Lazy);
+        assert!(!c.stats);
+        assert_eq!(c.serialize_after, 100);
+    }
+
+    #[test]
+    fn every_method_name_parses_and_round_trips() {
+        for m in ["lazy", "eager", "serial"] {
+            let c = parse_with(&[("TXMEM_ITM_METHOD", m), ("TXMEM_ITM_STATS", "1")]).unwrap();
+            assert_eq!(c.method.name(), m);
+            assert!(c.stats);
+        }
+    }
+
+    #[test]
+    fn bad_values_are_errors_that_name_them() {
+        let e = parse_with(&[("TXMEM_ITM_METHOD", "norec")]).unwrap_err();
+        assert!(e.contains("'norec'") && e.contains("lazy"), "{e}");
+        let e = parse_with(&[("TXMEM_ITM_SERIALIZE_AFTER", "0")]).unwrap_err();
+        assert!(e.contains("TXMEM_ITM_SERIALIZE_AFTER"), "{e}");
+    }
 }

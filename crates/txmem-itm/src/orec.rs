@@ -48,3 +48,29 @@ pub(crate) fn stamp(addr: usize, len: usize, version: u64) {
         w += 8;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_byte_of_a_word_shares_its_orec_and_neighbours_do_not() {
+        let base = 0x7f00_1234_5670usize;
+        for b in 0..8 {
+            assert_eq!(index(base + b), index(base));
+        }
+        assert_ne!(index(base), index(base + 8));
+        assert!(index(usize::MAX) < OREC_COUNT);
+    }
+
+    #[test]
+    fn stamp_covers_every_word_touched() {
+        // An unaligned range over three words.
+        let addr = 0x1000_0006usize;
+        stamp(addr, 12, 77);
+        for w in [0x1000_0000usize, 0x1000_0008, 0x1000_0010] {
+            assert_eq!(orec(index(w)).load(Ordering::Relaxed), 77);
+        }
+        assert_ne!(orec(index(0x1000_0018)).load(Ordering::Relaxed), 77);
+    }
+}
