@@ -26,7 +26,8 @@
 //!   sets that flag and waits until every descriptor is inactive. While nobody runs serial,
 //!   no transaction writes shared state to start. Serial transactions come from
 //!   `TXMEM_ITM_METHOD=serial`, from relaxed transactions reaching unsafe code (they upgrade
-//!   in place when their reads still validate, else restart serial), from code the compiler
+//!   in place when the gate is free and their reads still validate, else run again serial:
+//!   a running transaction never waits for the gate), from code the compiler
 //!   marks as going irrevocable, and from transactions that aborted too often
 //!   (`TXMEM_ITM_SERIALIZE_AFTER`, default 100).
 //! * **Orecs and a clock** (`orec.rs`, `method/lazy.rs`). A fixed table of 2^20 ownership

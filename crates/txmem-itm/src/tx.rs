@@ -370,6 +370,26 @@ pub(crate) fn enter_serial(tx: &TxDesc) {
     {
         pause(&mut round);
     }
+    drain_others(tx);
+}
+
+/// Takes the gate only if it is free, without waiting: for a running transaction, which must
+/// not wait for the gate while others may wait for it.
+fn try_enter_serial(tx: &TxDesc) -> bool {
+    if SERIAL_LOCK
+        .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
+        .is_err()
+    {
+        return false;
+    }
+    drain_others(tx);
+    true
+}
+
+/// With the gate held, waits until every other descriptor is inactive. Nothing waits for the
+/// gate holder while it is active, so this cannot deadlock: a thread that wants the gate, or
+/// waits for older transactions after its commit, has made itself inactive first.
+fn drain_others(tx: &TxDesc) {
     for d in all_descs() {
         if std::ptr::eq(d, tx) {
             continue;
@@ -624,13 +644,16 @@ pub(crate) fn go_irrevocable(tx: &mut TxDesc) {
         tx.record(Event::SwitchedMidFlight);
         return;
     }
-    // Leave the ordinary population while waiting, or two upgraders would wait for each other.
-    tx.state.store(INACTIVE, Ordering::SeqCst);
-    enter_serial(tx);
+    // Upgrade in place only if the gate is free. Waiting for it while still active could
+    // deadlock (its holder waits for us to finish), and waiting inactive would let a serial
+    // transaction run under our feet: it may write without barriers, which neither our read
+    // set nor (eager) our undo log would notice. So if the gate is busy, run again serial.
+    if !try_enter_serial(tx) {
+        abort_and_restart(tx, AbortCause::Upgrade);
+    }
     tx.serial = true;
     if !tx.method.validate(tx) {
-        // Someone committed over what we read while we waited: run again, serial from the
-        // start.
+        // Someone committed over what we read: run again, serial from the start.
         abort_and_restart(tx, AbortCause::Upgrade);
     }
     tx.serial_version = crate::orec::CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
