@@ -239,3 +239,11 @@ fn privatized_object_is_not_written_after_the_privatizing_commit() {
     // quiescence switched off.
     run_all("privatize", |_, _| {});
 }
+
+#[test]
+fn clone_tables_resolve_indirect_calls_and_a_missing_clone_goes_irrevocable() {
+    run_all("clones", |_, t| {
+        assert_eq!(t["commits"], 201);
+        assert_eq!(t["switched-mid-flight"], 1, "{t:?}");
+    });
+}
