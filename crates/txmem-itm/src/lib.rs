@@ -74,6 +74,7 @@
 //! * At most 4096 threads at once run transactions (descriptors are pooled on thread exit).
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod abi;
 pub(crate) mod config;

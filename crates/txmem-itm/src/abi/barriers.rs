@@ -235,6 +235,12 @@ extern "C" fn write_from_asm(dst: *mut u8, src: *const u8, len: usize) {
     unsafe { write_bytes(dst as usize, src, len) }
 }
 
+// SAFETY (the naked stubs below): each body is assembly only and keeps the System V contract
+// of the C prototype it implements: a 40-byte frame keeps the stack 16-byte aligned at the call,
+// only caller-saved registers (rsi, rdx, and the return registers) are changed, and the value
+// moves between its ABI location (st0/st1, xmm0/ymm0, or the caller's stack argument area)
+// and a buffer of exactly `len` bytes.
+
 /// Read stubs: read `len` bytes into a stack buffer, then load the return register(s).
 macro_rules! asm_reads {
     ($len:literal, $load:literal, $($name:ident)*) => {$(

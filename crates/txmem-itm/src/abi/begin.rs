@@ -42,6 +42,10 @@ extern "C" fn begin_from_asm(props: u32, jb: *const JmpBuf) -> u32 {
 
 /// The checkpoint. Naked, so that no prologue touches a register or the stack before they
 /// are saved; exported under the ABI's name like the other entry points.
+// SAFETY (naked): the body is assembly only. It keeps the System V contract: it writes only
+// below the stack pointer it was given (72 bytes, re-aligning to 16 for the call), preserves
+// every callee-saved register (it only reads them), clobbers rax, rsi and r11, which are
+// caller-saved, and returns the Rust function's u32 result in eax.
 #[unsafe(naked)]
 #[no_mangle]
 extern "C" fn _ITM_beginTransaction(props: u32) -> u32 {
