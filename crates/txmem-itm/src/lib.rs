@@ -50,15 +50,19 @@
 //! * `TXMEM_ITM_STATS=1`: at exit, a table on stderr of transactions, commits, cancels,
 //!   aborts by cause and serializations by cause, in total and per transaction site (the
 //!   return address of `_ITM_beginTransaction`, symbolized with `dladdr`).
-//! * `TXMEM_ITM_SERIALIZE_AFTER=N`: consecutive aborts before a transaction runs serial.
+//! * `TXMEM_ITM_CM=backoff|none|hourglass` (default `backoff`): after an abort, spin for a
+//!   time that doubles with each consecutive abort, run again at once, or back off and, after
+//!   `TXMEM_ITM_HOURGLASS_AFTER` (default 128) consecutive aborts, close the hourglass: no new
+//!   transaction starts until the starving one commits.
+//! * `TXMEM_ITM_SERIALIZE_AFTER=N`: consecutive aborts before a transaction runs serial
+//!   (default 100; never with the hourglass unless set).
 //!
 //! # Not done yet
 //!
 //! The C++ entry points (`_ITM_cxa_*`, `_ITM_commitTransactionEH` only commits, the
-//! transactional `operator new`/`delete` clones), NOrec, contention policies
-//! (`TXMEM_ITM_CM`; there is only a short spin after each abort and the serialization
-//! threshold), and using the barrier hints (`RaR`, `RaW`, `RfW`, `WaR`, `WaW` all take the
-//! general path). Inner cancels are not counted in the statistics. x86-64 Linux only.
+//! transactional `operator new`/`delete` clones), NOrec, and using the barrier hints (`RaR`,
+//! `RaW`, `RfW`, `WaR`, `WaW` all take the general path). Inner cancels are not counted in
+//! the statistics. x86-64 Linux only.
 //!
 //! # Caveats
 //!

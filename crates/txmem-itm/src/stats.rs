@@ -22,6 +22,8 @@ pub(crate) enum Event {
     SwitchedMidFlight,
     /// Restarted serial after too many consecutive aborts.
     AfterAborts,
+    /// Closed the hourglass after too many consecutive aborts (TXMEM_ITM_CM=hourglass).
+    HourglassClosed,
 }
 
 #[derive(Clone, Copy, Default, Debug)]
@@ -34,6 +36,7 @@ pub(crate) struct SiteStats {
     pub started_irrevocable: u64,
     pub switched: u64,
     pub after_aborts: u64,
+    pub hourglass: u64,
 }
 
 impl SiteStats {
@@ -50,6 +53,7 @@ impl SiteStats {
             Event::StartedIrrevocable => self.started_irrevocable += 1,
             Event::SwitchedMidFlight => self.switched += 1,
             Event::AfterAborts => self.after_aborts += 1,
+            Event::HourglassClosed => self.hourglass += 1,
         }
     }
 
@@ -64,6 +68,7 @@ impl SiteStats {
         self.started_irrevocable += o.started_irrevocable;
         self.switched += o.switched;
         self.after_aborts += o.after_aborts;
+        self.hourglass += o.hourglass;
     }
 
     fn line(&self, name: &str) -> String {
@@ -82,8 +87,13 @@ impl SiteStats {
         }
         let _ = write!(
             s,
-            " serial: method={} started-irrevocable={} switched-mid-flight={} after-aborts={}",
-            self.serial_method, self.started_irrevocable, self.switched, self.after_aborts
+            " serial: method={} started-irrevocable={} switched-mid-flight={} after-aborts={} \
+             hourglass-closed={}",
+            self.serial_method,
+            self.started_irrevocable,
+            self.switched,
+            self.after_aborts,
+            self.hourglass
         );
         s
     }
@@ -130,7 +140,12 @@ pub(crate) extern "C" fn print_at_exit() {
         total.merge(s);
     }
     let method = crate::config::get().method.name();
-    let mut out = format!("txmem-itm stats: method={method}\n");
+    let cm = match crate::config::get().contention {
+        crate::config::Contention::None => "none",
+        crate::config::Contention::Backoff => "backoff",
+        crate::config::Contention::Hourglass => "hourglass",
+    };
+    let mut out = format!("txmem-itm stats: method={method} cm={cm}\n");
     let _ = writeln!(out, "txmem-itm stats: {}", total.line("total"));
     let mut list: Vec<_> = sites.into_iter().collect();
     list.sort_by_key(|(site, _)| *site);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 use std::sync::Mutex;
 
 use crate::abi::begin::{longjmp, JmpBuf};
-use crate::config::{self, MethodKind};
+use crate::config::{self, Contention, MethodKind};
 use crate::method::{self, AbortCause, Method};
 use crate::stats::{Event, SiteStats};
 
@@ -92,6 +92,8 @@ pub(crate) struct TxDesc {
     pub serial_version: u64,
     pub tx_id: u64,
     pub consecutive_aborts: u32,
+    /// True while this transaction holds the hourglass closed.
+    holds_hourglass: bool,
     /// Why the next restart must be serial, if it must.
     restart_serial: Option<Event>,
     /// The lowest address of this thread's stack (0 if unknown): stack below the checkpoint's
@@ -230,6 +232,7 @@ impl TxDesc {
             serial_version: 0,
             tx_id: 0,
             consecutive_aborts: 0,
+            holds_hourglass: false,
             restart_serial: None,
             stack_lo: 0,
             reads: Vec::new(),
@@ -343,8 +346,21 @@ fn pause(round: &mut u32) {
     *round = round.saturating_add(1);
 }
 
-/// Marks `tx` active with a fresh start version, waiting while a serial transaction runs.
+/// The hourglass: 0 while open, else the lock word of the starving transaction that closed
+/// it. New transactions wait while another one holds it; running ones finish.
+static HOURGLASS: AtomicU64 = AtomicU64::new(0);
+
+/// Marks `tx` active with a fresh start version, waiting while a serial transaction runs (or
+/// another transaction holds the hourglass).
 fn enter_ordinary(tx: &TxDesc) -> u64 {
+    let mut round = 0;
+    loop {
+        let h = HOURGLASS.load(Ordering::Acquire);
+        if h == 0 || h == tx.lock_word {
+            break;
+        }
+        pause(&mut round);
+    }
     loop {
         let start = crate::orec::CLOCK.load(Ordering::Acquire);
         // SeqCst on both sides (here and in `enter_serial`) is a Dekker handshake: either the
@@ -510,6 +526,14 @@ fn finish(tx: &mut TxDesc) {
     }
 }
 
+/// Reopens the hourglass if `tx` closed it (it has finished).
+fn open_hourglass(tx: &mut TxDesc) {
+    if tx.holds_hourglass {
+        tx.holds_hourglass = false;
+        HOURGLASS.store(0, Ordering::Release);
+    }
+}
+
 /// `_ITM_commitTransaction`.
 pub(crate) fn commit(tx: &mut TxDesc) {
     if tx.nesting > 1 {
@@ -524,6 +548,7 @@ pub(crate) fn commit(tx: &mut TxDesc) {
         Err(cause) => abort_and_restart(tx, cause),
     };
     finish(tx);
+    open_hourglass(tx);
     if let Some(v) = write_version {
         quiesce(tx, v);
     }
@@ -558,12 +583,22 @@ pub(crate) fn abort_and_restart(tx: &mut TxDesc, cause: AbortCause) -> ! {
         tx.restart_serial = Some(Event::SwitchedMidFlight);
     } else if tx.consecutive_aborts >= cfg.serialize_after {
         tx.restart_serial = Some(Event::AfterAborts);
-    } else {
+    } else if cfg.contention != Contention::None {
         // Back off a little, longer after each abort, so that two transactions that keep
         // conflicting stop meeting at the same point.
         let spins = 1u32 << tx.consecutive_aborts.min(10);
         for _ in 0..spins {
             std::hint::spin_loop();
+        }
+        if cfg.contention == Contention::Hourglass
+            && tx.consecutive_aborts >= cfg.hourglass_after
+            && !tx.holds_hourglass
+            && HOURGLASS
+                .compare_exchange(0, tx.lock_word, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            tx.holds_hourglass = true;
+            tx.record(Event::HourglassClosed);
         }
     }
     tx.nesting = 1;
@@ -608,6 +643,7 @@ pub(crate) fn cancel(tx: &mut TxDesc, outer: bool) -> ! {
     tx.record(Event::Cancel);
     tx.rollback_all();
     finish(tx);
+    open_hourglass(tx);
     let jb = tx.jb;
     jump(&jb, A_ABORT | A_RESTORE_LIVE)
 }

@@ -75,7 +75,11 @@ fn compile(name: &str) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(format!("{name}.c"));
-    let exe = work_dir().join(name);
+    // A name of its own per compilation: tests run in parallel, and one must not execute a
+    // binary that another is rewriting.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let exe = work_dir().join(format!("{name}-{}-{n}", std::process::id()));
     let out = Command::new("gcc")
         .args(["-O2", "-fgnu-tm", "-pthread", "-o"])
         .arg(&exe)
@@ -92,12 +96,18 @@ fn compile(name: &str) -> Option<PathBuf> {
 }
 
 fn run_preloaded(exe: &Path, method: &str) -> Output {
-    Command::new(exe)
-        .env("LD_PRELOAD", library())
+    run_preloaded_with(exe, method, &[])
+}
+
+fn run_preloaded_with(exe: &Path, method: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_PRELOAD", library())
         .env("TXMEM_ITM_METHOD", method)
-        .env("TXMEM_ITM_STATS", "1")
-        .output()
-        .expect("run test program")
+        .env("TXMEM_ITM_STATS", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run test program")
 }
 
 /// The `key=value` counts of the statistics' total line.
@@ -117,9 +127,14 @@ fn totals(stderr: &str) -> HashMap<String, u64> {
 /// Runs `name` under every method; checks it succeeded, printed OK, ran on txmem with the
 /// method asked for, and that `check` accepts the totals.
 fn run_all(name: &str, check: impl Fn(&str, &HashMap<String, u64>)) {
+    run_all_with(name, &[], check)
+}
+
+/// [`run_all`] with extra environment variables.
+fn run_all_with(name: &str, env: &[(&str, &str)], check: impl Fn(&str, &HashMap<String, u64>)) {
     let Some(exe) = compile(name) else { return };
     for method in METHODS {
-        let out = run_preloaded(&exe, method);
+        let out = run_preloaded_with(&exe, method, env);
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -141,6 +156,7 @@ fn run_all(name: &str, check: impl Fn(&str, &HashMap<String, u64>)) {
         }
         check(method, &t);
     }
+    let _ = std::fs::remove_file(&exe);
 }
 
 #[test]
@@ -246,4 +262,35 @@ fn clone_tables_resolve_indirect_calls_and_a_missing_clone_goes_irrevocable() {
         assert_eq!(t["commits"], 201);
         assert_eq!(t["switched-mid-flight"], 1, "{t:?}");
     });
+}
+
+#[test]
+fn contention_policies_none_and_hourglass() {
+    for name in ["counter", "bank"] {
+        run_all_with(name, &[("TXMEM_ITM_CM", "none")], |_, t| {
+            assert!(t["commits"] > 0)
+        });
+        // A low threshold so that the hourglass really closes (and must reopen) many times.
+        let env = [
+            ("TXMEM_ITM_CM", "hourglass"),
+            ("TXMEM_ITM_HOURGLASS_AFTER", "2"),
+        ];
+        run_all_with(name, &env, |method, t| {
+            assert_eq!(t["after-aborts"], 0, "the hourglass replaces serializing");
+            if method != "serial" && t["aborts"] >= 1000 {
+                assert!(t["hourglass-closed"] > 0, "{method}: {t:?}");
+            }
+        });
+    }
+}
+
+#[test]
+fn unknown_contention_policy_is_an_error_at_startup() {
+    let Some(exe) = compile("counter") else {
+        return;
+    };
+    let out = run_preloaded_with(&exe, "lazy", &[("TXMEM_ITM_CM", "karma")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown TXMEM_ITM_CM 'karma'"), "{stderr}");
 }
