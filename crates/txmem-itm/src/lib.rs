@@ -76,6 +76,10 @@
 //! * Memory written by a transaction is only committed by it: accesses without a barrier
 //!   (code compiled without `-fgnu-tm`) are not isolated, as with libitm.
 //! * At most 4096 threads at once run transactions (descriptors are pooled on thread exit).
+//! * The exported symbols carry no symbol version, so as `libitm.so.1` on the library path
+//!   ld.so warns once per run that the program's `LIBITM_1.0` references find "no version
+//!   information" (the program then runs normally). rustc's own version script for cdylibs
+//!   would have to be replaced to fix it. `LD_PRELOAD` gives no warning.
 
 #![cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #![warn(clippy::undocumented_unsafe_blocks)]
