@@ -1,0 +1,51 @@
+//! `_ITM_malloc`, `_ITM_calloc`, `_ITM_free`: an allocation made by a transaction that aborts
+//! is freed; a free inside a transaction waits until it commits (and, for a write-back commit,
+//! until concurrent readers are gone), since an abort must be able to bring the block back.
+
+use std::ffi::c_void;
+
+use crate::tx;
+
+fn running() -> Option<&'static mut tx::TxDesc> {
+    let p = tx::current_or_null();
+    // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
+    let tx = unsafe { p.as_mut()? };
+    (tx.nesting > 0).then_some(tx)
+}
+
+#[no_mangle]
+extern "C" fn _ITM_malloc(size: usize) -> *mut c_void {
+    // SAFETY: plain libc allocation.
+    let p = unsafe { libc::malloc(size) };
+    if let Some(tx) = running() {
+        if !p.is_null() && !tx.irrevocable {
+            tx.allocs.push(p);
+        }
+    }
+    p
+}
+
+#[no_mangle]
+extern "C" fn _ITM_calloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: plain libc allocation.
+    let p = unsafe { libc::calloc(n, size) };
+    if let Some(tx) = running() {
+        if !p.is_null() && !tx.irrevocable {
+            tx.allocs.push(p);
+        }
+    }
+    p
+}
+
+#[no_mangle]
+unsafe extern "C" fn _ITM_free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    match running() {
+        Some(tx) if !tx.irrevocable => tx.frees.push(p),
+        // SAFETY: the program frees a block it owns; outside a transaction or when it cannot
+        // abort, at once.
+        _ => unsafe { libc::free(p) },
+    }
+}

@@ -1,0 +1,190 @@
+//! Commit, cancel, queries, mode changes, user actions, the clone table and version calls.
+
+use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
+
+use crate::tx::{self, TxDesc};
+
+fn running() -> Option<&'static mut TxDesc> {
+    let p = tx::current_or_null();
+    // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
+    let tx = unsafe { p.as_mut()? };
+    (tx.nesting > 0).then_some(tx)
+}
+
+#[no_mangle]
+extern "C" fn _ITM_commitTransaction() {
+    match running() {
+        Some(tx) => tx::commit(tx),
+        None => tx::fatal("_ITM_commitTransaction outside a transaction"),
+    }
+}
+
+/// The C++ variant, called when an exception leaves the transaction; exceptions are not
+/// handled specially yet, so this commits like the plain call.
+#[no_mangle]
+extern "C" fn _ITM_commitTransactionEH(_exception: *mut c_void) {
+    _ITM_commitTransaction()
+}
+
+const USER_ABORT: u32 = 1;
+const OUTER_ABORT: u32 = 16;
+
+#[no_mangle]
+extern "C" fn _ITM_abortTransaction(reason: u32) -> ! {
+    let Some(tx) = running() else {
+        tx::fatal("_ITM_abortTransaction outside a transaction")
+    };
+    if reason & USER_ABORT == 0 {
+        tx::fatal("_ITM_abortTransaction with a reason other than a user cancel");
+    }
+    tx::cancel(tx, reason & OUTER_ABORT != 0)
+}
+
+#[no_mangle]
+extern "C" fn _ITM_inTransaction() -> u32 {
+    match running() {
+        None => 0,
+        Some(tx) if tx.irrevocable => 2,
+        Some(_) => 1,
+    }
+}
+
+#[no_mangle]
+extern "C" fn _ITM_getTransactionId() -> u64 {
+    // 1 is the ABI's id for "no transaction"; ids of transactions start at 2.
+    running().map_or(1, |tx| tx.tx_id)
+}
+
+#[no_mangle]
+extern "C" fn _ITM_changeTransactionMode(mode: u32) {
+    // modeSerialIrrevocable is the only mode the ABI defines.
+    if mode != 0 {
+        tx::fatal("_ITM_changeTransactionMode with an unknown mode");
+    }
+    if let Some(tx) = running() {
+        tx::go_irrevocable(tx);
+    }
+}
+
+#[no_mangle]
+unsafe extern "C" fn _ITM_addUserCommitAction(
+    f: unsafe extern "C" fn(*mut c_void),
+    _resuming_tx: u64,
+    arg: *mut c_void,
+) {
+    match running() {
+        Some(tx) => tx.commit_actions.push((f, arg)),
+        // SAFETY: outside a transaction the action has nothing to wait for.
+        None => unsafe { f(arg) },
+    }
+}
+
+#[no_mangle]
+extern "C" fn _ITM_addUserUndoAction(f: unsafe extern "C" fn(*mut c_void), arg: *mut c_void) {
+    if let Some(tx) = running() {
+        if !tx.irrevocable {
+            tx.undo_actions.push((f, arg));
+        }
+    }
+}
+
+#[no_mangle]
+extern "C" fn _ITM_dropReferences(_p: *mut c_void, _len: usize) {}
+
+// ---------------------------------------------------------------- clone tables
+
+/// A table the compiler emits per object: pairs of (function, its transactional clone).
+#[derive(Clone, Copy)]
+struct CloneTable {
+    pairs: *const [usize; 2],
+    len: usize,
+}
+// SAFETY: the tables are read-only data in the program's objects.
+unsafe impl Send for CloneTable {}
+
+static CLONE_TABLES: Mutex<Vec<CloneTable>> = Mutex::new(Vec::new());
+
+#[no_mangle]
+extern "C" fn _ITM_registerTMCloneTable(table: *const [usize; 2], len: usize) {
+    let mut t = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    t.push(CloneTable { pairs: table, len });
+}
+
+#[no_mangle]
+extern "C" fn _ITM_deregisterTMCloneTable(table: *const [usize; 2]) {
+    let mut t = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    t.retain(|c| !std::ptr::eq(c.pairs, table));
+}
+
+fn find_clone(f: usize) -> Option<usize> {
+    let tables = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    for t in tables.iter() {
+        // SAFETY: registered tables stay mapped until deregistered (under this lock).
+        let pairs = unsafe { std::slice::from_raw_parts(t.pairs, t.len) };
+        if let Some(p) = pairs.iter().find(|p| p[0] == f && p[1] != 0) {
+            return Some(p[1]);
+        }
+    }
+    None
+}
+
+/// The clone of `f`, or `f` itself after going irrevocable (an uninstrumented function may do
+/// anything).
+#[no_mangle]
+extern "C" fn _ITM_getTMCloneOrIrrevocable(f: *mut c_void) -> *mut c_void {
+    if let Some(c) = find_clone(f as usize) {
+        return c as *mut c_void;
+    }
+    _ITM_changeTransactionMode(0);
+    f
+}
+
+#[no_mangle]
+extern "C" fn _ITM_getTMCloneSafe(f: *mut c_void) -> *mut c_void {
+    match find_clone(f as usize) {
+        Some(c) => c as *mut c_void,
+        None => tx::fatal("no transactional clone for a function called as transaction_safe"),
+    }
+}
+
+// ---------------------------------------------------------------- versions and errors
+
+const VERSION_NO: i32 = 90;
+
+#[no_mangle]
+extern "C" fn _ITM_versionCompatible(version: i32) -> i32 {
+    (version == VERSION_NO) as i32
+}
+
+#[no_mangle]
+extern "C" fn _ITM_libraryVersion() -> *const c_char {
+    c"txmem-itm 0.90 (GCC TM ABI)".as_ptr()
+}
+
+/// `_ITM_srcLocation`: only `psource` is read, the rest gives it its offset.
+#[repr(C)]
+#[allow(dead_code)]
+struct SrcLocation {
+    reserved_1: u32,
+    flags: u32,
+    reserved_2: u32,
+    reserved_3: u32,
+    psource: *const c_char,
+}
+
+#[no_mangle]
+unsafe extern "C" fn _ITM_error(loc: *const SrcLocation, code: i32) -> ! {
+    // SAFETY: the compiler passes a valid location or null; `psource` is a C string or null.
+    let src = unsafe {
+        loc.as_ref().filter(|l| !l.psource.is_null()).map(|l| {
+            std::ffi::CStr::from_ptr(l.psource)
+                .to_string_lossy()
+                .into_owned()
+        })
+    };
+    tx::fatal(&format!(
+        "_ITM_error {code} at {}",
+        src.as_deref().unwrap_or("an unknown location")
+    ))
+}

@@ -1,0 +1,165 @@
+//! The algorithms behind the barriers, one trait for all.
+
+mod eager;
+mod lazy;
+mod serial;
+
+use crate::config::{self, MethodKind};
+use std::sync::atomic::Ordering;
+
+use crate::orec::{self, LOCKED};
+use crate::tx::TxDesc;
+
+/// Why a transaction aborted (and will run again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum AbortCause {
+    /// A read found its word's orec locked by a committing writer.
+    ReadLocked,
+    /// A read found a newer version and the read set no longer validated.
+    ReadValidate,
+    /// A write (eager) found its word's orec locked by another transaction.
+    WriteLocked,
+    /// Commit could not lock an orec of its write set.
+    CommitLocked,
+    /// Commit-time validation of the read set failed.
+    CommitValidate,
+    /// Validation failed while upgrading to irrevocable; the rerun starts serial.
+    Upgrade,
+}
+
+impl AbortCause {
+    pub const ALL: [AbortCause; 6] = [
+        AbortCause::ReadLocked,
+        AbortCause::ReadValidate,
+        AbortCause::WriteLocked,
+        AbortCause::CommitLocked,
+        AbortCause::CommitValidate,
+        AbortCause::Upgrade,
+    ];
+    pub fn label(self) -> &'static str {
+        match self {
+            AbortCause::ReadLocked => "read-locked",
+            AbortCause::ReadValidate => "read-validate",
+            AbortCause::WriteLocked => "write-locked",
+            AbortCause::CommitLocked => "commit-locked",
+            AbortCause::CommitValidate => "commit-validate",
+            AbortCause::Upgrade => "upgrade-validate",
+        }
+    }
+}
+
+/// One transactional-memory algorithm. Barriers hand it whole aligned 8-byte words; the
+/// descriptor holds the logs, the method decides what they mean.
+pub(crate) trait Method: Sync {
+    /// Reads the word at the 8-byte aligned `word`.
+    fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause>;
+    /// Writes the bytes of `val` selected by `mask` into the word at `word`.
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause>;
+    /// Commits; returns the write version if other threads must be waited for (privatization).
+    fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause>;
+    /// Drops the method's own logs after an abort (the descriptor handles the undo log).
+    fn rollback(&self, tx: &mut TxDesc);
+    /// True if everything read so far is still current (used when going irrevocable).
+    fn validate(&self, tx: &TxDesc) -> bool;
+    /// Publishes buffered writes in place, the gate held (when going irrevocable).
+    fn write_back_serial(&self, tx: &mut TxDesc);
+}
+
+static SERIAL: serial::Serial = serial::Serial;
+static LAZY: lazy::Lazy = lazy::Lazy;
+static EAGER: eager::Eager = eager::Eager;
+
+pub(crate) fn serial() -> &'static dyn Method {
+    &SERIAL
+}
+
+/// The method TXMEM_ITM_METHOD names, for transactions that need not run serial.
+pub(crate) fn default_method() -> &'static dyn Method {
+    match config::get().method {
+        MethodKind::Serial => &SERIAL,
+        MethodKind::Lazy => &LAZY,
+        MethodKind::Eager => &EAGER,
+    }
+}
+
+/// Stores the bytes of `val` selected by `mask` into the word at `word`.
+///
+/// # Safety
+/// `word` must be 8-byte aligned and every selected byte writable by the transaction.
+pub(crate) unsafe fn store_masked(word: usize, val: u64, mask: u64) {
+    use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+    if mask == u64::MAX {
+        // SAFETY: aligned and writable per the contract; atomic so concurrent word-sized
+        // readers (other transactions' barriers) never see a torn word.
+        unsafe { AtomicU64::from_ptr(word as *mut u64).store(val, Ordering::Relaxed) };
+        return;
+    }
+    let bytes = val.to_le_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if mask & (0xff << (8 * i)) != 0 {
+            // SAFETY: only the selected bytes are written, each writable per the contract.
+            unsafe { AtomicU8::from_ptr((word + i) as *mut u8).store(*b, Ordering::Relaxed) };
+        }
+    }
+}
+
+/// Loads the word at `word`.
+///
+/// # Safety
+/// `word` must be 8-byte aligned and contain at least one byte the program may read: the whole
+/// aligned word is then on a mapped page.
+pub(crate) unsafe fn load_word(word: usize) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // SAFETY: per the contract; an atomic load, because other transactions may write the word
+    // concurrently and the orec protocol discards such values.
+    unsafe { AtomicU64::from_ptr(word as *mut u64).load(Ordering::Relaxed) }
+}
+
+/// Locks orec `idx` for `tx` (or finds it already locked by `tx`); false if another
+/// transaction holds it.
+pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
+    let o = orec::orec(idx);
+    let v = o.load(Ordering::Acquire);
+    if v == tx.lock_word {
+        return true;
+    }
+    if v & LOCKED != 0
+        || o.compare_exchange(v, tx.lock_word, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return false;
+    }
+    tx.locks.push((idx, v));
+    if v > tx.start {
+        tx.stale_locks.push(idx);
+    }
+    true
+}
+
+/// Releases every orec `tx` holds: with `version`, or with the version each had before.
+pub(crate) fn release(tx: &mut TxDesc, version: Option<u64>) {
+    for &(idx, prev) in tx.locks.iter() {
+        orec::orec(idx).store(version.unwrap_or(prev), Ordering::Release);
+    }
+    tx.locks.clear();
+    tx.stale_locks.clear();
+}
+
+/// True if every orec read still shows a version no newer than the start version (or is
+/// locked by `tx` and had such a version before).
+pub(crate) fn validate_reads(tx: &TxDesc) -> bool {
+    tx.reads.iter().all(|&idx| {
+        let v = orec::orec(idx).load(Ordering::Acquire);
+        if v == tx.lock_word {
+            !tx.stale_locks.contains(&idx)
+        } else {
+            v & LOCKED == 0 && v <= tx.start
+        }
+    })
+}

@@ -1,0 +1,156 @@
+//! Statistics per transaction site, printed at exit when TXMEM_ITM_STATS=1.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::fmt::Write as _;
+
+use crate::method::AbortCause;
+
+/// Something that happened to a transaction, counted against its site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    Begin,
+    Commit,
+    Cancel,
+    Abort(AbortCause),
+    /// Ran serial because TXMEM_ITM_METHOD=serial.
+    SerialMethod,
+    /// Started serial irrevocable: the compiler said it goes irrevocable, or it has no
+    /// instrumented code.
+    StartedIrrevocable,
+    /// Became serial irrevocable while running (relaxed code reaching unsafe code).
+    SwitchedMidFlight,
+    /// Restarted serial after too many consecutive aborts.
+    AfterAborts,
+    /// Closed the hourglass after too many consecutive aborts (TXMEM_ITM_CM=hourglass).
+    HourglassClosed,
+}
+
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SiteStats {
+    pub txns: u64,
+    pub commits: u64,
+    pub cancels: u64,
+    pub aborts: [u64; 6],
+    pub serial_method: u64,
+    pub started_irrevocable: u64,
+    pub switched: u64,
+    pub after_aborts: u64,
+    pub hourglass: u64,
+}
+
+impl SiteStats {
+    pub fn add(&mut self, e: Event) {
+        match e {
+            Event::Begin => self.txns += 1,
+            Event::Commit => self.commits += 1,
+            Event::Cancel => self.cancels += 1,
+            Event::Abort(c) => {
+                let i = AbortCause::ALL.iter().position(|&x| x == c).unwrap_or(0);
+                self.aborts[i] += 1;
+            }
+            Event::SerialMethod => self.serial_method += 1,
+            Event::StartedIrrevocable => self.started_irrevocable += 1,
+            Event::SwitchedMidFlight => self.switched += 1,
+            Event::AfterAborts => self.after_aborts += 1,
+            Event::HourglassClosed => self.hourglass += 1,
+        }
+    }
+
+    fn merge(&mut self, o: &SiteStats) {
+        self.txns += o.txns;
+        self.commits += o.commits;
+        self.cancels += o.cancels;
+        for (a, b) in self.aborts.iter_mut().zip(o.aborts.iter()) {
+            *a += b;
+        }
+        self.serial_method += o.serial_method;
+        self.started_irrevocable += o.started_irrevocable;
+        self.switched += o.switched;
+        self.after_aborts += o.after_aborts;
+        self.hourglass += o.hourglass;
+    }
+
+    fn line(&self, name: &str) -> String {
+        let mut s = format!(
+            "{:<40} txns={} commits={} cancels={} aborts={}",
+            name,
+            self.txns,
+            self.commits,
+            self.cancels,
+            self.aborts.iter().sum::<u64>()
+        );
+        for (c, n) in AbortCause::ALL.iter().zip(self.aborts.iter()) {
+            if *n > 0 {
+                let _ = write!(s, " {}={}", c.label(), n);
+            }
+        }
+        let _ = write!(
+            s,
+            " serial: method={} started-irrevocable={} switched-mid-flight={} after-aborts={} \
+             hourglass-closed={}",
+            self.serial_method,
+            self.started_irrevocable,
+            self.switched,
+            self.after_aborts,
+            self.hourglass
+        );
+        s
+    }
+}
+
+/// "function+0xoff (object)" for a code address, or the bare address.
+fn symbolize(addr: usize) -> String {
+    // SAFETY: dladdr only reads the address and fills `info`; the strings it points to belong
+    // to loaded objects and are copied before returning.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if addr != 0 && libc::dladdr(addr as *const libc::c_void, &mut info) != 0 {
+            let obj = if info.dli_fname.is_null() {
+                String::from("?")
+            } else {
+                CStr::from_ptr(info.dli_fname)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            let obj = obj.rsplit('/').next().unwrap_or("?").to_string();
+            if !info.dli_sname.is_null() {
+                let name = CStr::from_ptr(info.dli_sname).to_string_lossy();
+                let off = addr - info.dli_saddr as usize;
+                return format!("{name}+{off:#x} ({obj})");
+            }
+            let off = addr - info.dli_fbase as usize;
+            return format!("{obj}+{off:#x}");
+        }
+    }
+    format!("{addr:#x}")
+}
+
+/// Sums every thread's counters and prints the table on stderr.
+pub(crate) extern "C" fn print_at_exit() {
+    let mut sites: HashMap<usize, SiteStats> = HashMap::new();
+    for d in crate::tx::all_descs() {
+        let map = d.stats.lock().unwrap_or_else(|e| e.into_inner());
+        for (site, s) in map.iter() {
+            sites.entry(*site).or_default().merge(s);
+        }
+    }
+    let mut total = SiteStats::default();
+    for s in sites.values() {
+        total.merge(s);
+    }
+    let method = crate::config::get().method.name();
+    let cm = match crate::config::get().contention {
+        crate::config::Contention::None => "none",
+        crate::config::Contention::Backoff => "backoff",
+        crate::config::Contention::Hourglass => "hourglass",
+    };
+    let mut out = format!("txmem-itm stats: method={method} cm={cm}\n");
+    let _ = writeln!(out, "txmem-itm stats: {}", total.line("total"));
+    let mut list: Vec<_> = sites.into_iter().collect();
+    list.sort_by_key(|(site, _)| *site);
+    for (site, s) in list {
+        let _ = writeln!(out, "txmem-itm stats: {}", s.line(&symbolize(site)));
+    }
+    eprint!("{out}");
+}
