@@ -8,45 +8,17 @@
 //! intermediate value between its two orec checks, and an unchanged version would let it
 //! accept that value.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::{load_word, lock_orec, release, store_masked, AbortCause, Method};
-use crate::orec::{self, CLOCK, LOCKED};
+use super::{lock_orec, release, store_masked, AbortCause, Method};
+use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
 pub(crate) struct Eager;
 
 impl Eager {
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        let idx = orec::index(word);
-        let o = orec::orec(idx);
-        loop {
-            let v1 = o.load(Ordering::Acquire);
-            if v1 == tx.lock_word {
-                // SAFETY: the barrier hands an aligned word the program reads; we own it.
-                return Ok(unsafe { load_word(word) });
-            }
-            if v1 & LOCKED != 0 {
-                return Err(AbortCause::ReadLocked);
-            }
-            // SAFETY: as above; the orec check below discards a value written meanwhile.
-            let val = unsafe { load_word(word) };
-            fence(Ordering::Acquire);
-            if o.load(Ordering::Relaxed) != v1 {
-                continue;
-            }
-            if v1 > tx.start {
-                let now = CLOCK.load(Ordering::Acquire);
-                if !self.validate(tx) {
-                    return Err(AbortCause::ReadValidate);
-                }
-                tx.start = now;
-                tx.state.store(now, Ordering::Release);
-                continue;
-            }
-            tx.reads.push(idx);
-            return Ok(val);
-        }
+        super::read_consistent(tx, word, true)
     }
 }
 

@@ -5,45 +5,17 @@
 //! commit locks the written words' orecs, takes a write version from the global clock,
 //! validates the read set, writes back and releases the orecs with the write version.
 
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 
-use super::{load_word, lock_orec, release, store_masked, AbortCause, Method};
-use crate::orec::{self, CLOCK, LOCKED};
+use super::{lock_orec, release, store_masked, AbortCause, Method};
+use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
 pub(crate) struct Lazy;
 
 impl Lazy {
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        let idx = orec::index(word);
-        let o = orec::orec(idx);
-        loop {
-            let v1 = o.load(Ordering::Acquire);
-            if v1 & LOCKED != 0 {
-                return Err(AbortCause::ReadLocked);
-            }
-            // SAFETY: the barrier hands an aligned word holding bytes the program reads.
-            let val = unsafe { load_word(word) };
-            // The value must be read before the orec is read again (seqlock pattern).
-            fence(Ordering::Acquire);
-            let v2 = o.load(Ordering::Relaxed);
-            if v1 != v2 {
-                continue;
-            }
-            if v1 > tx.start {
-                // Newer than our snapshot: move the snapshot forward if nothing read so far
-                // changed, else abort.
-                let now = CLOCK.load(Ordering::Acquire);
-                if !self.validate(tx) {
-                    return Err(AbortCause::ReadValidate);
-                }
-                tx.start = now;
-                tx.state.store(now, Ordering::Release);
-                continue;
-            }
-            tx.reads.push(idx);
-            return Ok(val);
-        }
+        super::read_consistent(tx, word, false)
     }
 }
 

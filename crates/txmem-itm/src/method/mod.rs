@@ -5,9 +5,9 @@ mod lazy;
 mod serial;
 
 use crate::config::{self, MethodKind};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{fence, Ordering};
 
-use crate::orec::{self, LOCKED};
+use crate::orec::{self, CLOCK, LOCKED};
 use crate::tx::TxDesc;
 
 /// Why a transaction aborted (and will run again).
@@ -162,4 +162,49 @@ pub(crate) fn validate_reads(tx: &TxDesc) -> bool {
             v & LOCKED == 0 && v <= tx.start
         }
     })
+}
+
+/// Reads `word` consistently with the transaction's snapshot, logging its
+/// orec in the read set: the seqlock pattern on the word's orec (read the
+/// orec, the word, the orec again), extending the snapshot when the orec is
+/// newer and the read set still validates. With `own_locks`, a word whose
+/// orec this transaction holds (eager writes in place) is read directly.
+pub(crate) fn read_consistent(
+    tx: &mut TxDesc,
+    word: usize,
+    own_locks: bool,
+) -> Result<u64, AbortCause> {
+    let idx = orec::index(word);
+    let o = orec::orec(idx);
+    loop {
+        let v1 = o.load(Ordering::Acquire);
+        if own_locks && v1 == tx.lock_word {
+            // SAFETY: the barrier hands an aligned word the program reads; we own its orec.
+            return Ok(unsafe { load_word(word) });
+        }
+        if v1 & LOCKED != 0 {
+            return Err(AbortCause::ReadLocked);
+        }
+        // SAFETY: the barrier hands an aligned word holding bytes the program reads; the
+        // orec check below discards a value written meanwhile.
+        let val = unsafe { load_word(word) };
+        // The value must be read before the orec is read again.
+        fence(Ordering::Acquire);
+        if o.load(Ordering::Relaxed) != v1 {
+            continue;
+        }
+        if v1 > tx.start {
+            // Newer than the snapshot: move the snapshot forward if nothing read so far
+            // changed, else abort.
+            let now = CLOCK.load(Ordering::Acquire);
+            if !validate_reads(tx) {
+                return Err(AbortCause::ReadValidate);
+            }
+            tx.start = now;
+            tx.state.store(now, Ordering::Release);
+            continue;
+        }
+        tx.reads.push(idx);
+        return Ok(val);
+    }
 }
