@@ -28,13 +28,13 @@ fn kmeans_runs_every_variant_and_writes_json() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for want in ["seq ", "typed ", "words ", "speedup"] {
+    for want in ["seq ", "typed ", "words ", "typed-plus ", "speedup"] {
         assert!(stdout.contains(want), "missing `{want}` in\n{stdout}");
     }
     let doc = read_json(&json);
     let rows = doc["results"].as_array().expect("results");
-    // seq once, typed and words at 1 and 2 threads.
-    assert_eq!(rows.len(), 5, "{doc:#}");
+    // seq once, typed, words and typed-plus at 1 and 2 threads.
+    assert_eq!(rows.len(), 7, "{doc:#}");
     for r in rows {
         assert!(r["seconds"].as_f64().unwrap() > 0.0);
         let transactional = r["variant"] != "seq";
