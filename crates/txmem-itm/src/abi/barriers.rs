@@ -47,21 +47,35 @@ pub(crate) unsafe fn read_bytes(addr: usize, dst: *mut u8, len: usize) {
             return;
         }
     };
-    let end = addr + len;
-    let mut a = addr;
-    while a < end {
-        let word = a & !7;
-        let off = a - word;
-        let n = (8 - off).min(end - a);
+    for (word, off, n, pos) in pieces(addr, len) {
         let val = match tx.method.read_word(tx, word) {
             Ok(v) => v,
             Err(cause) => tx::abort_and_restart(tx, cause),
         };
         let bytes = val.to_le_bytes();
-        // SAFETY: `dst` has room for `len` bytes and `a - addr + n <= len`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().add(off), dst.add(a - addr), n) };
-        a += n;
+        // SAFETY: `dst` has room for `len` bytes and `pos + n <= len`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr().add(off), dst.add(pos), n) };
     }
+}
+
+/// The aligned words covering `[addr, addr+len)`: for each, its address,
+/// where the range starts in it, how many of the range's bytes it holds,
+/// and their position in the range. (A plain iterator: nothing to drop
+/// when an abort jumps over the loop.)
+fn pieces(addr: usize, len: usize) -> impl Iterator<Item = (usize, usize, usize, usize)> {
+    let end = addr + len;
+    let mut a = addr;
+    std::iter::from_fn(move || {
+        if a >= end {
+            return None;
+        }
+        let word = a & !7;
+        let off = a - word;
+        let n = (8 - off).min(end - a);
+        let piece = (word, off, n, a - addr);
+        a += n;
+        Some(piece)
+    })
 }
 
 /// Writes `len` bytes from `src` to `addr` transactionally.
@@ -89,15 +103,10 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
         unsafe { std::ptr::copy(src, addr as *mut u8, len) };
         return;
     }
-    let end = addr + len;
-    let mut a = addr;
-    while a < end {
-        let word = a & !7;
-        let off = a - word;
-        let n = (8 - off).min(end - a);
+    for (word, off, n, pos) in pieces(addr, len) {
         let mut bytes = [0u8; 8];
-        // SAFETY: `src` holds `len` bytes and `a - addr + n <= len`.
-        unsafe { std::ptr::copy_nonoverlapping(src.add(a - addr), bytes.as_mut_ptr().add(off), n) };
+        // SAFETY: `src` holds `len` bytes and `pos + n <= len`.
+        unsafe { std::ptr::copy_nonoverlapping(src.add(pos), bytes.as_mut_ptr().add(off), n) };
         let mask = byte_mask(off, n);
         if let Err(cause) = tx
             .method
@@ -105,7 +114,6 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
         {
             tx::abort_and_restart(tx, cause);
         }
-        a += n;
     }
 }
 
