@@ -199,29 +199,8 @@ pub fn txmem_table(s: &Stats, profile: &SiteProfile) -> String {
         "serialization: switched to irrevocable mid-flight {}, started irrevocable {}, serialized after aborts {}",
         s.switched_irrevocable, s.started_irrevocable, s.serialized
     );
-    let width = profile
-        .sites
-        .iter()
-        .map(|p| p.location.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let _ = writeln!(
-        t,
-        "{:<width$} {:>12} {:>10} {:>9} {:>9} {:>11}",
-        "site", "commits", "aborts", "switched", "started", "serialized"
-    );
-    for p in &profile.sites {
-        let _ = writeln!(
-            t,
-            "{:<width$} {:>12} {:>10} {:>9} {:>9} {:>11}",
-            p.location,
-            p.commits,
-            p.total_aborts(),
-            p.switched_irrevocable,
-            p.started_irrevocable,
-            p.serialized
-        );
-    }
+    // txmem's own per-site table: commits, aborts by cause and the three
+    // serialization columns.
+    let _ = write!(t, "{profile}");
     t
 }

@@ -413,14 +413,19 @@ impl Store {
     /// number of items reclaimed or evicted.
     pub fn maintain(&self, budget: usize) -> usize {
         let before = self.stats();
-        if self.used() > self.high_water() {
-            self.evict_until(self.low_water());
-        }
+        self.evict_if_high();
         if self.mortal.load(Ordering::Relaxed) > 0 {
             self.crawl(budget);
         }
         let after = self.stats();
         (after.reclaimed + after.evictions - before.reclaimed - before.evictions) as usize
+    }
+
+    /// Evicts down to the low-water mark if above the high-water mark.
+    fn evict_if_high(&self) {
+        if self.used() > self.high_water() {
+            self.evict_until(self.low_water());
+        }
     }
 
     /// Looks at up to `budget` LRU entries per shard, reclaiming what is
@@ -439,7 +444,7 @@ impl Store {
 
     /// Registers the thread to wake when a write passes the high-water
     /// mark (the maintenance thread calls this once).
-    pub fn set_maintainer(&self, thread: Thread) {
+    fn set_maintainer(&self, thread: Thread) {
         let _ = self.maintainer.set(thread);
     }
 
@@ -454,9 +459,7 @@ impl Store {
         let mut gap = period;
         let mut next_crawl = Instant::now();
         while !stop.load(Ordering::Acquire) {
-            if self.used() > self.high_water() {
-                self.evict_until(self.low_water());
-            }
+            self.evict_if_high();
             if Instant::now() >= next_crawl && self.mortal.load(Ordering::Relaxed) > 0 {
                 let before = self.stats().reclaimed;
                 self.crawl(budget);
@@ -578,11 +581,6 @@ impl<'s> StoreTx<'_, 's> {
         shard.items.add(self.tx, -1)?;
         shard.bytes.add(self.tx, -(old.cost(key.len()) as i64))?;
         Ok((!self.store.dead(&old, self.now)).then_some(old))
-    }
-
-    /// The underlying transaction.
-    pub fn tx(&mut self) -> &mut Transaction<'s> {
-        self.tx
     }
 }
 
