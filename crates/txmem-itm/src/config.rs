@@ -11,6 +11,8 @@ pub(crate) enum MethodKind {
     Lazy,
     /// Eager write-through with encounter-time locking and an undo log.
     Eager,
+    /// NOrec: one global sequence lock, value-based validation, write-back at commit.
+    NOrec,
 }
 
 /// What a transaction does after an abort, before it runs again.
@@ -59,9 +61,10 @@ fn parse_from(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
         None | Some("") | Some("lazy") => MethodKind::Lazy,
         Some("serial") => MethodKind::Serial,
         Some("eager") => MethodKind::Eager,
+        Some("norec") => MethodKind::NOrec,
         Some(other) => {
             return Err(format!(
-                "unknown TXMEM_ITM_METHOD '{other}' (expected 'lazy', 'eager' or 'serial')"
+                "unknown TXMEM_ITM_METHOD '{other}' (expected 'lazy', 'eager', 'norec' or 'serial')"
             ))
         }
     };
@@ -107,6 +110,7 @@ impl MethodKind {
             MethodKind::Serial => "serial",
             MethodKind::Lazy => "lazy",
             MethodKind::Eager => "eager",
+            MethodKind::NOrec => "norec",
         }
     }
 }
@@ -145,7 +149,7 @@ mod tests {
 
     #[test]
     fn every_method_name_parses_and_round_trips() {
-        for m in ["lazy", "eager", "serial"] {
+        for m in ["lazy", "eager", "norec", "serial"] {
             let c = parse_with(&[("TXMEM_ITM_METHOD", m), ("TXMEM_ITM_STATS", "1")]).unwrap();
             assert_eq!(c.method.name(), m);
             assert!(c.stats);
@@ -169,8 +173,8 @@ mod tests {
 
     #[test]
     fn bad_values_are_errors_that_name_them() {
-        let e = parse_with(&[("TXMEM_ITM_METHOD", "norec")]).unwrap_err();
-        assert!(e.contains("'norec'") && e.contains("lazy"), "{e}");
+        let e = parse_with(&[("TXMEM_ITM_METHOD", "tl2")]).unwrap_err();
+        assert!(e.contains("'tl2'") && e.contains("norec"), "{e}");
         let e = parse_with(&[("TXMEM_ITM_SERIALIZE_AFTER", "0")]).unwrap_err();
         assert!(e.contains("TXMEM_ITM_SERIALIZE_AFTER"), "{e}");
     }

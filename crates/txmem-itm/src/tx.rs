@@ -1,16 +1,17 @@
 //! The per-thread transaction descriptor, the registry of descriptors, the serial gate, and
 //! the paths that end a transaction (commit, rollback, restart, cancel).
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use crossbeam_utils::CachePadded;
+
 use crate::abi::begin::{longjmp, JmpBuf};
 use crate::config::{self, Contention, MethodKind};
-use crate::method::{self, AbortCause, Method};
+use crate::method::{self, AbortCause, Method, Privatization};
 use crate::stats::{Event, SiteStats};
 
 // The action bits and code properties of GCC's TM ABI that the runtime uses.
@@ -72,8 +73,13 @@ type UserFn = unsafe extern "C" fn(*mut c_void);
 pub(crate) struct TxDesc {
     /// `INACTIVE`, or the start version of the running (non-serial) transaction: the serial
     /// gate waits for every descriptor to be inactive, a committing writer waits for those
-    /// with an older start version (privatization safety).
-    pub state: AtomicU64,
+    /// with an older start version (privatization safety). On its own cache line: other
+    /// threads poll it.
+    pub state: CachePadded<AtomicU64>,
+    /// While a writer waits out older transactions after its commit, its write version; else
+    /// `INACTIVE`. A read-only transaction whose snapshot includes that commit waits for the
+    /// wait to end before it returns (proxy privatization).
+    pub quiescing: CachePadded<AtomicU64>,
     in_use: AtomicBool,
     /// This descriptor's owner id in locked orecs (`LOCKED | id`).
     pub lock_word: u64,
@@ -90,6 +96,8 @@ pub(crate) struct TxDesc {
     pub start: u64,
     /// The version a serial writer stamps on orecs.
     pub serial_version: u64,
+    /// `_ITM_getTransactionId`'s answer, drawn from a shared counter only when asked for
+    /// (0 until then), so that starting a transaction touches no shared cache line.
     pub tx_id: u64,
     pub consecutive_aborts: u32,
     /// True while this transaction holds the hourglass closed.
@@ -102,6 +110,11 @@ pub(crate) struct TxDesc {
     // Logs.
     pub reads: Vec<usize>,
     pub redo: WordMap<(u64, u64)>,
+    /// One bit per word of `redo` (see `method::filter_bit`): most reads skip the lookup.
+    pub write_filter: u64,
+    /// NOrec: the words read and the values seen, and the sequence-lock value they held at.
+    pub values: Vec<(usize, u64)>,
+    pub seq: u64,
     /// Orecs this transaction holds locked, with the version each had before.
     pub locks: Vec<(usize, u64)>,
     /// Those of `locks` whose version before locking was newer than the start version: a
@@ -134,30 +147,68 @@ pub(crate) fn all_descs() -> impl Iterator<Item = &'static TxDesc> {
 }
 
 thread_local! {
-    static CURRENT: Cell<*mut TxDesc> = const { Cell::new(std::ptr::null_mut()) };
     static RELEASE: ReleaseOnExit = const { ReleaseOnExit };
+}
+
+// The thread's descriptor pointer, in the initial-exec TLS model: one `%fs`-relative load, where
+// a `thread_local!` in a shared library costs a call to `__tls_get_addr` on every barrier.
+// (GCC's libitm keeps its descriptor the same way.) Initial-exec TLS lives in the static TLS
+// block, which a preloaded or linked library always gets.
+std::arch::global_asm!(
+    ".section .tbss,\"awT\",@nobits",
+    ".p2align 3",
+    ".globl txmem_itm_current_desc",
+    ".hidden txmem_itm_current_desc",
+    ".type txmem_itm_current_desc,@object",
+    ".size txmem_itm_current_desc, 8",
+    "txmem_itm_current_desc:",
+    ".zero 8",
+    ".text",
+);
+
+/// The thread's descriptor, or null if it never began a transaction.
+#[inline(always)]
+pub(crate) fn current_or_null() -> *mut TxDesc {
+    let p: *mut TxDesc;
+    // SAFETY: loads this thread's 8-byte TLS slot defined above, through the GOT entry that
+    // holds its offset from the thread pointer; nothing else is read or written.
+    unsafe {
+        std::arch::asm!(
+            "movq txmem_itm_current_desc@GOTTPOFF(%rip), {p}",
+            "movq %fs:({p}), {p}",
+            p = out(reg) p,
+            options(att_syntax, nostack, readonly, preserves_flags, pure),
+        )
+    };
+    p
+}
+
+fn set_current(p: *mut TxDesc) {
+    // SAFETY: stores to this thread's TLS slot, as `current_or_null` reads it.
+    unsafe {
+        std::arch::asm!(
+            "movq txmem_itm_current_desc@GOTTPOFF(%rip), {t}",
+            "movq {p}, %fs:({t})",
+            p = in(reg) p,
+            t = out(reg) _,
+            options(att_syntax, nostack, preserves_flags),
+        )
+    };
 }
 
 /// Returns the thread's descriptor to the pool when the thread exits.
 struct ReleaseOnExit;
 impl Drop for ReleaseOnExit {
     fn drop(&mut self) {
-        let p = CURRENT.try_with(|c| c.replace(std::ptr::null_mut()));
-        if let Ok(p) = p {
-            if !p.is_null() {
-                // SAFETY: the descriptor is leaked, so the pointer is valid; the thread is
-                // past its last transaction, and no other thread uses a descriptor that is in
-                // use, so this is the only reference.
-                unsafe { (*p).in_use.store(false, Ordering::Release) };
-            }
+        let p = current_or_null();
+        if !p.is_null() {
+            set_current(std::ptr::null_mut());
+            // SAFETY: the descriptor is leaked, so the pointer is valid; the thread is past
+            // its last transaction, and no other thread uses a descriptor that is in use, so
+            // this is the only reference.
+            unsafe { (*p).in_use.store(false, Ordering::Release) };
         }
     }
-}
-
-/// The thread's descriptor, or null if it never began a transaction.
-#[inline]
-pub(crate) fn current_or_null() -> *mut TxDesc {
-    CURRENT.with(|c| c.get())
 }
 
 /// The thread's descriptor, taken from the pool or created on first use.
@@ -167,8 +218,9 @@ pub(crate) fn current() -> *mut TxDesc {
         return p;
     }
     let p = acquire_desc();
-    CURRENT.with(|c| c.set(p));
-    RELEASE.with(|_| {});
+    set_current(p);
+    // A thread inside its own TLS destructors keeps the descriptor until it exits.
+    let _ = RELEASE.try_with(|_| {});
     // SAFETY: `p` was just acquired for this thread only.
     unsafe { (*p).stack_lo = stack_low() };
     p
@@ -218,7 +270,8 @@ fn stack_low() -> usize {
 impl TxDesc {
     fn new(id: u64) -> TxDesc {
         TxDesc {
-            state: AtomicU64::new(INACTIVE),
+            state: CachePadded::new(AtomicU64::new(INACTIVE)),
+            quiescing: CachePadded::new(AtomicU64::new(INACTIVE)),
             in_use: AtomicBool::new(true),
             lock_word: crate::orec::LOCKED | id,
             nesting: 0,
@@ -237,6 +290,9 @@ impl TxDesc {
             stack_lo: 0,
             reads: Vec::new(),
             redo: WordMap::default(),
+            write_filter: 0,
+            values: Vec::new(),
+            seq: 0,
             locks: Vec::new(),
             stale_locks: Vec::new(),
             undo: Vec::new(),
@@ -303,6 +359,8 @@ impl TxDesc {
     fn clear_logs(&mut self) {
         self.reads.clear();
         self.redo.clear();
+        self.write_filter = 0;
+        self.values.clear();
         self.locks.clear();
         self.stale_locks.clear();
         self.undo.clear();
@@ -423,6 +481,7 @@ fn leave_serial() {
 
 /// Waits until every transaction that started before `version` has finished or moved its
 /// start past it, so memory a committed writer privatized is no longer touched by them.
+/// `tx.quiescing` holds `version` meanwhile (set before the commit became visible).
 fn quiesce(tx: &TxDesc, version: u64) {
     for d in all_descs() {
         if std::ptr::eq(d, tx) {
@@ -437,11 +496,36 @@ fn quiesce(tx: &TxDesc, version: u64) {
             pause(&mut round);
         }
     }
+    tx.quiescing.store(INACTIVE, Ordering::Release);
+}
+
+/// For a read-only transaction with snapshot `start`: waits until no writer whose commit it
+/// may have seen (write version <= `start`) is still waiting out older transactions. Without
+/// this, a reader could see a privatizing commit and touch the private data while a doomed
+/// older transaction still does (proxy privatization), since only the writer waits.
+fn quiesce_proxy(tx: &TxDesc, start: u64) {
+    for d in all_descs() {
+        if std::ptr::eq(d, tx) {
+            continue;
+        }
+        let mut round = 0;
+        while d.quiescing.load(Ordering::Acquire) <= start {
+            pause(&mut round);
+        }
+    }
 }
 
 // ---------------------------------------------------------------- starting
 
 static NEXT_TX_ID: AtomicU64 = AtomicU64::new(2);
+
+/// The running transaction's id (ids start at 2: libitm answers 1 outside a transaction).
+pub(crate) fn transaction_id(tx: &mut TxDesc) -> u64 {
+    if tx.tx_id == 0 {
+        tx.tx_id = NEXT_TX_ID.fetch_add(1, Ordering::Relaxed);
+    }
+    tx.tx_id
+}
 
 /// Starts (or restarts) the outermost transaction in the mode its history asks for, and
 /// returns the code-path bits of the action.
@@ -450,7 +534,6 @@ fn start_outermost(tx: &mut TxDesc) -> u32 {
     let props = tx.props;
     let must_serial_irr = props & PR_INSTRUMENTED == 0 || props & PR_DOES_GO_IRREVOCABLE != 0;
     let reason = tx.restart_serial.take();
-    tx.tx_id = NEXT_TX_ID.fetch_add(1, Ordering::Relaxed);
     if must_serial_irr || reason.is_some() || cfg.method == MethodKind::Serial {
         if must_serial_irr {
             tx.record(Event::StartedIrrevocable);
@@ -474,6 +557,8 @@ fn start_outermost(tx: &mut TxDesc) -> u32 {
     tx.serial = false;
     tx.irrevocable = false;
     tx.start = enter_ordinary(tx);
+    let method = tx.method;
+    method.begin(tx);
     A_RUN_INSTRUMENTED
 }
 
@@ -510,6 +595,7 @@ pub(crate) fn begin(props: u32, jb: &JmpBuf) -> u32 {
     tx.site = jb.rip;
     tx.consecutive_aborts = 0;
     tx.restart_serial = None;
+    tx.tx_id = 0;
     tx.record(Event::Begin);
     start_outermost(tx) | A_SAVE_LIVE
 }
@@ -543,14 +629,16 @@ pub(crate) fn commit(tx: &mut TxDesc) {
         tx.nesting -= 1;
         return;
     }
-    let write_version = match tx.method.commit(tx) {
-        Ok(v) => v,
+    let privatization = match tx.method.commit(tx) {
+        Ok(p) => p,
         Err(cause) => abort_and_restart(tx, cause),
     };
     finish(tx);
     open_hourglass(tx);
-    if let Some(v) = write_version {
-        quiesce(tx, v);
+    match privatization {
+        Privatization::Safe => {}
+        Privatization::Writer(v) => quiesce(tx, v),
+        Privatization::Reader(start) => quiesce_proxy(tx, start),
     }
     for p in tx.frees.drain(..) {
         // SAFETY: the program freed `p` inside the committed transaction; the free was

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-const METHODS: [&str; 3] = ["lazy", "eager", "serial"];
+const METHODS: [&str; 4] = ["lazy", "eager", "norec", "serial"];
 
 fn library() -> PathBuf {
     // `cargo test` rebuilds the cdylib in `deps/`, beside the test binary, but only

@@ -130,8 +130,33 @@ pub(crate) unsafe fn log_bytes(addr: usize, len: usize) {
     }
 }
 
+/// True if a `T` at `addr` lies inside one aligned word: the common case, served by one word
+/// operation with a constant-size copy instead of the byte-range loop.
+#[inline(always)]
+fn in_one_word<T>(addr: usize) -> bool {
+    std::mem::size_of::<T>() <= 8 && (addr & 7) + std::mem::size_of::<T>() <= 8
+}
+
 #[inline]
 unsafe fn read_value<T: Copy>(p: *const T) -> T {
+    let addr = p as usize;
+    if in_one_word::<T>(addr) {
+        if let Some(tx) = running() {
+            if !tx.serial && !tx.is_tx_local_stack(addr) {
+                let word = addr & !7;
+                let val = match tx.method.read_word(tx, word) {
+                    Ok(v) => v,
+                    Err(cause) => tx::abort_and_restart(tx, cause),
+                };
+                let bytes = val.to_le_bytes();
+                // SAFETY: `addr - word + size_of::<T>() <= 8`, so the read stays in `bytes`;
+                // every T here is plain data, valid for any bytes.
+                return unsafe {
+                    std::ptr::read_unaligned(bytes.as_ptr().add(addr - word) as *const T)
+                };
+            }
+        }
+    }
     let mut v = MaybeUninit::<T>::uninit();
     // SAFETY: `p` points at a readable T (the ABI's contract with compiled code); the buffer
     // is fully written before it is assumed initialised, and every type here is plain data.
@@ -147,6 +172,26 @@ unsafe fn read_value<T: Copy>(p: *const T) -> T {
 
 #[inline]
 unsafe fn write_value<T: Copy>(p: *mut T, v: T) {
+    let addr = p as usize;
+    if in_one_word::<T>(addr) {
+        if let Some(tx) = running() {
+            if !tx.serial && !tx.is_tx_local_stack(addr) {
+                let word = addr & !7;
+                let off = addr - word;
+                let mut bytes = [0u8; 8];
+                // SAFETY: `off + size_of::<T>() <= 8`, so the write stays in `bytes`.
+                unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().add(off) as *mut T, v) };
+                let mask = byte_mask(off, std::mem::size_of::<T>());
+                if let Err(cause) = tx
+                    .method
+                    .write_word(tx, word, u64::from_le_bytes(bytes), mask)
+                {
+                    tx::abort_and_restart(tx, cause);
+                }
+                return;
+            }
+        }
+    }
     // SAFETY: `p` points at a writable T; `v` is a local T.
     unsafe {
         write_bytes(

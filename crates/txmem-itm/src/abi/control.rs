@@ -53,7 +53,7 @@ extern "C" fn _ITM_inTransaction() -> u32 {
 #[no_mangle]
 extern "C" fn _ITM_getTransactionId() -> u64 {
     // 1 is the ABI's id for "no transaction"; ids of transactions start at 2.
-    running().map_or(1, |tx| tx.tx_id)
+    running().map_or(1, tx::transaction_id)
 }
 
 #[no_mangle]

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{lock_orec, release, store_masked, AbortCause, Method};
+use super::{lock_orec, release, store_masked, AbortCause, Method, Privatization};
 use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
@@ -59,16 +59,18 @@ impl Method for Eager {
         Ok(())
     }
 
-    fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause> {
+    fn commit(&self, tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
         if tx.locks.is_empty() {
-            return Ok(None);
+            return Ok(Privatization::Reader(tx.start));
         }
         let wv = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
         if wv != tx.start + 1 && !self.validate(tx) {
             return Err(AbortCause::CommitValidate);
         }
+        // Before the orecs show the new version: a reader that sees it sees this too.
+        tx.quiescing.store(wv, Ordering::Release);
         release(tx, Some(wv));
-        Ok(Some(wv))
+        Ok(Privatization::Writer(wv))
     }
 
     fn rollback(&self, tx: &mut TxDesc) {

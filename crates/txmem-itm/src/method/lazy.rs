@@ -7,7 +7,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{lock_orec, release, store_masked, AbortCause, Method};
+use super::{
+    buffer_write, buffered, lock_orec, release, write_back, AbortCause, Method, Privatization,
+};
 use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
@@ -21,9 +23,9 @@ impl Lazy {
 
 impl Method for Lazy {
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        match tx.redo.get(&word) {
-            Some(&(val, u64::MAX)) => Ok(val),
-            Some(&(val, mask)) => {
+        match buffered(tx, word) {
+            Some((val, u64::MAX)) => Ok(val),
+            Some((val, mask)) => {
                 let mem = self.load_checked(tx, word)?;
                 Ok((mem & !mask) | (val & mask))
             }
@@ -38,42 +40,40 @@ impl Method for Lazy {
         val: u64,
         mask: u64,
     ) -> Result<(), AbortCause> {
-        let e = tx.redo.entry(word).or_insert((0, 0));
-        e.0 = (e.0 & !mask) | (val & mask);
-        e.1 |= mask;
+        buffer_write(tx, word, val, mask);
         Ok(())
     }
 
-    fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause> {
+    fn commit(&self, tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
         if tx.redo.is_empty() {
             // Read-only: every read was consistent with the start version when made.
-            return Ok(None);
+            return Ok(Privatization::Reader(tx.start));
         }
-        let words: Vec<usize> = tx.redo.keys().copied().collect();
-        for w in words {
-            if !lock_orec(tx, orec::index(w)) {
-                release(tx, None);
-                return Err(AbortCause::CommitLocked);
-            }
+        // Taken out for the loop, since locking needs the descriptor; no allocation.
+        let redo = std::mem::take(&mut tx.redo);
+        let locked = redo.keys().all(|&w| lock_orec(tx, orec::index(w)));
+        tx.redo = redo;
+        if !locked {
+            release(tx, None);
+            return Err(AbortCause::CommitLocked);
         }
         let wv = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
         if wv != tx.start + 1 && !self.validate(tx) {
             release(tx, None);
             return Err(AbortCause::CommitValidate);
         }
-        for (&w, &(val, mask)) in tx.redo.iter() {
-            // SAFETY: every word in the redo log was written by the program through a barrier
-            // (so its selected bytes are writable), and its orec is locked by us.
-            unsafe { store_masked(w, val, mask) };
-        }
+        write_back(tx);
+        // Before the writes become visible: a reader that sees them sees this too.
+        tx.quiescing.store(wv, Ordering::Release);
         release(tx, Some(wv));
-        Ok(Some(wv))
+        Ok(Privatization::Writer(wv))
     }
 
     fn rollback(&self, tx: &mut TxDesc) {
         // Nothing was written in place, so the old versions still describe memory.
         release(tx, None);
         tx.redo.clear();
+        tx.write_filter = 0;
         tx.reads.clear();
     }
 
@@ -83,12 +83,12 @@ impl Method for Lazy {
 
     fn write_back_serial(&self, tx: &mut TxDesc) {
         let version = tx.serial_version;
-        for (&w, &(val, mask)) in tx.redo.iter() {
+        for &w in tx.redo.keys() {
             orec::stamp(w, 8, version);
-            // SAFETY: as in commit; the gate is held, so nobody else runs.
-            unsafe { store_masked(w, val, mask) };
         }
+        write_back(tx);
         tx.redo.clear();
+        tx.write_filter = 0;
         tx.reads.clear();
     }
 }

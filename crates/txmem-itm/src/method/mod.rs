@@ -2,6 +2,7 @@
 
 mod eager;
 mod lazy;
+mod norec;
 mod serial;
 
 use crate::config::{self, MethodKind};
@@ -48,9 +49,23 @@ impl AbortCause {
     }
 }
 
+/// What a committed transaction must wait for before it returns to code that may use data it
+/// privatized (or saw another transaction privatize) without barriers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Privatization {
+    /// Nothing: the algorithm is privatization-safe by itself (serial, NOrec).
+    Safe,
+    /// A writer with this write version: wait for transactions that started before it.
+    Writer(u64),
+    /// A reader with this snapshot: wait for writers it may have seen to finish their wait.
+    Reader(u64),
+}
+
 /// One transactional-memory algorithm. Barriers hand it whole aligned 8-byte words; the
 /// descriptor holds the logs, the method decides what they mean.
 pub(crate) trait Method: Sync {
+    /// Called when an ordinary (non-serial) attempt starts, after it passed the gate.
+    fn begin(&self, _tx: &mut TxDesc) {}
     /// Reads the word at the 8-byte aligned `word`.
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause>;
     /// Writes the bytes of `val` selected by `mask` into the word at `word`.
@@ -61,8 +76,8 @@ pub(crate) trait Method: Sync {
         val: u64,
         mask: u64,
     ) -> Result<(), AbortCause>;
-    /// Commits; returns the write version if other threads must be waited for (privatization).
-    fn commit(&self, tx: &mut TxDesc) -> Result<Option<u64>, AbortCause>;
+    /// Commits; says what must be waited for before the program goes on.
+    fn commit(&self, tx: &mut TxDesc) -> Result<Privatization, AbortCause>;
     /// Drops the method's own logs after an abort (the descriptor handles the undo log).
     fn rollback(&self, tx: &mut TxDesc);
     /// True if everything read so far is still current (used when going irrevocable).
@@ -74,6 +89,7 @@ pub(crate) trait Method: Sync {
 static SERIAL: serial::Serial = serial::Serial;
 static LAZY: lazy::Lazy = lazy::Lazy;
 static EAGER: eager::Eager = eager::Eager;
+static NOREC: norec::NOrec = norec::NOrec;
 
 pub(crate) fn serial() -> &'static dyn Method {
     &SERIAL
@@ -85,6 +101,7 @@ pub(crate) fn default_method() -> &'static dyn Method {
         MethodKind::Serial => &SERIAL,
         MethodKind::Lazy => &LAZY,
         MethodKind::Eager => &EAGER,
+        MethodKind::NOrec => &NOREC,
     }
 }
 
@@ -140,6 +157,42 @@ pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
         tx.stale_locks.push(idx);
     }
     true
+}
+
+/// The bit of the write filter that `word` maps to: a read whose bit is clear skips the
+/// redo-log lookup.
+#[inline]
+pub(crate) fn filter_bit(word: usize) -> u64 {
+    1 << ((word >> 3) & 63)
+}
+
+/// The value of `word` as the transaction's own buffered writes leave it, given its value in
+/// memory; None if `tx` wrote no byte of it.
+#[inline]
+pub(crate) fn buffered(tx: &TxDesc, word: usize) -> Option<(u64, u64)> {
+    if tx.write_filter & filter_bit(word) == 0 {
+        return None;
+    }
+    tx.redo.get(&word).copied()
+}
+
+/// Adds the bytes of `val` selected by `mask` to the redo log.
+#[inline]
+pub(crate) fn buffer_write(tx: &mut TxDesc, word: usize, val: u64, mask: u64) {
+    tx.write_filter |= filter_bit(word);
+    let e = tx.redo.entry(word).or_insert((0, 0));
+    e.0 = (e.0 & !mask) | (val & mask);
+    e.1 |= mask;
+}
+
+/// Writes the redo log to memory. The caller excludes conflicting writers (orec locks, the
+/// sequence lock or the serial gate).
+pub(crate) fn write_back(tx: &TxDesc) {
+    for (&w, &(val, mask)) in tx.redo.iter() {
+        // SAFETY: every word in the redo log was written by the program through a barrier
+        // (so its selected bytes are writable); the caller excludes other writers.
+        unsafe { store_masked(w, val, mask) };
+    }
 }
 
 /// Releases every orec `tx` holds: with `version`, or with the version each had before.

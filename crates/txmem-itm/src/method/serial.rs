@@ -1,7 +1,7 @@
 //! Serial execution: the transaction holds the gate, so it reads and writes in place; an undo
 //! log (unless irrevocable) lets it cancel.
 
-use super::{load_word, store_masked, AbortCause, Method};
+use super::{load_word, store_masked, AbortCause, Method, Privatization};
 use crate::tx::TxDesc;
 
 pub(crate) struct Serial;
@@ -31,8 +31,9 @@ impl Method for Serial {
         Ok(())
     }
 
-    fn commit(&self, _tx: &mut TxDesc) -> Result<Option<u64>, AbortCause> {
-        Ok(None)
+    fn commit(&self, _tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
+        // It ran alone: the gate drained every other transaction first.
+        Ok(Privatization::Safe)
     }
 
     fn rollback(&self, _tx: &mut TxDesc) {}

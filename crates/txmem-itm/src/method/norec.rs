@@ -1,0 +1,142 @@
+//! NOrec (Dalessandro, Spear and Scott): no ownership records at all. One global sequence lock
+//! orders commits; a transaction logs the values it read and, whenever the sequence lock has
+//! moved since its snapshot, checks that those values are still in memory before it goes on.
+//! Writes are buffered and written back at commit with the sequence lock held.
+//!
+//! Commits are serialized, which limits writers' scaling, but reads cost one load of a line
+//! that only commits write, conflicts are exact (by value, no false sharing of orecs), and the
+//! algorithm is privatization-safe without waiting for other transactions: a doomed reader
+//! notices the commit that doomed it at its next read, and no write-back can run after a
+//! later commit.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use super::{buffer_write, buffered, load_word, write_back, AbortCause, Method, Privatization};
+use crate::tx::TxDesc;
+
+/// The sequence lock: even while no commit writes back, odd during a write-back.
+static SEQ: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
+
+pub(crate) struct NOrec;
+
+/// An even value of the sequence lock (waiting out a write-back in progress).
+fn snapshot() -> u64 {
+    let mut spins = 0u32;
+    loop {
+        let s = SEQ.load(Ordering::Acquire);
+        if s & 1 == 0 {
+            return s;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Checks that every value read is still in memory, and returns the sequence value at which
+/// that held; aborts if one changed.
+fn revalidate(tx: &TxDesc) -> Result<u64, AbortCause> {
+    loop {
+        let s = snapshot();
+        for &(w, v) in &tx.values {
+            // SAFETY: a word the transaction read through a barrier, so on a mapped page.
+            if unsafe { load_word(w) } != v {
+                return Err(AbortCause::ReadValidate);
+            }
+        }
+        // The values must be loaded before the sequence lock is checked again.
+        fence(Ordering::Acquire);
+        if SEQ.load(Ordering::Relaxed) == s {
+            return Ok(s);
+        }
+    }
+}
+
+impl NOrec {
+    /// Reads `word` from memory consistently with the values read before it.
+    fn load_consistent(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        loop {
+            // SAFETY: the barrier hands an aligned word holding bytes the program reads; the
+            // sequence check below discards a value a concurrent write-back produced.
+            let val = unsafe { load_word(word) };
+            fence(Ordering::Acquire);
+            if SEQ.load(Ordering::Relaxed) == tx.seq {
+                tx.values.push((word, val));
+                return Ok(val);
+            }
+            tx.seq = revalidate(tx)?;
+        }
+    }
+}
+
+impl Method for NOrec {
+    fn begin(&self, tx: &mut TxDesc) {
+        tx.seq = snapshot();
+    }
+
+    fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        match buffered(tx, word) {
+            Some((val, u64::MAX)) => Ok(val),
+            Some((val, mask)) => {
+                let mem = self.load_consistent(tx, word)?;
+                Ok((mem & !mask) | (val & mask))
+            }
+            None => self.load_consistent(tx, word),
+        }
+    }
+
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause> {
+        buffer_write(tx, word, val, mask);
+        Ok(())
+    }
+
+    fn commit(&self, tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
+        if tx.redo.is_empty() {
+            return Ok(Privatization::Safe);
+        }
+        while SEQ
+            .compare_exchange(tx.seq, tx.seq + 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Someone committed since the snapshot: still consistent?
+            tx.seq = revalidate(tx).map_err(|_| AbortCause::CommitValidate)?;
+        }
+        write_back(tx);
+        SEQ.store(tx.seq + 2, Ordering::Release);
+        Ok(Privatization::Safe)
+    }
+
+    fn rollback(&self, tx: &mut TxDesc) {
+        tx.redo.clear();
+        tx.write_filter = 0;
+        tx.values.clear();
+    }
+
+    fn validate(&self, tx: &TxDesc) -> bool {
+        tx.values
+            .iter()
+            // SAFETY: as in `revalidate`.
+            .all(|&(w, v)| unsafe { load_word(w) } == v)
+    }
+
+    fn write_back_serial(&self, tx: &mut TxDesc) {
+        // Orec methods do not run beside NOrec, but a serial writer stamps orecs; so do we,
+        // for one vocabulary of "what a serial write leaves behind".
+        for &w in tx.redo.keys() {
+            crate::orec::stamp(w, 8, tx.serial_version);
+        }
+        write_back(tx);
+        self.rollback(tx);
+    }
+}
