@@ -39,6 +39,10 @@
 //!   conflicts. After a writing commit the thread waits for transactions that started before
 //!   it (quiescence), so a program that privatizes data by a transaction is safe, as GCC's
 //!   default method is; transactional frees are deferred past that wait.
+//! * **C++** (`abi/cxx.rs`): the transactional `operator new`/`delete` clones and the
+//!   `_ITM_cxa_*` exception calls, as in GCC's libitm; an exception leaving a transaction
+//!   commits it. The C++ runtime is found with `dlsym` at first use, so C programs do not
+//!   need libstdc++.
 //! * **Stack memory made inside the transaction** (below the checkpoint's stack pointer) is
 //!   accessed directly: it dies with the attempt, and buffering or restoring it could clobber
 //!   frames the runtime itself is running in.
@@ -59,8 +63,7 @@
 //!
 //! # Not done yet
 //!
-//! The C++ entry points (`_ITM_cxa_*`, `_ITM_commitTransactionEH` only commits, the
-//! transactional `operator new`/`delete` clones), NOrec, and using the barrier hints (`RaR`,
+//! NOrec, and using the barrier hints (`RaR`,
 //! `RaW`, `RfW`, `WaR`, `WaW` all take the general path). Inner cancels are not counted in
 //! the statistics. x86-64 Linux only.
 //!

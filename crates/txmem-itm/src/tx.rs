@@ -9,7 +9,9 @@ use std::sync::Mutex;
 
 use crossbeam_utils::CachePadded;
 
+use crate::abi::alloc::Block;
 use crate::abi::begin::{longjmp, JmpBuf};
+use crate::abi::cxx::EhState;
 use crate::config::{self, Contention, MethodKind};
 use crate::method::{self, AbortCause, Method, Privatization};
 use crate::stats::{Event, SiteStats};
@@ -64,6 +66,7 @@ pub(crate) struct Nested {
     frees_len: usize,
     commit_actions_len: usize,
     undo_actions_len: usize,
+    eh_catch_count: u32,
 }
 
 type UserFn = unsafe extern "C" fn(*mut c_void);
@@ -122,11 +125,13 @@ pub(crate) struct TxDesc {
     pub stale_locks: Vec<usize>,
     pub undo: Vec<UndoEntry>,
     pub undo_data: Vec<u8>,
-    pub allocs: Vec<*mut c_void>,
-    pub frees: Vec<*mut c_void>,
+    pub allocs: Vec<Block>,
+    pub frees: Vec<Block>,
     pub commit_actions: Vec<(UserFn, *mut c_void)>,
     pub undo_actions: Vec<(UserFn, *mut c_void)>,
     pub nested: Vec<Nested>,
+    /// C++ exception state (`abi/cxx.rs`).
+    pub eh: EhState,
     pub stats: Mutex<HashMap<usize, SiteStats>>,
 }
 
@@ -302,6 +307,7 @@ impl TxDesc {
             commit_actions: Vec::new(),
             undo_actions: Vec::new(),
             nested: Vec::new(),
+            eh: EhState::new(),
             stats: Mutex::new(HashMap::new()),
         }
     }
@@ -370,6 +376,7 @@ impl TxDesc {
         self.commit_actions.clear();
         self.undo_actions.clear();
         self.nested.clear();
+        self.eh = EhState::new();
     }
 
     /// Undoes everything the transaction did, outermost level.
@@ -380,10 +387,10 @@ impl TxDesc {
             // SAFETY: the program registered `f` with `arg` as an undo action.
             unsafe { f(arg) };
         }
-        for p in self.allocs.drain(..) {
-            // SAFETY: allocated by _ITM_malloc/_ITM_calloc in this aborted transaction and
-            // never visible outside it.
-            unsafe { libc::free(p) };
+        crate::abi::cxx::rollback(self);
+        for b in self.allocs.drain(..) {
+            // SAFETY: allocated in this aborted transaction and never visible outside it.
+            unsafe { b.release() };
         }
         self.clear_logs();
     }
@@ -580,6 +587,7 @@ pub(crate) fn begin(props: u32, jb: &JmpBuf) -> u32 {
                 frees_len: tx.frees.len(),
                 commit_actions_len: tx.commit_actions.len(),
                 undo_actions_len: tx.undo_actions.len(),
+                eh_catch_count: tx.eh.catch_count,
             };
             tx.nested.push(n);
             return A_RUN_INSTRUMENTED | A_SAVE_LIVE;
@@ -640,10 +648,10 @@ pub(crate) fn commit(tx: &mut TxDesc) {
         Privatization::Writer(v) => quiesce(tx, v),
         Privatization::Reader(start) => quiesce_proxy(tx, start),
     }
-    for p in tx.frees.drain(..) {
-        // SAFETY: the program freed `p` inside the committed transaction; the free was
+    for b in tx.frees.drain(..) {
+        // SAFETY: the program freed the block inside the committed transaction; the free was
         // deferred to here, after quiescence, so no transaction still reads the block.
-        unsafe { libc::free(p) };
+        unsafe { b.release() };
     }
     let actions = std::mem::take(&mut tx.commit_actions);
     tx.clear_logs();
@@ -714,9 +722,10 @@ pub(crate) fn cancel(tx: &mut TxDesc, outer: bool) -> ! {
                     // SAFETY: registered by the program as an undo action.
                     unsafe { f(arg) };
                 }
-                for p in tx.allocs.drain(n.allocs_len..) {
+                crate::abi::cxx::cancel_inner(tx, n.eh_catch_count);
+                for b in tx.allocs.drain(n.allocs_len..) {
                     // SAFETY: allocated inside the cancelled inner transaction only.
-                    unsafe { libc::free(p) };
+                    unsafe { b.release() };
                 }
                 tx.frees.truncate(n.frees_len);
                 tx.commit_actions.truncate(n.commit_actions_len);

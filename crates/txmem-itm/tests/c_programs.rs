@@ -40,25 +40,31 @@ fn work_dir() -> PathBuf {
     dir
 }
 
-/// Why gcc cannot build TM programs here, if it cannot.
-fn gcc_problem() -> &'static Option<String> {
-    static PROBLEM: OnceLock<Option<String>> = OnceLock::new();
-    PROBLEM.get_or_init(|| {
-        let src = work_dir().join("probe.c");
+/// Why `compiler` (gcc or g++) cannot build TM programs here, if it cannot.
+fn compiler_problem(compiler: &'static str) -> &'static Option<String> {
+    static GCC: OnceLock<Option<String>> = OnceLock::new();
+    static GXX: OnceLock<Option<String>> = OnceLock::new();
+    let (cell, ext) = if compiler == "g++" {
+        (&GXX, "cc")
+    } else {
+        (&GCC, "c")
+    };
+    cell.get_or_init(|| {
+        let src = work_dir().join(format!("probe.{ext}"));
         std::fs::write(
             &src,
             "int x; int main(void) { __transaction_atomic { x++; } return 0; }\n",
         )
         .expect("write probe");
-        let out = Command::new("gcc")
+        let out = Command::new(compiler)
             .args(["-fgnu-tm", "-o"])
-            .arg(work_dir().join("probe"))
+            .arg(work_dir().join(format!("probe-{ext}")))
             .arg(&src)
             .output();
         match out {
-            Err(e) => Some(format!("gcc not runnable: {e}")),
+            Err(e) => Some(format!("{compiler} not runnable: {e}")),
             Ok(o) if !o.status.success() => Some(format!(
-                "gcc cannot compile with -fgnu-tm: {}",
+                "{compiler} cannot compile with -fgnu-tm: {}",
                 String::from_utf8_lossy(&o.stderr).trim()
             )),
             Ok(_) => None,
@@ -66,21 +72,25 @@ fn gcc_problem() -> &'static Option<String> {
     })
 }
 
-/// Compiles `tests/c/<name>.c`, or returns None (after saying why) if gcc cannot.
+/// Compiles `tests/c/<name>.c` (or `tests/cxx/<name>.cc` with g++ if `name` starts with
+/// `cxx/`), or returns None (after saying why) if the compiler cannot.
 fn compile(name: &str) -> Option<PathBuf> {
-    if let Some(why) = gcc_problem() {
+    let (compiler, dir, file) = match name.strip_prefix("cxx/") {
+        Some(n) => ("g++", "tests/cxx", format!("{n}.cc")),
+        None => ("gcc", "tests/c", format!("{name}.c")),
+    };
+    if let Some(why) = compiler_problem(compiler) {
         eprintln!("skipping {name}: {why}");
         return None;
     }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(format!("{name}.c"));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(file);
+    let name = &name.replace('/', "-");
     // A name of its own per compilation: tests run in parallel, and one must not execute a
     // binary that another is rewriting.
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let exe = work_dir().join(format!("{name}-{}-{n}", std::process::id()));
-    let out = Command::new("gcc")
+    let out = Command::new(compiler)
         .args(["-O2", "-fgnu-tm", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
@@ -88,7 +98,7 @@ fn compile(name: &str) -> Option<PathBuf> {
         .expect("run gcc");
     assert!(
         out.status.success(),
-        "gcc failed on {}:\n{}",
+        "{compiler} failed on {}:\n{}",
         src.display(),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -293,4 +303,60 @@ fn unknown_contention_policy_is_an_error_at_startup() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("unknown TXMEM_ITM_CM 'karma'"), "{stderr}");
+}
+
+// ---------------------------------------------------------------- C++ (tests/cxx/*.cc)
+
+/// Runs a C++ program once on GCC's own libitm (the reference semantics), then under every
+/// method on txmem, all with glibc's strict heap checks.
+fn run_cxx(name: &str, on_libitm: bool, check: impl Fn(&str, &HashMap<String, u64>)) {
+    let name = format!("cxx/{name}");
+    if on_libitm {
+        if let Some(exe) = compile(&name) {
+            let out = Command::new(&exe)
+                .env_remove("LD_PRELOAD")
+                .env("MALLOC_CHECK_", "3")
+                .output()
+                .expect("run on libitm");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("OK"),
+                "{name} fails on GCC's libitm too ({}): {stdout}",
+                out.status
+            );
+            let _ = std::fs::remove_file(&exe);
+        }
+    }
+    run_all_with(&name, &[("MALLOC_CHECK_", "3")], check);
+}
+
+#[test]
+fn cxx_exception_thrown_out_of_a_transaction_commits_it() {
+    run_cxx("throw", true, |_, t| {
+        assert_eq!(t["commits"], 80_000);
+        assert_eq!(t["cancels"], 0);
+    });
+}
+
+#[test]
+fn cxx_new_and_delete_in_committed_cancelled_and_aborted_transactions() {
+    // Not run on GCC's libitm: it sometimes aborts on this program (a double free).
+    run_cxx("alloc", false, |_, t| {
+        assert_eq!(t["cancels"], 60_000);
+        assert_eq!(t["commits"], 60_004);
+    });
+}
+
+#[test]
+fn cxx_try_catch_inside_a_transaction_with_cancel_and_rethrow() {
+    // Not run on GCC's libitm: it crashes on this program (in its allocation log).
+    run_cxx("catch", false, |_, t| {
+        assert_eq!(t["cancels"], 40_000);
+        assert_eq!(t["commits"], 80_000);
+    });
+}
+
+#[test]
+fn cxx_linked_list_set_by_four_threads() {
+    run_cxx("list", true, |_, t| assert_eq!(t["commits"], 6_000));
 }

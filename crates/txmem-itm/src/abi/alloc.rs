@@ -6,6 +6,43 @@ use std::ffi::c_void;
 
 use crate::tx;
 
+/// A block the runtime frees later: at commit (a deferred free or `delete`) or at abort (an
+/// allocation of the aborted transaction), with the function that matches its allocation.
+#[derive(Clone, Copy)]
+pub(crate) struct Block {
+    /// The block; null once discarded (its owner changed: a thrown exception object).
+    pub ptr: *mut c_void,
+    /// The size, for a sized `operator delete`.
+    pub size: usize,
+    pub release: unsafe extern "C" fn(*mut c_void, usize),
+}
+
+impl Block {
+    fn malloced(ptr: *mut c_void) -> Block {
+        Block {
+            ptr,
+            size: 0,
+            release: release_free,
+        }
+    }
+
+    /// Releases the block (nothing if it was discarded).
+    ///
+    /// # Safety
+    /// The block must be live and owned by the caller.
+    pub(crate) unsafe fn release(self) {
+        if !self.ptr.is_null() {
+            // SAFETY: `release` matches the function that allocated `ptr` (caller's contract).
+            unsafe { (self.release)(self.ptr, self.size) }
+        }
+    }
+}
+
+unsafe extern "C" fn release_free(p: *mut c_void, _: usize) {
+    // SAFETY: `p` came from malloc or calloc.
+    unsafe { libc::free(p) }
+}
+
 fn running() -> Option<&'static mut tx::TxDesc> {
     let p = tx::current_or_null();
     // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
@@ -19,7 +56,7 @@ extern "C" fn _ITM_malloc(size: usize) -> *mut c_void {
     let p = unsafe { libc::malloc(size) };
     if let Some(tx) = running() {
         if !p.is_null() && !tx.irrevocable {
-            tx.allocs.push(p);
+            tx.allocs.push(Block::malloced(p));
         }
     }
     p
@@ -31,7 +68,7 @@ extern "C" fn _ITM_calloc(n: usize, size: usize) -> *mut c_void {
     let p = unsafe { libc::calloc(n, size) };
     if let Some(tx) = running() {
         if !p.is_null() && !tx.irrevocable {
-            tx.allocs.push(p);
+            tx.allocs.push(Block::malloced(p));
         }
     }
     p
@@ -43,7 +80,7 @@ unsafe extern "C" fn _ITM_free(p: *mut c_void) {
         return;
     }
     match running() {
-        Some(tx) if !tx.irrevocable => tx.frees.push(p),
+        Some(tx) if !tx.irrevocable => tx.frees.push(Block::malloced(p)),
         // SAFETY: the program frees a block it owns; outside a transaction or when it cannot
         // abort, at once.
         _ => unsafe { libc::free(p) },

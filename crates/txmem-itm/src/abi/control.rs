@@ -20,13 +20,6 @@ extern "C" fn _ITM_commitTransaction() {
     }
 }
 
-/// The C++ variant, called when an exception leaves the transaction; exceptions are not
-/// handled specially yet, so this commits like the plain call.
-#[no_mangle]
-extern "C" fn _ITM_commitTransactionEH(_exception: *mut c_void) {
-    _ITM_commitTransaction()
-}
-
 const USER_ABORT: u32 = 1;
 const OUTER_ABORT: u32 = 16;
 

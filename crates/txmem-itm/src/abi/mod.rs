@@ -5,4 +5,5 @@ pub(crate) mod alloc;
 pub(crate) mod barriers;
 pub(crate) mod begin;
 pub(crate) mod control;
+pub(crate) mod cxx;
 pub(crate) mod memory;
