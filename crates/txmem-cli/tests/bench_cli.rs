@@ -202,6 +202,13 @@ fn expect_systems(v: &Value, want: &[&str]) {
         let skipped = v["skipped"].as_array().unwrap();
         assert!(skipped.iter().any(|s| s["system"] == "libitm"));
     }
+    // The harness also runs on txmem's libitm replacement, which the
+    // command's build produces beside it.
+    assert_eq!(
+        have.iter().any(|h| h == "txmem-itm"),
+        libitm_ran,
+        "txmem-itm row iff the libitm harness runs"
+    );
 }
 
 const WORD_SYSTEMS: [&str; 11] = [
@@ -448,7 +455,7 @@ fn a_broken_check_is_reported_as_a_failure() {
     let csv = tmp(SUITE, "broken.csv");
     let mut systems = vec!["txmem", "mutex", "fast-stm", "elided-rwlock"];
     if have_libitm() {
-        systems.push("libitm");
+        systems.extend(["libitm", "txmem-itm"]);
     }
     for (suite, filter, message) in [
         ("bank", "bank", "bank total changed"),
@@ -456,7 +463,10 @@ fn a_broken_check_is_reported_as_a_failure() {
     ] {
         let out = txmem()
             .args(["bench", suite, "--filter", filter, "--threads", "1"])
-            .args(["--break-check", "txmem,fast-stm,libitm,elided-rwlock"])
+            .args([
+                "--break-check",
+                "txmem,fast-stm,libitm,txmem-itm,elided-rwlock",
+            ])
             .args(["--duration", "20ms", "--repeat", "2", "--no-progress"])
             .arg("--systems")
             .arg(systems.join(","))

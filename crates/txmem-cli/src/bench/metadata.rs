@@ -46,6 +46,10 @@ pub fn settings_json(
             Ok(l) => json!({"compiler": l.compiler(), "flags": "-O2 -fgnu-tm -pthread", "method": l.method()}),
             Err(why) => json!({"skipped": why}),
         },
+        "txmem_itm": match crate::harness::peers::libitm::txmem_itm_library() {
+            Ok(lib) => json!({"library": lib, "method": crate::harness::peers::libitm::txmem_itm_method()}),
+            Err(why) => json!({"skipped": why}),
+        },
         "peers": peers,
         "elision": elision_settings(),
         "break_check": break_check(&settings.measure),

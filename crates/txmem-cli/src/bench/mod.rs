@@ -22,11 +22,12 @@ pub(crate) mod runner;
 pub(crate) mod settings;
 mod stats;
 
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::failure::Failure;
-use crate::harness::peers::libitm::Libitm;
+use crate::harness::peers::libitm::{txmem_itm_library, Libitm};
 use crate::harness::spec::Plan;
 use crate::harness::suites::config::SuiteConfig;
 use crate::harness::suites::Suite;
@@ -53,6 +54,7 @@ pub fn run(args: BenchArgs) -> Result<u8, Failure> {
         policy: settings.policy,
         seed: settings.measure.seed,
         libitm: libitm.clone(),
+        txmem_itm: prepare_txmem_itm(&settings),
     };
     if settings.list {
         list::print(&cfg);
@@ -72,9 +74,22 @@ fn prepare_libitm(settings: &Settings) -> Result<Arc<Libitm>, String> {
     let wanted = settings
         .systems
         .as_ref()
-        .is_none_or(|s| s.contains(&System::Libitm));
+        .is_none_or(|s| s.contains(&System::Libitm) || s.contains(&System::TxmemItm));
     if wanted {
         Libitm::prepare().map(Arc::new)
+    } else {
+        Err("not selected".to_string())
+    }
+}
+
+/// Finds `libtxmem_itm.so` if the run may use it.
+fn prepare_txmem_itm(settings: &Settings) -> Result<PathBuf, String> {
+    let wanted = settings
+        .systems
+        .as_ref()
+        .is_none_or(|s| s.contains(&System::TxmemItm));
+    if wanted {
+        txmem_itm_library()
     } else {
         Err("not selected".to_string())
     }

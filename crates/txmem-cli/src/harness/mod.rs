@@ -96,6 +96,7 @@ pub fn intset_workloads(seed: u64) -> Vec<IntsetWorkload> {
         policy: ContentionPolicy::DEFAULT,
         seed,
         libitm: Err("runs in a child process".into()),
+        txmem_itm: Err("runs in a child process".into()),
     };
     let mut cases = Suite::Intset.plan(&cfg).cases;
     suites::intset::workloads(false, seed)

@@ -43,6 +43,8 @@ pub enum System {
     Stm,
     /// GCC's libitm, in a child process.
     Libitm,
+    /// The same libitm harness on txmem's `libtxmem_itm.so`, preloaded in libitm's place.
+    TxmemItm,
     /// TinySTM's own `bank` program, in a child process (`TINYSTM_BANK`).
     Tinystm,
     /// A std collection behind a `std::sync::RwLock`.
@@ -55,7 +57,7 @@ pub enum System {
 
 impl System {
     /// Every system, in the order `--list` describes them.
-    pub const ALL: [System; 20] = [
+    pub const ALL: [System; 21] = [
         System::Txmem,
         System::TxmemRevalidate,
         System::TxmemNoOpacity,
@@ -72,6 +74,7 @@ impl System {
         System::FastStm,
         System::Stm,
         System::Libitm,
+        System::TxmemItm,
         System::Tinystm,
         System::RwLockStd,
         System::Dashmap,
@@ -97,6 +100,7 @@ impl System {
             System::FastStm => "fast-stm",
             System::Stm => "stm",
             System::Libitm => "libitm",
+            System::TxmemItm => "txmem-itm",
             System::Tinystm => "tinystm",
             System::RwLockStd => "rwlock-std",
             System::Dashmap => "dashmap",

@@ -6,10 +6,13 @@
 //! compiler's reason. On a machine without gcc, `TXMEM_LIBITM_HARNESS`
 //! names a harness built elsewhere (e.g. `gcc -O2 -fgnu-tm -pthread
 //! -static`), which is then run as is.
+//!
+//! The same harness binary also runs on txmem's libitm replacement (the
+//! `txmem-itm` rows): `libtxmem_itm.so` preloaded in GCC's libitm's place.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -96,15 +99,25 @@ impl Libitm {
         &self.method
     }
 
-    /// Runs one repeat: `args` name the workload (see the harness usage).
-    pub fn run(&self, args: &[String], p: &ExternalParams) -> Result<ExternalRun, String> {
+    /// Runs one repeat on `runtime`: `args` name the workload (see the
+    /// harness usage).
+    pub fn run(
+        &self,
+        runtime: &Runtime,
+        args: &[String],
+        p: &ExternalParams,
+    ) -> Result<ExternalRun, String> {
         // The harness's last argument breaks its check (the test hook).
         #[cfg(feature = "test-hooks")]
         let sabotage = p.sabotage;
         #[cfg(not(feature = "test-hooks"))]
         let sabotage = false;
         let ms = |d: Duration| d.as_millis().max(1).to_string();
-        let out = Command::new(&self.exe)
+        let mut cmd = Command::new(&self.exe);
+        if let Runtime::TxmemItm(lib) = runtime {
+            cmd.env("LD_PRELOAD", lib);
+        }
+        let out = cmd
             .args(args)
             .arg(p.threads.to_string())
             .arg(ms(p.duration))
@@ -117,6 +130,12 @@ impl Libitm {
             .arg(if sabotage { "1" } else { "0" })
             .output()
             .map_err(|e| format!("cannot run libitm harness: {e}"))?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // ld.so only warns when it cannot preload, and the program would
+        // then measure GCC's libitm under txmem-itm's name.
+        if let Some(line) = stderr.lines().find(|l| l.contains("cannot be preloaded")) {
+            return Err(format!("txmem-itm not loaded: {}", line.trim()));
+        }
         let stdout = String::from_utf8_lossy(&out.stdout);
         let line = stdout.lines().next().unwrap_or("").trim();
         if let Some(msg) = line.strip_prefix("fail ") {
@@ -140,6 +159,54 @@ impl Libitm {
             )),
         }
     }
+}
+
+/// Which TM runtime the harness's calls reach.
+#[derive(Clone, Debug)]
+pub enum Runtime {
+    /// GCC's libitm, which the harness is linked against.
+    Gcc,
+    /// txmem's replacement, preloaded from this path.
+    TxmemItm(PathBuf),
+}
+
+/// The environment variable naming `libtxmem_itm.so`.
+const ITM_LIB: &str = "TXMEM_ITM_LIB";
+
+/// Finds `libtxmem_itm.so`: `TXMEM_ITM_LIB`, else beside the running binary
+/// (cargo builds it into `target/<profile>/deps/` with the command, and
+/// into `target/<profile>/` with `cargo build -p txmem-itm`). `Err` says
+/// where it looked.
+pub fn txmem_itm_library() -> Result<PathBuf, String> {
+    if let Some(lib) = std::env::var_os(ITM_LIB) {
+        let lib = PathBuf::from(lib);
+        return if lib.is_file() {
+            Ok(lib)
+        } else {
+            Err(format!("{ITM_LIB}={} is not a file", lib.display()))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the txmem binary: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join("libtxmem_itm.so"),
+        dir.join("deps/libtxmem_itm.so"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "libtxmem_itm.so not found in {} (build it with `cargo build --release -p txmem-itm`, or set {ITM_LIB})",
+                dir.display()
+            )
+        })
+}
+
+/// The method txmem-itm will use (`TXMEM_ITM_METHOD`, passed on to it).
+pub fn txmem_itm_method() -> String {
+    std::env::var("TXMEM_ITM_METHOD").unwrap_or_else(|_| "lazy (default)".into())
 }
 
 /// The environment variable naming a prebuilt harness.

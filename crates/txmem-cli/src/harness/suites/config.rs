@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use txmem::ContentionPolicy;
 
-use crate::harness::peers::libitm::Libitm;
+use std::path::PathBuf;
+
+use crate::harness::peers::libitm::{txmem_itm_method, Libitm, Runtime};
 use crate::harness::peers::locks::LockKind;
 use crate::harness::spec::{Case, Plan, Subject};
 use crate::harness::system::System;
@@ -21,6 +23,8 @@ pub struct SuiteConfig {
     pub seed: u64,
     /// The libitm harness, or why it is unavailable.
     pub libitm: Result<Arc<Libitm>, String>,
+    /// `libtxmem_itm.so`, for the harness's `txmem-itm` rows, or why not.
+    pub txmem_itm: Result<PathBuf, String>,
 }
 
 impl SuiteConfig {
@@ -31,6 +35,7 @@ impl SuiteConfig {
             policy: self.policy,
             seed: self.seed,
             libitm: self.libitm.clone(),
+            txmem_itm: self.txmem_itm.clone(),
         }
     }
 
@@ -57,8 +62,8 @@ impl SuiteConfig {
         }
     }
 
-    /// Adds the libitm row for a workload (`args` are the harness's
-    /// workload arguments), or a skip saying why it cannot run.
+    /// Adds the libitm and txmem-itm rows for a workload (`args` are the
+    /// harness's workload arguments), or skips saying why they cannot run.
     pub fn add_libitm(
         &self,
         plan: &mut Plan,
@@ -66,19 +71,43 @@ impl SuiteConfig {
         workload: &str,
         args: &[String],
     ) {
-        match &self.libitm {
-            Ok(libitm) => {
-                let libitm = libitm.clone();
-                let args = args.to_vec();
-                plan.cases.push(Case {
-                    suite,
-                    workload: workload.to_string(),
-                    system: System::Libitm,
-                    note: format!("GCC libitm (gcc -O2 -fgnu-tm), method {}", libitm.method()),
-                    subject: Subject::External(Box::new(move |p| libitm.run(&args, p))),
-                });
+        let libitm = match &self.libitm {
+            Ok(libitm) => libitm,
+            Err(why) => {
+                plan.skip(workload, System::Libitm, why);
+                plan.skip(workload, System::TxmemItm, why);
+                return;
             }
-            Err(why) => plan.skip(workload, System::Libitm, why),
+        };
+        let gcc = (
+            System::Libitm,
+            Runtime::Gcc,
+            format!("GCC libitm (gcc -O2 -fgnu-tm), method {}", libitm.method()),
+        );
+        let txmem_itm = self.txmem_itm.as_ref().map(|lib| {
+            (
+                System::TxmemItm,
+                Runtime::TxmemItm(lib.clone()),
+                format!(
+                    "the libitm harness on txmem-itm (LD_PRELOAD), method {}",
+                    txmem_itm_method()
+                ),
+            )
+        });
+        match &txmem_itm {
+            Ok(_) => {}
+            Err(why) => plan.skip(workload, System::TxmemItm, why),
+        }
+        for (system, runtime, note) in std::iter::once(gcc).chain(txmem_itm.ok()) {
+            let libitm = libitm.clone();
+            let args = args.to_vec();
+            plan.cases.push(Case {
+                suite,
+                workload: workload.to_string(),
+                system,
+                note,
+                subject: Subject::External(Box::new(move |p| libitm.run(&runtime, &args, p))),
+            });
         }
     }
 }
