@@ -1,8 +1,11 @@
 //! The load and store barriers: `_ITM_{R,RaR,RaW,RfW}<T>`, `_ITM_{W,WaR,WaW}<T>` and the
 //! logging barriers `_ITM_L<T>` for every type of the ABI.
 //!
-//! All kinds of a size share one implementation: the "after read/after write/for write" hints
-//! let an algorithm skip work, which this first version does not exploit. Types Rust can pass
+//! All kinds of a size share one implementation. Of the hints, only "read for write" (`RfW`)
+//! changes what an algorithm does: the eager method locks the word at once rather than
+//! validating a read it would lock a moment later. "After read" and "after write" save nothing
+//! here: a word's own lock or its redo entry is already the first thing a barrier looks at,
+//! behind a one-bit filter. Types Rust can pass
 //! by value (integers, `float`, `double` and their complex forms, which the x86-64 ABI passes
 //! like a struct of two) are Rust functions made by [`barriers!`]. `long double` (x87 `st0`),
 //! its complex form (`st0`/`st1`), and the vector types `__m64`/`__m128`/`__m256` (`xmm0`/
@@ -137,14 +140,20 @@ fn in_one_word<T>(addr: usize) -> bool {
     std::mem::size_of::<T>() <= 8 && (addr & 7) + std::mem::size_of::<T>() <= 8
 }
 
+/// Reads a `T` at `p`; `for_write` is the `RfW` hint (the program writes it next).
 #[inline]
-unsafe fn read_value<T: Copy>(p: *const T) -> T {
+unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
         if let Some(tx) = running() {
             if !tx.serial && !tx.is_tx_local_stack(addr) {
                 let word = addr & !7;
-                let val = match tx.method.read_word(tx, word) {
+                let val = if for_write {
+                    tx.method.read_for_write(tx, word)
+                } else {
+                    tx.method.read_word(tx, word)
+                };
+                let val = match val {
                     Ok(v) => v,
                     Err(cause) => tx::abort_and_restart(tx, cause),
                 };
@@ -221,10 +230,10 @@ pub struct ComplexD {
 /// Makes the seven barriers and the logging barrier of one type.
 macro_rules! barriers {
     ($t:ty: $r:ident $rar:ident $raw:ident $rfw:ident / $w:ident $war:ident $waw:ident / $l:ident) => {
-        barriers!(@read $t, $r);
-        barriers!(@read $t, $rar);
-        barriers!(@read $t, $raw);
-        barriers!(@read $t, $rfw);
+        barriers!(@read $t, $r, false);
+        barriers!(@read $t, $rar, false);
+        barriers!(@read $t, $raw, false);
+        barriers!(@read $t, $rfw, true);
         barriers!(@write $t, $w);
         barriers!(@write $t, $war);
         barriers!(@write $t, $waw);
@@ -234,11 +243,11 @@ macro_rules! barriers {
             unsafe { log_bytes(p as usize, std::mem::size_of::<$t>()) }
         }
     };
-    (@read $t:ty, $name:ident) => {
+    (@read $t:ty, $name:ident, $for_write:literal) => {
         #[no_mangle]
         unsafe extern "C" fn $name(p: *const $t) -> $t {
             // SAFETY: compiled code passes the address of a live object of this type.
-            unsafe { read_value(p) }
+            unsafe { read_value(p, $for_write) }
         }
     };
     (@write $t:ty, $name:ident) => {

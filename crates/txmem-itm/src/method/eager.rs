@@ -10,7 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{lock_orec, release, store_masked, AbortCause, Method, Privatization};
+use super::{load_word, lock_orec, release, store_masked, AbortCause, Method, Privatization};
 use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
@@ -20,20 +20,9 @@ impl Eager {
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         super::read_consistent(tx, word, true)
     }
-}
 
-impl Method for Eager {
-    fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        self.load_checked(tx, word)
-    }
-
-    fn write_word(
-        &self,
-        tx: &mut TxDesc,
-        word: usize,
-        val: u64,
-        mask: u64,
-    ) -> Result<(), AbortCause> {
+    /// Locks the orec of `word` for `tx` (encounter-time locking).
+    fn acquire(&self, tx: &mut TxDesc, word: usize) -> Result<(), AbortCause> {
         let idx = orec::index(word);
         if !lock_orec(tx, idx) {
             return Err(AbortCause::WriteLocked);
@@ -50,6 +39,29 @@ impl Method for Eager {
             tx.start = now;
             tx.state.store(now, Ordering::Release);
         }
+        Ok(())
+    }
+}
+
+impl Method for Eager {
+    fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        self.load_checked(tx, word)
+    }
+
+    fn read_for_write(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        self.acquire(tx, word)?;
+        // SAFETY: the barrier hands an aligned word the program reads; we own its orec.
+        Ok(unsafe { load_word(word) })
+    }
+
+    fn write_word(
+        &self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause> {
+        self.acquire(tx, word)?;
         let lo = mask.trailing_zeros() as usize / 8;
         let hi = 8 - mask.leading_zeros() as usize / 8;
         tx.log_undo(word + lo, hi - lo);

@@ -68,6 +68,12 @@ pub(crate) trait Method: Sync {
     fn begin(&self, _tx: &mut TxDesc) {}
     /// Reads the word at the 8-byte aligned `word`.
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause>;
+    /// Reads the word at `word`, which the transaction is about to write (`_ITM_RfW*`): an
+    /// algorithm that locks at encounter time takes the lock now instead of validating a
+    /// read it would lock a moment later.
+    fn read_for_write(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        self.read_word(tx, word)
+    }
     /// Writes the bytes of `val` selected by `mask` into the word at `word`.
     fn write_word(
         &self,
