@@ -36,9 +36,16 @@
 //!   the read set still validates); writes go to a redo log of masked words; commit locks
 //!   the written words' orecs, takes a new version, validates, writes back and releases.
 //!   The table is fixed, so a transaction never runs out of orecs; aliasing only adds false
-//!   conflicts. After a writing commit the thread waits for transactions that started before
-//!   it (quiescence), so a program that privatizes data by a transaction is safe, as GCC's
-//!   default method is; transactional frees are deferred past that wait.
+//!   conflicts. `method/eager.rs` locks at the first write instead and writes in place with
+//!   an undo log, as GCC's `ml_wt` does.
+//! * **NOrec** (`method/norec.rs`): no orecs; one global sequence lock orders commits, and a
+//!   transaction revalidates the values it read whenever the lock moved.
+//! * **Privatization safety**, as GCC's default method has it. After a writing commit, the
+//!   orec methods wait for transactions that started before it (quiescence), and a read-only
+//!   commit waits for any writer it may have seen to finish that wait (proxy
+//!   privatization: it may be the one that acts on the privatizing write). NOrec needs
+//!   neither: a doomed reader notices the commit that dooms it at its next read.
+//!   Transactional frees are deferred past the wait.
 //! * **C++** (`abi/cxx.rs`): the transactional `operator new`/`delete` clones and the
 //!   `_ITM_cxa_*` exception calls, as in GCC's libitm; an exception leaving a transaction
 //!   commits it. The C++ runtime is found with `dlsym` at first use, so C programs do not
@@ -49,8 +56,8 @@
 //!
 //! # Configuration
 //!
-//! * `TXMEM_ITM_METHOD=lazy|eager|serial` (default `lazy`); anything else stops the program at
-//!   load time with a message.
+//! * `TXMEM_ITM_METHOD=lazy|eager|norec|serial` (default `lazy`); anything else stops the
+//!   program at load time with a message.
 //! * `TXMEM_ITM_STATS=1`: at exit, a table on stderr of transactions, commits, cancels,
 //!   aborts by cause and serializations by cause, in total and per transaction site (the
 //!   return address of `_ITM_beginTransaction`, symbolized with `dladdr`).
@@ -63,16 +70,16 @@
 //!
 //! # Not done yet
 //!
-//! NOrec, and using the barrier hints (`RaR`,
-//! `RaW`, `RfW`, `WaR`, `WaW` all take the general path). Inner cancels are not counted in
-//! the statistics. x86-64 Linux only.
+//! Inner cancels are not counted in the statistics. x86-64 Linux only.
 //!
 //! # Caveats
 //!
 //! * Signal handlers must not run transactions: the descriptor and its logs are not
 //!   async-signal-safe, and a signal arriving inside a transaction sees its state.
-//! * The assembly never touches thread-local storage: it saves the registers on its own stack
-//!   and Rust copies them into the descriptor (found through a `thread_local!`).
+//! * The assembly of the checkpoint never touches thread-local storage: it saves the registers
+//!   on its own stack and Rust copies them into the descriptor. The descriptor pointer is an
+//!   initial-exec TLS slot (as libitm's is), so `dlopen`ing the library late into a process
+//!   that has used up its static TLS space fails; preloading or linking it never does.
 //! * Barriers read whole aligned 8-byte words (never crossing a page, so never faulting) and
 //!   write back only the bytes the program wrote; a write-back races with plain accesses that
 //!   other code makes to the neighbouring bytes, as in any word-based STM.
@@ -91,6 +98,7 @@ pub(crate) mod abi;
 pub(crate) mod config;
 pub(crate) mod method;
 pub(crate) mod orec;
+pub(crate) mod redo;
 pub(crate) mod stats;
 pub(crate) mod tx;
 

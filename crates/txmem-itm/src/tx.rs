@@ -3,7 +3,6 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -13,7 +12,8 @@ use crate::abi::alloc::Block;
 use crate::abi::begin::{longjmp, JmpBuf};
 use crate::abi::cxx::EhState;
 use crate::config::{self, Contention, MethodKind};
-use crate::method::{self, AbortCause, Method, Privatization};
+use crate::method::{self, AbortCause, Privatization};
+use crate::redo::RedoLog;
 use crate::stats::{Event, SiteStats};
 
 // The action bits and code properties of GCC's TM ABI that the runtime uses.
@@ -30,22 +30,6 @@ pub(crate) const PR_DOES_GO_IRREVOCABLE: u32 = 0x0040;
 /// A descriptor's `state` when it runs no transaction that others must wait for.
 pub(crate) const INACTIVE: u64 = u64::MAX;
 
-/// A hasher for word addresses: they are already well spread once the low bits are dropped.
-#[derive(Default)]
-pub(crate) struct WordHasher(u64);
-impl Hasher for WordHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("only usize keys are hashed")
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-pub(crate) type WordMap<V> = HashMap<usize, V, BuildHasherDefault<WordHasher>>;
-
 /// One undo-log entry: `len` old bytes of `addr`, stored at `off` in the undo data buffer.
 #[derive(Clone, Copy)]
 pub(crate) struct UndoEntry {
@@ -59,7 +43,7 @@ pub(crate) struct UndoEntry {
 pub(crate) struct Nested {
     level: u32,
     jb: JmpBuf,
-    redo: WordMap<(u64, u64)>,
+    redo: RedoLog,
     undo_len: usize,
     undo_data_len: usize,
     allocs_len: usize,
@@ -92,7 +76,7 @@ pub(crate) struct TxDesc {
     /// The outermost checkpoint.
     pub jb: JmpBuf,
     pub site: usize,
-    pub method: &'static dyn Method,
+    pub method: method::Dispatch,
     /// True while running serial (holding the gate); `irrevocable` also forbids rollback.
     pub serial: bool,
     pub irrevocable: bool,
@@ -112,9 +96,7 @@ pub(crate) struct TxDesc {
     pub stack_lo: usize,
     // Logs.
     pub reads: Vec<usize>,
-    pub redo: WordMap<(u64, u64)>,
-    /// One bit per word of `redo` (see `method::filter_bit`): most reads skip the lookup.
-    pub write_filter: u64,
+    pub redo: RedoLog,
     /// NOrec: the words read and the values seen, and the sequence-lock value they held at.
     pub values: Vec<(usize, u64)>,
     pub seq: u64,
@@ -294,8 +276,7 @@ impl TxDesc {
             restart_serial: None,
             stack_lo: 0,
             reads: Vec::new(),
-            redo: WordMap::default(),
-            write_filter: 0,
+            redo: RedoLog::default(),
             values: Vec::new(),
             seq: 0,
             locks: Vec::new(),
@@ -365,7 +346,6 @@ impl TxDesc {
     fn clear_logs(&mut self) {
         self.reads.clear();
         self.redo.clear();
-        self.write_filter = 0;
         self.values.clear();
         self.locks.clear();
         self.stale_locks.clear();

@@ -17,6 +17,7 @@ use crate::tx::TxDesc;
 pub(crate) struct Eager;
 
 impl Eager {
+    #[inline(always)]
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         super::read_consistent(tx, word, true)
     }
@@ -44,16 +45,19 @@ impl Eager {
 }
 
 impl Method for Eager {
+    #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         self.load_checked(tx, word)
     }
 
+    #[inline(always)]
     fn read_for_write(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         self.acquire(tx, word)?;
         // SAFETY: the barrier hands an aligned word the program reads; we own its orec.
         Ok(unsafe { load_word(word) })
     }
 
+    #[inline(always)]
     fn write_word(
         &self,
         tx: &mut TxDesc,

@@ -7,23 +7,23 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{
-    buffer_write, buffered, lock_orec, release, write_back, AbortCause, Method, Privatization,
-};
+use super::{lock_orec, release, write_back, AbortCause, Method, Privatization};
 use crate::orec::{self, CLOCK};
 use crate::tx::TxDesc;
 
 pub(crate) struct Lazy;
 
 impl Lazy {
+    #[inline(always)]
     fn load_checked(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         super::read_consistent(tx, word, false)
     }
 }
 
 impl Method for Lazy {
+    #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        match buffered(tx, word) {
+        match tx.redo.get(word) {
             Some((val, u64::MAX)) => Ok(val),
             Some((val, mask)) => {
                 let mem = self.load_checked(tx, word)?;
@@ -33,6 +33,7 @@ impl Method for Lazy {
         }
     }
 
+    #[inline(always)]
     fn write_word(
         &self,
         tx: &mut TxDesc,
@@ -40,7 +41,7 @@ impl Method for Lazy {
         val: u64,
         mask: u64,
     ) -> Result<(), AbortCause> {
-        buffer_write(tx, word, val, mask);
+        tx.redo.insert(word, val, mask);
         Ok(())
     }
 
@@ -51,7 +52,10 @@ impl Method for Lazy {
         }
         // Taken out for the loop, since locking needs the descriptor; no allocation.
         let redo = std::mem::take(&mut tx.redo);
-        let locked = redo.keys().all(|&w| lock_orec(tx, orec::index(w)));
+        let locked = redo
+            .entries()
+            .iter()
+            .all(|e| lock_orec(tx, orec::index(e.word)));
         tx.redo = redo;
         if !locked {
             release(tx, None);
@@ -73,7 +77,6 @@ impl Method for Lazy {
         // Nothing was written in place, so the old versions still describe memory.
         release(tx, None);
         tx.redo.clear();
-        tx.write_filter = 0;
         tx.reads.clear();
     }
 
@@ -83,12 +86,11 @@ impl Method for Lazy {
 
     fn write_back_serial(&self, tx: &mut TxDesc) {
         let version = tx.serial_version;
-        for &w in tx.redo.keys() {
-            orec::stamp(w, 8, version);
+        for e in tx.redo.entries() {
+            orec::stamp(e.word, 8, version);
         }
         write_back(tx);
         tx.redo.clear();
-        tx.write_filter = 0;
         tx.reads.clear();
     }
 }

@@ -63,7 +63,7 @@ pub(crate) enum Privatization {
 
 /// One transactional-memory algorithm. Barriers hand it whole aligned 8-byte words; the
 /// descriptor holds the logs, the method decides what they mean.
-pub(crate) trait Method: Sync {
+pub(crate) trait Method {
     /// Called when an ordinary (non-serial) attempt starts, after it passed the gate.
     fn begin(&self, _tx: &mut TxDesc) {}
     /// Reads the word at the 8-byte aligned `word`.
@@ -92,23 +92,79 @@ pub(crate) trait Method: Sync {
     fn write_back_serial(&self, tx: &mut TxDesc);
 }
 
-static SERIAL: serial::Serial = serial::Serial;
-static LAZY: lazy::Lazy = lazy::Lazy;
-static EAGER: eager::Eager = eager::Eager;
-static NOREC: norec::NOrec = norec::NOrec;
+/// The method a transaction runs, dispatched by a `match` rather than a vtable: barriers are
+/// the hot path, and a match lets each method's read and write be inlined into them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dispatch(MethodKind);
 
-pub(crate) fn serial() -> &'static dyn Method {
-    &SERIAL
+/// Runs `$body` with `$m` bound to the method `$kind` names.
+macro_rules! with_method {
+    ($kind:expr, $m:ident => $body:expr) => {
+        match $kind {
+            MethodKind::Lazy => {
+                let $m = lazy::Lazy;
+                $body
+            }
+            MethodKind::Eager => {
+                let $m = eager::Eager;
+                $body
+            }
+            MethodKind::NOrec => {
+                let $m = norec::NOrec;
+                $body
+            }
+            MethodKind::Serial => {
+                let $m = serial::Serial;
+                $body
+            }
+        }
+    };
+}
+
+impl Dispatch {
+    #[inline(always)]
+    pub fn begin(self, tx: &mut TxDesc) {
+        with_method!(self.0, m => m.begin(tx))
+    }
+    #[inline(always)]
+    pub fn read_word(self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        with_method!(self.0, m => m.read_word(tx, word))
+    }
+    #[inline(always)]
+    pub fn read_for_write(self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
+        with_method!(self.0, m => m.read_for_write(tx, word))
+    }
+    #[inline(always)]
+    pub fn write_word(
+        self,
+        tx: &mut TxDesc,
+        word: usize,
+        val: u64,
+        mask: u64,
+    ) -> Result<(), AbortCause> {
+        with_method!(self.0, m => m.write_word(tx, word, val, mask))
+    }
+    pub fn commit(self, tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
+        with_method!(self.0, m => m.commit(tx))
+    }
+    pub fn rollback(self, tx: &mut TxDesc) {
+        with_method!(self.0, m => m.rollback(tx))
+    }
+    pub fn validate(self, tx: &TxDesc) -> bool {
+        with_method!(self.0, m => m.validate(tx))
+    }
+    pub fn write_back_serial(self, tx: &mut TxDesc) {
+        with_method!(self.0, m => m.write_back_serial(tx))
+    }
+}
+
+pub(crate) fn serial() -> Dispatch {
+    Dispatch(MethodKind::Serial)
 }
 
 /// The method TXMEM_ITM_METHOD names, for transactions that need not run serial.
-pub(crate) fn default_method() -> &'static dyn Method {
-    match config::get().method {
-        MethodKind::Serial => &SERIAL,
-        MethodKind::Lazy => &LAZY,
-        MethodKind::Eager => &EAGER,
-        MethodKind::NOrec => &NOREC,
-    }
+pub(crate) fn default_method() -> Dispatch {
+    Dispatch(config::get().method)
 }
 
 /// Stores the bytes of `val` selected by `mask` into the word at `word`.
@@ -165,39 +221,13 @@ pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
     true
 }
 
-/// The bit of the write filter that `word` maps to: a read whose bit is clear skips the
-/// redo-log lookup.
-#[inline]
-pub(crate) fn filter_bit(word: usize) -> u64 {
-    1 << ((word >> 3) & 63)
-}
-
-/// The value of `word` as the transaction's own buffered writes leave it, given its value in
-/// memory; None if `tx` wrote no byte of it.
-#[inline]
-pub(crate) fn buffered(tx: &TxDesc, word: usize) -> Option<(u64, u64)> {
-    if tx.write_filter & filter_bit(word) == 0 {
-        return None;
-    }
-    tx.redo.get(&word).copied()
-}
-
-/// Adds the bytes of `val` selected by `mask` to the redo log.
-#[inline]
-pub(crate) fn buffer_write(tx: &mut TxDesc, word: usize, val: u64, mask: u64) {
-    tx.write_filter |= filter_bit(word);
-    let e = tx.redo.entry(word).or_insert((0, 0));
-    e.0 = (e.0 & !mask) | (val & mask);
-    e.1 |= mask;
-}
-
 /// Writes the redo log to memory. The caller excludes conflicting writers (orec locks, the
 /// sequence lock or the serial gate).
 pub(crate) fn write_back(tx: &TxDesc) {
-    for (&w, &(val, mask)) in tx.redo.iter() {
+    for e in tx.redo.entries() {
         // SAFETY: every word in the redo log was written by the program through a barrier
         // (so its selected bytes are writable); the caller excludes other writers.
-        unsafe { store_masked(w, val, mask) };
+        unsafe { store_masked(e.word, e.val, e.mask) };
     }
 }
 
@@ -228,11 +258,33 @@ pub(crate) fn validate_reads(tx: &TxDesc) -> bool {
 /// orec, the word, the orec again), extending the snapshot when the orec is
 /// newer and the read set still validates. With `own_locks`, a word whose
 /// orec this transaction holds (eager writes in place) is read directly.
+#[inline(always)]
 pub(crate) fn read_consistent(
     tx: &mut TxDesc,
     word: usize,
     own_locks: bool,
 ) -> Result<u64, AbortCause> {
+    // The common case inline: an unlocked orec (LOCKED is above every version) no newer than
+    // the snapshot, unchanged across the load.
+    let idx = orec::index(word);
+    let o = orec::orec(idx);
+    let v1 = o.load(Ordering::Acquire);
+    if v1 <= tx.start {
+        // SAFETY: as in `read_consistent_slow`.
+        let val = unsafe { load_word(word) };
+        fence(Ordering::Acquire);
+        if o.load(Ordering::Relaxed) == v1 {
+            tx.reads.push(idx);
+            return Ok(val);
+        }
+    }
+    read_consistent_slow(tx, word, own_locks)
+}
+
+/// [`read_consistent`] for an orec that is locked, newer than the snapshot, or changing.
+#[cold]
+#[inline(never)]
+fn read_consistent_slow(tx: &mut TxDesc, word: usize, own_locks: bool) -> Result<u64, AbortCause> {
     let idx = orec::index(word);
     let o = orec::orec(idx);
     loop {

@@ -13,7 +13,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
 
-use super::{buffer_write, buffered, load_word, write_back, AbortCause, Method, Privatization};
+use super::{load_word, write_back, AbortCause, Method, Privatization};
 use crate::tx::TxDesc;
 
 /// The sequence lock: even while no commit writes back, odd during a write-back.
@@ -59,6 +59,7 @@ fn revalidate(tx: &TxDesc) -> Result<u64, AbortCause> {
 
 impl NOrec {
     /// Reads `word` from memory consistently with the values read before it.
+    #[inline(always)]
     fn load_consistent(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         loop {
             // SAFETY: the barrier hands an aligned word holding bytes the program reads; the
@@ -79,8 +80,9 @@ impl Method for NOrec {
         tx.seq = snapshot();
     }
 
+    #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        match buffered(tx, word) {
+        match tx.redo.get(word) {
             Some((val, u64::MAX)) => Ok(val),
             Some((val, mask)) => {
                 let mem = self.load_consistent(tx, word)?;
@@ -90,6 +92,7 @@ impl Method for NOrec {
         }
     }
 
+    #[inline(always)]
     fn write_word(
         &self,
         tx: &mut TxDesc,
@@ -97,7 +100,7 @@ impl Method for NOrec {
         val: u64,
         mask: u64,
     ) -> Result<(), AbortCause> {
-        buffer_write(tx, word, val, mask);
+        tx.redo.insert(word, val, mask);
         Ok(())
     }
 
@@ -119,7 +122,6 @@ impl Method for NOrec {
 
     fn rollback(&self, tx: &mut TxDesc) {
         tx.redo.clear();
-        tx.write_filter = 0;
         tx.values.clear();
     }
 
@@ -133,8 +135,8 @@ impl Method for NOrec {
     fn write_back_serial(&self, tx: &mut TxDesc) {
         // Orec methods do not run beside NOrec, but a serial writer stamps orecs; so do we,
         // for one vocabulary of "what a serial write leaves behind".
-        for &w in tx.redo.keys() {
-            crate::orec::stamp(w, 8, tx.serial_version);
+        for e in tx.redo.entries() {
+            crate::orec::stamp(e.word, 8, tx.serial_version);
         }
         write_back(tx);
         self.rollback(tx);

@@ -7,11 +7,13 @@ use crate::tx::TxDesc;
 pub(crate) struct Serial;
 
 impl Method for Serial {
+    #[inline(always)]
     fn read_word(&self, _tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         // SAFETY: the barrier hands an aligned word holding bytes the program reads.
         Ok(unsafe { load_word(word) })
     }
 
+    #[inline(always)]
     fn write_word(
         &self,
         tx: &mut TxDesc,
