@@ -169,7 +169,7 @@ mod tests {
             if step % 5000 == 4999 {
                 log.clear();
                 model.clear();
-            } else if x % 3 == 0 {
+            } else if x.is_multiple_of(3) {
                 assert_eq!(log.get(word), model.get(&word).copied(), "step {step}");
             } else {
                 log.insert(word, x, mask);
