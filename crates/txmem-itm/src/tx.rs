@@ -470,6 +470,10 @@ fn leave_serial() {
 /// start past it, so memory a committed writer privatized is no longer touched by them.
 /// `tx.quiescing` holds `version` meanwhile (set before the commit became visible).
 fn quiesce(tx: &TxDesc, version: u64) {
+    // A Dekker handshake with `enter_ordinary`: the orecs this commit released must be visible
+    // before the states are read, or a transaction that published an older start (and then
+    // read the old orecs) could be missed here.
+    std::sync::atomic::fence(Ordering::SeqCst);
     for d in all_descs() {
         if std::ptr::eq(d, tx) {
             continue;
@@ -592,7 +596,10 @@ pub(crate) fn begin(props: u32, jb: &JmpBuf) -> u32 {
 
 fn finish(tx: &mut TxDesc) {
     tx.nesting = 0;
-    tx.state.store(INACTIVE, Ordering::SeqCst);
+    // Release, not SeqCst: whoever waits for this descriptor (the gate, a quiescing writer)
+    // only needs to see it eventually, after the transaction's accesses; a full fence here
+    // would wait for the write-back's stores to drain.
+    tx.state.store(INACTIVE, Ordering::Release);
     if tx.serial {
         tx.serial = false;
         tx.irrevocable = false;

@@ -275,8 +275,17 @@ fn clone_tables_resolve_indirect_calls_and_a_missing_clone_goes_irrevocable() {
 }
 
 #[test]
-fn contention_policies_none_and_hourglass() {
+fn contention_policies_none_hourglass_and_serialize_after() {
     for name in ["counter", "bank"] {
+        // Serialize at the first abort: every abort of an ordinary method is followed by a
+        // serial rerun, counted as such.
+        run_all_with(name, &[("TXMEM_ITM_SERIALIZE_AFTER", "1")], |method, t| {
+            if method == "serial" {
+                assert_eq!(t["aborts"], 0, "{t:?}");
+            } else {
+                assert_eq!(t["after-aborts"], t["aborts"], "{method}: {t:?}");
+            }
+        });
         run_all_with(name, &[("TXMEM_ITM_CM", "none")], |_, t| {
             assert!(t["commits"] > 0)
         });
