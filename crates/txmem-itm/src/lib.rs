@@ -56,7 +56,7 @@
 //!
 //! # Configuration
 //!
-//! * `TXMEM_ITM_METHOD=lazy|eager|norec|serial` (default `lazy`); anything else stops the
+//! * `TXMEM_ITM_METHOD=norec|lazy|eager|serial` (default `norec`); anything else stops the
 //!   program at load time with a message.
 //! * `TXMEM_ITM_STATS=1`: at exit, a table on stderr of transactions, commits, cancels,
 //!   aborts by cause and serializations by cause, in total and per transaction site (the

@@ -44,10 +44,16 @@ impl RedoLog {
         self.entries.is_empty()
     }
 
+    /// False if `word` certainly has no entry (one bit test).
+    #[inline(always)]
+    pub fn may_hold(&self, word: usize) -> bool {
+        self.filter & filter_bit(word) != 0
+    }
+
     /// The buffered bytes of `word` and their mask, if any were written.
     #[inline(always)]
     pub fn get(&self, word: usize) -> Option<(u64, u64)> {
-        if self.filter & filter_bit(word) == 0 {
+        if !self.may_hold(word) {
             return None;
         }
         let e = self.entries[self.find(word)?];

@@ -239,7 +239,7 @@ fn replaces_libitm_through_ld_library_path() {
         out.status.success() && stdout.contains("OK"),
         "{stdout}\n{stderr}"
     );
-    assert!(stderr.contains("txmem-itm stats: method=lazy"), "{stderr}");
+    assert!(stderr.contains("txmem-itm stats: method=norec"), "{stderr}");
     assert_eq!(totals(&stderr)["commits"], 44_000);
 }
 

@@ -140,6 +140,21 @@ fn in_one_word<T>(addr: usize) -> bool {
     std::mem::size_of::<T>() <= 8 && (addr & 7) + std::mem::size_of::<T>() <= 8
 }
 
+/// A read the method's fast path did not serve: the whole algorithm, out of line so that the
+/// barriers' fast path keeps few registers live.
+#[inline(never)]
+fn read_word_slow(tx: &mut TxDesc, word: usize, for_write: bool) -> u64 {
+    let val = if for_write {
+        tx.method.read_for_write(tx, word)
+    } else {
+        tx.method.read_word(tx, word)
+    };
+    match val {
+        Ok(v) => v,
+        Err(cause) => tx::abort_and_restart(tx, cause),
+    }
+}
+
 /// Reads a `T` at `p`; `for_write` is the `RfW` hint (the program writes it next).
 #[inline]
 unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
@@ -148,14 +163,14 @@ unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
         if let Some(tx) = running() {
             if !tx.serial && !tx.is_tx_local_stack(addr) {
                 let word = addr & !7;
-                let val = if for_write {
-                    tx.method.read_for_write(tx, word)
+                let fast = if for_write {
+                    None
                 } else {
-                    tx.method.read_word(tx, word)
+                    tx.method.fast_read(tx, word)
                 };
-                let val = match val {
-                    Ok(v) => v,
-                    Err(cause) => tx::abort_and_restart(tx, cause),
+                let val = match fast {
+                    Some(v) => v,
+                    None => read_word_slow(tx, word, for_write),
                 };
                 let bytes = val.to_le_bytes();
                 // SAFETY: `addr - word + size_of::<T>() <= 8`, so the read stays in `bytes`;

@@ -46,6 +46,13 @@ impl Eager {
 
 impl Method for Eager {
     #[inline(always)]
+    fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
+        // A word this transaction locked fails the version test (LOCKED is above every
+        // version) and is read in place by the full path.
+        super::read_unchanged(tx, word)
+    }
+
+    #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         self.load_checked(tx, word)
     }

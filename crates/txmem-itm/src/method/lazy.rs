@@ -22,6 +22,14 @@ impl Lazy {
 
 impl Method for Lazy {
     #[inline(always)]
+    fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
+        if tx.redo.may_hold(word) {
+            return None;
+        }
+        super::read_unchanged(tx, word)
+    }
+
+    #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
         match tx.redo.get(word) {
             Some((val, u64::MAX)) => Ok(val),

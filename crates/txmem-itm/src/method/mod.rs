@@ -66,6 +66,12 @@ pub(crate) enum Privatization {
 pub(crate) trait Method {
     /// Called when an ordinary (non-serial) attempt starts, after it passed the gate.
     fn begin(&self, _tx: &mut TxDesc) {}
+    /// The common case of [`Method::read_word`], or None to take the full path: no logic that
+    /// can abort, few registers, inlined into every barrier.
+    #[inline(always)]
+    fn fast_read(&self, _tx: &mut TxDesc, _word: usize) -> Option<u64> {
+        None
+    }
     /// Reads the word at the 8-byte aligned `word`.
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause>;
     /// Reads the word at `word`, which the transaction is about to write (`_ITM_RfW*`): an
@@ -125,6 +131,10 @@ impl Dispatch {
     #[inline(always)]
     pub fn begin(self, tx: &mut TxDesc) {
         with_method!(self.0, m => m.begin(tx))
+    }
+    #[inline(always)]
+    pub fn fast_read(self, tx: &mut TxDesc, word: usize) -> Option<u64> {
+        with_method!(self.0, m => m.fast_read(tx, word))
     }
     #[inline(always)]
     pub fn read_word(self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
@@ -253,38 +263,38 @@ pub(crate) fn validate_reads(tx: &TxDesc) -> bool {
     })
 }
 
+/// The common case of [`read_consistent`]: an unlocked orec (LOCKED is above every version)
+/// no newer than the snapshot, unchanged across the load of the word, and room in the read
+/// set. None in every other case.
+#[inline(always)]
+pub(crate) fn read_unchanged(tx: &mut TxDesc, word: usize) -> Option<u64> {
+    let idx = orec::index(word);
+    let o = orec::orec(idx);
+    let v1 = o.load(Ordering::Acquire);
+    if v1 > tx.start || tx.reads.len() == tx.reads.capacity() {
+        return None;
+    }
+    // SAFETY: the barrier hands an aligned word holding bytes the program reads; the orec
+    // check below discards a value written meanwhile.
+    let val = unsafe { load_word(word) };
+    fence(Ordering::Acquire);
+    if o.load(Ordering::Relaxed) != v1 {
+        return None;
+    }
+    tx.reads.push(idx);
+    Some(val)
+}
+
 /// Reads `word` consistently with the transaction's snapshot, logging its
 /// orec in the read set: the seqlock pattern on the word's orec (read the
 /// orec, the word, the orec again), extending the snapshot when the orec is
 /// newer and the read set still validates. With `own_locks`, a word whose
 /// orec this transaction holds (eager writes in place) is read directly.
-#[inline(always)]
 pub(crate) fn read_consistent(
     tx: &mut TxDesc,
     word: usize,
     own_locks: bool,
 ) -> Result<u64, AbortCause> {
-    // The common case inline: an unlocked orec (LOCKED is above every version) no newer than
-    // the snapshot, unchanged across the load.
-    let idx = orec::index(word);
-    let o = orec::orec(idx);
-    let v1 = o.load(Ordering::Acquire);
-    if v1 <= tx.start {
-        // SAFETY: as in `read_consistent_slow`.
-        let val = unsafe { load_word(word) };
-        fence(Ordering::Acquire);
-        if o.load(Ordering::Relaxed) == v1 {
-            tx.reads.push(idx);
-            return Ok(val);
-        }
-    }
-    read_consistent_slow(tx, word, own_locks)
-}
-
-/// [`read_consistent`] for an orec that is locked, newer than the snapshot, or changing.
-#[cold]
-#[inline(never)]
-fn read_consistent_slow(tx: &mut TxDesc, word: usize, own_locks: bool) -> Result<u64, AbortCause> {
     let idx = orec::index(word);
     let o = orec::orec(idx);
     loop {

@@ -39,7 +39,9 @@ fn snapshot() -> u64 {
 }
 
 /// Checks that every value read is still in memory, and returns the sequence value at which
-/// that held; aborts if one changed.
+/// that held; aborts if one changed. Out of line: it runs only after another commit.
+#[cold]
+#[inline(never)]
 fn revalidate(tx: &TxDesc) -> Result<u64, AbortCause> {
     loop {
         let s = snapshot();
@@ -76,6 +78,21 @@ impl NOrec {
 }
 
 impl Method for NOrec {
+    #[inline(always)]
+    fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
+        if tx.redo.may_hold(word) || tx.values.len() == tx.values.capacity() {
+            return None;
+        }
+        // SAFETY: as in `load_consistent`.
+        let val = unsafe { load_word(word) };
+        fence(Ordering::Acquire);
+        if SEQ.load(Ordering::Relaxed) != tx.seq {
+            return None;
+        }
+        tx.values.push((word, val));
+        Some(val)
+    }
+
     fn begin(&self, tx: &mut TxDesc) {
         tx.seq = snapshot();
     }

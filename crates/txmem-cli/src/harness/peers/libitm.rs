@@ -206,7 +206,7 @@ pub fn txmem_itm_library() -> Result<PathBuf, String> {
 
 /// The method txmem-itm will use (`TXMEM_ITM_METHOD`, passed on to it).
 pub fn txmem_itm_method() -> String {
-    std::env::var("TXMEM_ITM_METHOD").unwrap_or_else(|_| "lazy (default)".into())
+    std::env::var("TXMEM_ITM_METHOD").unwrap_or_else(|_| "norec (default)".into())
 }
 
 /// The environment variable naming a prebuilt harness.
