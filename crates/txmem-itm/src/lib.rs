@@ -96,6 +96,7 @@
 
 pub(crate) mod abi;
 pub(crate) mod config;
+pub(crate) mod fence;
 pub(crate) mod method;
 pub(crate) mod orec;
 pub(crate) mod redo;
@@ -106,6 +107,7 @@ pub(crate) mod tx;
 /// program before it runs, and registers the statistics report.
 extern "C" fn on_load() {
     let cfg = config::get();
+    fence::init();
     if cfg.stats {
         // SAFETY: registers a function without arguments that lives as long as the process
         // (the library is never unloaded while the program runs transactions).

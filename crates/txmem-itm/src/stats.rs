@@ -145,7 +145,8 @@ pub(crate) extern "C" fn print_at_exit() {
         crate::config::Contention::Backoff => "backoff",
         crate::config::Contention::Hourglass => "hourglass",
     };
-    let mut out = format!("txmem-itm stats: method={method} cm={cm}\n");
+    let gate = crate::fence::kind();
+    let mut out = format!("txmem-itm stats: method={method} cm={cm} gate-fence={gate}\n");
     let _ = writeln!(out, "txmem-itm stats: {}", total.line("total"));
     let mut list: Vec<_> = sites.into_iter().collect();
     list.sort_by_key(|(site, _)| *site);

@@ -408,10 +408,11 @@ fn enter_ordinary(tx: &TxDesc) -> u64 {
     }
     loop {
         let start = crate::orec::CLOCK.load(Ordering::Acquire);
-        // SeqCst on both sides (here and in `enter_serial`) is a Dekker handshake: either the
-        // serial thread sees this state, or this thread sees its lock.
-        tx.state.store(start, Ordering::SeqCst);
-        if !SERIAL_LOCK.load(Ordering::SeqCst) {
+        // A Dekker handshake with `drain_others` (see `fence`): either the serial thread sees
+        // this state, or this thread sees its lock.
+        tx.state.store(start, Ordering::Relaxed);
+        crate::fence::light(tx.method.reads_states_at_commit());
+        if !SERIAL_LOCK.load(Ordering::Relaxed) {
             return start;
         }
         tx.state.store(INACTIVE, Ordering::SeqCst);
@@ -451,6 +452,7 @@ fn try_enter_serial(tx: &TxDesc) -> bool {
 /// gate holder while it is active, so this cannot deadlock: a thread that wants the gate, or
 /// waits for older transactions after its commit, has made itself inactive first.
 fn drain_others(tx: &TxDesc) {
+    crate::fence::heavy();
     for d in all_descs() {
         if std::ptr::eq(d, tx) {
             continue;
@@ -563,7 +565,7 @@ pub(crate) fn begin(props: u32, jb: &JmpBuf) -> u32 {
             // The inner transaction may cancel: remember where its logs start.
             let n = Nested {
                 level: tx.nesting,
-                jb: *jb,
+                jb: jb.copy_word_by_word(),
                 redo: tx.redo.clone(),
                 undo_len: tx.undo.len(),
                 undo_data_len: tx.undo_data.len(),
@@ -583,7 +585,7 @@ pub(crate) fn begin(props: u32, jb: &JmpBuf) -> u32 {
     }
     tx.nesting = 1;
     tx.props = props;
-    tx.jb = *jb;
+    tx.jb = jb.copy_word_by_word();
     tx.site = jb.rip;
     tx.consecutive_aborts = 0;
     tx.restart_serial = None;

@@ -33,6 +33,29 @@ pub(crate) struct JmpBuf {
 
 const _: () = assert!(std::mem::size_of::<JmpBuf>() == 64);
 
+impl JmpBuf {
+    /// A copy made of 8-byte loads. The assembly has just written the buffer with 8-byte
+    /// stores; the 16-byte loads a plain copy compiles to would each span two of them, which
+    /// the CPU cannot forward from its store buffer, and every transaction would stall on it.
+    #[inline(always)]
+    pub fn copy_word_by_word(&self) -> JmpBuf {
+        let src = self as *const JmpBuf as *const usize;
+        // SAFETY: `self` is 64 bytes of eight aligned `usize` fields (repr(C), asserted above);
+        // volatile keeps the compiler from merging the loads.
+        let w = |i: usize| unsafe { std::ptr::read_volatile(src.add(i)) };
+        JmpBuf {
+            rbx: w(0),
+            rbp: w(1),
+            r12: w(2),
+            r13: w(3),
+            r14: w(4),
+            r15: w(5),
+            rsp: w(6),
+            rip: w(7),
+        }
+    }
+}
+
 extern "C" fn begin_from_asm(props: u32, jb: *const JmpBuf) -> u32 {
     // SAFETY: the assembly passes a pointer to a fully written JmpBuf on its stack, valid for
     // the duration of this call.

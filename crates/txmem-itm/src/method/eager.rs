@@ -45,6 +45,11 @@ impl Eager {
 }
 
 impl Method for Eager {
+    fn reads_states_at_commit(&self) -> bool {
+        // Writers wait for transactions that started before their commit.
+        true
+    }
+
     #[inline(always)]
     fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
         // A word this transaction locked fails the version test (LOCKED is above every

@@ -21,6 +21,11 @@ impl Lazy {
 }
 
 impl Method for Lazy {
+    fn reads_states_at_commit(&self) -> bool {
+        // Writers wait for transactions that started before their commit.
+        true
+    }
+
     #[inline(always)]
     fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
         if tx.redo.may_hold(word) {

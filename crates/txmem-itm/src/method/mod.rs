@@ -64,6 +64,12 @@ pub(crate) enum Privatization {
 /// One transactional-memory algorithm. Barriers hand it whole aligned 8-byte words; the
 /// descriptor holds the logs, the method decides what they mean.
 pub(crate) trait Method {
+    /// True if a committing writer reads other descriptors' published start (to wait for
+    /// older transactions): a start must then be published with a full fence, as the other
+    /// side of that handshake.
+    fn reads_states_at_commit(&self) -> bool {
+        false
+    }
     /// Called when an ordinary (non-serial) attempt starts, after it passed the gate.
     fn begin(&self, _tx: &mut TxDesc) {}
     /// The common case of [`Method::read_word`], or None to take the full path: no logic that
@@ -128,6 +134,10 @@ macro_rules! with_method {
 }
 
 impl Dispatch {
+    #[inline(always)]
+    pub fn reads_states_at_commit(self) -> bool {
+        with_method!(self.0, m => m.reads_states_at_commit())
+    }
     #[inline(always)]
     pub fn begin(self, tx: &mut TxDesc) {
         with_method!(self.0, m => m.begin(tx))
