@@ -267,6 +267,15 @@ fn privatized_object_is_not_written_after_the_privatizing_commit() {
 }
 
 #[test]
+fn object_privatized_by_one_thread_and_written_by_another_is_not_clobbered() {
+    // Proxy privatization: the thread that writes the object without barriers learned of the
+    // privatization through its own read-only transaction. As above, the window is narrow:
+    // with the readers' wait removed, 1 run in 10 of the eager and lazy methods failed on a
+    // 2-vCPU machine.
+    run_all("privatize_proxy", |_, t| assert!(t["commits"] > 0));
+}
+
+#[test]
 fn clone_tables_resolve_indirect_calls_and_a_missing_clone_goes_irrevocable() {
     run_all("clones", |_, t| {
         assert_eq!(t["commits"], 201);
