@@ -9,9 +9,11 @@ cd "$(dirname "$0")/.."
 echo "== unit, integration, property, stress and doc tests"
 cargo test --workspace
 
-echo "== model checking of the commit protocol (loom)"
+echo "== model checking of the commit protocols (loom: txmem, txmem-itm's sequence lock)"
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
+RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p txmem-itm --release --test loom
 
 echo "== real memcached clients against txmem serve (pymemcache, libmemcached's tools)"
 ./scripts/client-deps.sh

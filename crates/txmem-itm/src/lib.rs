@@ -100,6 +100,8 @@ pub(crate) mod fence;
 pub(crate) mod method;
 pub(crate) mod orec;
 pub(crate) mod redo;
+#[doc(hidden)]
+pub mod seqlock;
 pub(crate) mod stats;
 pub(crate) mod tx;
 

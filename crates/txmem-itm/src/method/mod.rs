@@ -234,6 +234,10 @@ pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
     {
         return false;
     }
+    // As after taking NOrec's lock (`seqlock::try_lock`): the stores made under this lock must
+    // not be seen beside the orec's old, unlocked version by a reader that fences after
+    // loading them.
+    fence(Ordering::Release);
     tx.locks.push((idx, v));
     if v > tx.start {
         tx.stale_locks.push(idx);

@@ -9,54 +9,31 @@
 //! notices the commit that doomed it at its next read, and no write-back can run after a
 //! later commit.
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 use crossbeam_utils::CachePadded;
 
 use super::{load_word, write_back, AbortCause, Method, Privatization};
+use crate::seqlock;
 use crate::tx::TxDesc;
 
-/// The sequence lock: even while no commit writes back, odd during a write-back.
+/// The sequence lock (`seqlock`): even while no commit writes back, odd during a write-back.
 static SEQ: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));
 
 pub(crate) struct NOrec;
-
-/// An even value of the sequence lock (waiting out a write-back in progress).
-fn snapshot() -> u64 {
-    let mut spins = 0u32;
-    loop {
-        let s = SEQ.load(Ordering::Acquire);
-        if s & 1 == 0 {
-            return s;
-        }
-        spins += 1;
-        if spins < 64 {
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
-    }
-}
 
 /// Checks that every value read is still in memory, and returns the sequence value at which
 /// that held; aborts if one changed. Out of line: it runs only after another commit.
 #[cold]
 #[inline(never)]
 fn revalidate(tx: &TxDesc) -> Result<u64, AbortCause> {
-    loop {
-        let s = snapshot();
-        for &(w, v) in &tx.values {
-            // SAFETY: a word the transaction read through a barrier, so on a mapped page.
-            if unsafe { load_word(w) } != v {
-                return Err(AbortCause::ReadValidate);
-            }
-        }
-        // The values must be loaded before the sequence lock is checked again.
-        fence(Ordering::Acquire);
-        if SEQ.load(Ordering::Relaxed) == s {
-            return Ok(s);
-        }
-    }
+    seqlock::revalidate(&*SEQ, || {
+        tx.values
+            .iter()
+            // SAFETY: words the transaction read through a barrier, so on mapped pages.
+            .all(|&(w, v)| unsafe { load_word(w) } == v)
+    })
+    .ok_or(AbortCause::ReadValidate)
 }
 
 impl NOrec {
@@ -67,8 +44,7 @@ impl NOrec {
             // SAFETY: the barrier hands an aligned word holding bytes the program reads; the
             // sequence check below discards a value a concurrent write-back produced.
             let val = unsafe { load_word(word) };
-            fence(Ordering::Acquire);
-            if SEQ.load(Ordering::Relaxed) == tx.seq {
+            if seqlock::unchanged(&*SEQ, tx.seq) {
                 tx.values.push((word, val));
                 return Ok(val);
             }
@@ -85,8 +61,7 @@ impl Method for NOrec {
         }
         // SAFETY: as in `load_consistent`.
         let val = unsafe { load_word(word) };
-        fence(Ordering::Acquire);
-        if SEQ.load(Ordering::Relaxed) != tx.seq {
+        if !seqlock::unchanged(&*SEQ, tx.seq) {
             return None;
         }
         tx.values.push((word, val));
@@ -94,7 +69,7 @@ impl Method for NOrec {
     }
 
     fn begin(&self, tx: &mut TxDesc) {
-        tx.seq = snapshot();
+        tx.seq = seqlock::snapshot(&*SEQ);
     }
 
     #[inline(always)]
@@ -125,15 +100,12 @@ impl Method for NOrec {
         if tx.redo.is_empty() {
             return Ok(Privatization::Safe);
         }
-        while SEQ
-            .compare_exchange(tx.seq, tx.seq + 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        while !seqlock::try_lock(&*SEQ, tx.seq) {
             // Someone committed since the snapshot: still consistent?
             tx.seq = revalidate(tx).map_err(|_| AbortCause::CommitValidate)?;
         }
         write_back(tx);
-        SEQ.store(tx.seq + 2, Ordering::Release);
+        seqlock::unlock(&*SEQ, tx.seq);
         Ok(Privatization::Safe)
     }
 
