@@ -27,6 +27,15 @@ struct Tx<'a> {
     values: Vec<(usize, u64)>,
 }
 
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            seq: AtomicU64::new(0),
+            words: [AtomicU64::new(0), AtomicU64::new(0)],
+        }
+    }
+}
+
 impl<'a> Tx<'a> {
     fn begin(s: &'a Shared) -> Tx<'a> {
         Tx {
@@ -95,10 +104,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn readers_never_see_a_half_written_commit() {
     model(|| {
-        let s = Arc::new(Shared {
-            seq: AtomicU64::new(0),
-            words: [AtomicU64::new(0), AtomicU64::new(0)],
-        });
+        let s = Arc::new(Shared::new());
         let w = {
             let s = s.clone();
             thread::spawn(move || increment(&s))
@@ -116,10 +122,7 @@ fn readers_never_see_a_half_written_commit() {
 #[test]
 fn concurrent_commits_are_serialized() {
     model(|| {
-        let s = Arc::new(Shared {
-            seq: AtomicU64::new(0),
-            words: [AtomicU64::new(0), AtomicU64::new(0)],
-        });
+        let s = Arc::new(Shared::new());
         let w = {
             let s = s.clone();
             thread::spawn(move || increment(&s))

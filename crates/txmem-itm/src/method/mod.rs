@@ -245,6 +245,21 @@ pub(crate) fn lock_orec(tx: &mut TxDesc, idx: usize) -> bool {
     true
 }
 
+/// A write-back method's read of `word`: the transaction's own buffered bytes over memory's,
+/// with memory read by `load` (the method's consistent read) unless every byte was written.
+#[inline(always)]
+pub(crate) fn read_through_redo(
+    tx: &mut TxDesc,
+    word: usize,
+    load: impl FnOnce(&mut TxDesc) -> Result<u64, AbortCause>,
+) -> Result<u64, AbortCause> {
+    match tx.redo.get(word) {
+        Some((val, u64::MAX)) => Ok(val),
+        Some((val, mask)) => Ok((load(tx)? & !mask) | (val & mask)),
+        None => load(tx),
+    }
+}
+
 /// Writes the redo log to memory. The caller excludes conflicting writers (orec locks, the
 /// sequence lock or the serial gate).
 pub(crate) fn write_back(tx: &TxDesc) {

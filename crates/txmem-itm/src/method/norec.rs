@@ -74,14 +74,7 @@ impl Method for NOrec {
 
     #[inline(always)]
     fn read_word(&self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        match tx.redo.get(word) {
-            Some((val, u64::MAX)) => Ok(val),
-            Some((val, mask)) => {
-                let mem = self.load_consistent(tx, word)?;
-                Ok((mem & !mask) | (val & mask))
-            }
-            None => self.load_consistent(tx, word),
-        }
+        super::read_through_redo(tx, word, |tx| self.load_consistent(tx, word))
     }
 
     #[inline(always)]
