@@ -54,7 +54,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub array_size: Option<u64>,
 
-    /// Workload for `sweep`: counter or counter-array.
+    /// Workload for `sweep`: counter, counter-array or xsync-counters.
     #[arg(long, value_parser = parse_workload)]
     pub workload: Option<WorkloadKind>,
 
@@ -174,10 +174,16 @@ fn read_config(path: &str) -> Result<RunConfig, String> {
 
 /// Parses a workload kind by name.
 fn parse_workload(s: &str) -> Result<WorkloadKind, String> {
-    [WorkloadKind::Counter, WorkloadKind::CounterArray]
-        .into_iter()
-        .find(|k| k.name() == s)
-        .ok_or_else(|| format!("unknown workload `{s}` (expected counter or counter-array)"))
+    [
+        WorkloadKind::Counter,
+        WorkloadKind::CounterArray,
+        WorkloadKind::XsyncCounters,
+    ]
+    .into_iter()
+    .find(|k| k.name() == s)
+    .ok_or_else(|| {
+        format!("unknown workload `{s}` (expected counter, counter-array or xsync-counters)")
+    })
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ pub mod sweep;
 pub mod table;
 
 use crate::config::{set_json_path, ConfigError, SimConfig};
-use crate::workloads::{self, RunResult, SyncKind, WorkloadConfig, WorkloadError};
+use crate::workloads::{self, RunResult, WorkloadConfig, WorkloadError};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -128,7 +128,7 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
     put("snoops", s.coherence.snoops.into());
     put("invalidations", s.coherence.invalidations.into());
     put("mem_ops", s.mem_ops.into());
-    if rc.workload.sync == SyncKind::Elided {
+    if rc.workload.elides() {
         // Only elided runs have these, so the other rows' reports stay as they were.
         let e = &r.elision;
         put("sections", e.sections.into());

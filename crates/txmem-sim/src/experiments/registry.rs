@@ -3,7 +3,7 @@
 use super::sweep::{sweep, SweepSpec};
 use super::{add_relative, report, ExperimentError, Progress, Report, RunConfig};
 use crate::config::{BackoffKind, PolicyKind};
-use crate::workloads::WorkloadKind;
+use crate::workloads::{WorkloadKind, XsyncScheme};
 
 /// A named experiment.
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +167,40 @@ pub const EXPERIMENTS: &[Experiment] = &[
                     series_values: vec!["elided".into()],
                 },
                 Some(2),
+            )
+        },
+    },
+    Experiment {
+        name: "xsync-counters",
+        description: "XSync Fig 2: random increments of N counters packed in lines, under a coarse lock, fine locks, bare HTM, or either lock elided",
+        workload: WorkloadKind::XsyncCounters,
+        columns: &[
+            "cycles",
+            "relative_time",
+            "commits",
+            "restarts",
+            "restart_rate",
+            "elided_commits",
+            "fallbacks",
+            "fallback_rate",
+            "lock_busy_aborts",
+            "l1_miss_rate",
+            "host_ops_per_sec",
+        ],
+        plot_metric: "cycles",
+        plot_x: "array_size",
+        build: || {
+            (
+                SweepSpec {
+                    param: "workload.array_size".into(),
+                    // 64 to 2^20 counters, by fours.
+                    values: ["64", "256", "1024", "4096", "16384", "65536", "262144", "1048576"]
+                        .map(String::from)
+                        .to_vec(),
+                    series_param: Some("workload.xsync_scheme".into()),
+                    series_values: XsyncScheme::ALL.iter().map(|s| s.name().to_string()).collect(),
+                },
+                None,
             )
         },
     },

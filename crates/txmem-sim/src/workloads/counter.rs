@@ -45,13 +45,13 @@ pub async fn increment(cpu: &Cpu, sync: SyncKind, counter: u64, lock: u64) {
 
 /// One core's way of incrementing: the synchronization, and the elision policies that adapt
 /// across its increments when it is `elided`.
-struct Incrementer {
+pub(super) struct Incrementer {
     sync: SyncKind,
     elision: Elision,
 }
 
 impl Incrementer {
-    fn new(sync: SyncKind, cfg: &ElisionConfig) -> Self {
+    pub(super) fn new(sync: SyncKind, cfg: &ElisionConfig) -> Self {
         Incrementer {
             sync,
             elision: Elision::new(cfg),
@@ -60,7 +60,7 @@ impl Incrementer {
 
     /// Increments the word at `counter` between 1 and `max` times (more than once only when
     /// elision coarsens sections); returns how many.
-    async fn increments(&mut self, cpu: &Cpu, counter: u64, lock: u64, max: u64) -> u64 {
+    pub(super) async fn increments(&mut self, cpu: &Cpu, counter: u64, lock: u64, max: u64) -> u64 {
         match self.sync {
             SyncKind::Elided => {
                 self.elision
@@ -80,7 +80,14 @@ impl Incrementer {
     }
 }
 
-fn finish(
+/// What the elision policies decided so far (zero unless `elided`).
+impl Incrementer {
+    pub(super) fn elision_stats(&self) -> ElisionStats {
+        self.elision.stats()
+    }
+}
+
+pub(super) fn finish(
     sim: &mut Sim,
     start: Instant,
     elision: &Cell<ElisionStats>,
@@ -99,7 +106,7 @@ fn finish(
 }
 
 /// Adds a core's elision counts to the run's.
-fn add_to(total: &Cell<ElisionStats>, core: ElisionStats) {
+pub(super) fn add_to(total: &Cell<ElisionStats>, core: ElisionStats) {
     let mut t = total.get();
     t += core;
     total.set(t);

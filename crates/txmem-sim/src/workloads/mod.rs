@@ -1,11 +1,13 @@
 //! Workloads: simulated programs that exercise the machine and check their own results.
 
 pub mod counter;
+pub mod xsync;
 
 use crate::elision::{ElisionConfig, ElisionStats};
 use crate::engine::executor::SimError;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
+pub use xsync::XsyncScheme;
 
 /// How a workload synchronizes its critical sections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +46,9 @@ pub enum WorkloadKind {
     /// Every core increments randomly chosen counters of an array (contention falls as the
     /// array grows); each counter has its own line and, for the spinlock, its own lock.
     CounterArray,
+    /// XSync's counter array (Fig 2): random counters packed in lines, under a coarse lock,
+    /// fine locks, bare transactions, or either lock elided (`xsync_scheme`).
+    XsyncCounters,
 }
 
 impl WorkloadKind {
@@ -52,6 +57,7 @@ impl WorkloadKind {
         match self {
             WorkloadKind::Counter => "counter",
             WorkloadKind::CounterArray => "counter-array",
+            WorkloadKind::XsyncCounters => "xsync-counters",
         }
     }
 }
@@ -74,6 +80,8 @@ pub struct WorkloadConfig {
     pub lock_same_line: bool,
     /// Policy parameters of the `elided` synchronization (unused by the others).
     pub elision: ElisionConfig,
+    /// The synchronization of `xsync-counters` (which ignores `sync`).
+    pub xsync_scheme: XsyncScheme,
 }
 
 impl Default for WorkloadConfig {
@@ -86,6 +94,18 @@ impl Default for WorkloadConfig {
             think_cycles: 0,
             lock_same_line: false,
             elision: ElisionConfig::default(),
+            xsync_scheme: XsyncScheme::Coarse,
+        }
+    }
+}
+
+impl WorkloadConfig {
+    /// True if the sections run under an elided lock (so the elision statistics mean
+    /// something).
+    pub fn elides(&self) -> bool {
+        match self.kind {
+            WorkloadKind::XsyncCounters => self.xsync_scheme.sync() == SyncKind::Elided,
+            _ => self.sync == SyncKind::Elided,
         }
     }
 }
@@ -144,5 +164,6 @@ pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, Work
     match w.kind {
         WorkloadKind::Counter => counter::run_counter(sim, w),
         WorkloadKind::CounterArray => counter::run_counter_array(sim, w),
+        WorkloadKind::XsyncCounters => xsync::run_xsync_counters(sim, w),
     }
 }
