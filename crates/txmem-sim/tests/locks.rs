@@ -155,3 +155,80 @@ fn a_single_thread_never_aborts_nor_falls_back() {
         }
     }
 }
+
+/// Exact path counts of two threads × 10 sections, half of them writes, on a tiny machine
+/// (the simulator is deterministic). Every section touches the same pair of lines, so the
+/// speculative writers conflict a lot; the numbers hang together as noted.
+#[test]
+fn tiny_two_thread_runs_have_exact_path_counts() {
+    let count = |kind| {
+        let o = run(kind, 2, 10, 50, 1);
+        assert_eq!((o.writes, o.locks.read_sections), (11, 9), "{kind:?}");
+        o.locks
+    };
+    // TLE: 14 sections ran under the lock, each after exactly 5 aborted attempts (70), and
+    // one more attempt aborted before its section committed. Each fallback's lock store
+    // aborts the other thread's subscribed transaction, so fallbacks cascade (the lemming
+    // effect): lock-busy aborts never happen because the thread waits for a free lock first.
+    let s = count(LockKind::Tle);
+    assert_eq!((s.htm_commits, s.locked_sections), (6, 14));
+    assert_eq!(
+        (s.aborts.conflict, s.aborts.total(), s.lock_busy_aborts),
+        (71, 71, 0)
+    );
+    // RW-LE OPT: 6 writers used up their 5 HTM tries (30 aborts) and committed as ROTs, 5
+    // committed in HTM after 3 more aborts in all; no writer reached the NS path.
+    let s = count(LockKind::RwLeOpt);
+    assert_eq!((s.htm_commits, s.rot_commits, s.locked_sections), (5, 6, 0));
+    assert_eq!(
+        (s.aborts.conflict, s.aborts.total(), s.rot_aborts),
+        (33, 33, 0)
+    );
+    assert_eq!((s.uninstrumented_reads, s.quiescence_waits), (9, 3));
+    // RW-LE PES: every writer committed as a ROT, 8 ROT attempts aborted (readers hitting
+    // the write set), none used all 5 tries.
+    let s = count(LockKind::RwLePes);
+    assert_eq!(
+        (s.htm_commits, s.rot_commits, s.locked_sections),
+        (0, 11, 0)
+    );
+    assert_eq!(
+        (s.aborts.conflict, s.aborts.total(), s.rot_aborts),
+        (8, 8, 8)
+    );
+    assert_eq!((s.uninstrumented_reads, s.quiescence_waits), (9, 2));
+    // RW-LE Algorithm 1: blind retry, so every writer commits in HTM, after 6 aborts in all.
+    let s = count(LockKind::RwLe1);
+    assert_eq!(
+        (s.htm_commits, s.aborts.conflict, s.aborts.total()),
+        (11, 6, 6)
+    );
+    assert_eq!((s.uninstrumented_reads, s.quiescence_waits), (9, 4));
+}
+
+/// The torn-pair check bites: HTM writers that commit *without* RW-LE's quiescence, beside
+/// uninstrumented readers, let a reader see the pair half updated.
+#[test]
+#[should_panic(expected = "reader saw a torn pair")]
+fn the_pair_check_catches_writers_that_skip_quiescence() {
+    let mut sim = Sim::new(small(2)).unwrap();
+    let a = sim.alloc_lines(1);
+    let b = sim.alloc_lines(1);
+    sim.spawn(0, move |cpu| async move {
+        cpu.compute(100).await; // the reader has read `a` by now
+        cpu.transaction(|cpu| async move {
+            let va = cpu.load(a).await;
+            cpu.store(a, va + 1).await;
+            let vb = cpu.load(b).await;
+            cpu.store(b, vb + 1).await;
+        })
+        .await;
+    });
+    sim.spawn(1, move |cpu| async move {
+        let va = cpu.load(a).await;
+        cpu.compute(2000).await;
+        let vb = cpu.load(b).await;
+        assert_eq!(va, vb, "reader saw a torn pair");
+    });
+    sim.run().unwrap();
+}
