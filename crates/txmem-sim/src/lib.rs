@@ -49,6 +49,7 @@ pub mod elision;
 pub mod engine;
 pub mod experiments;
 pub mod htm;
+pub mod locks;
 pub mod machine;
 pub mod memory;
 pub mod stats;

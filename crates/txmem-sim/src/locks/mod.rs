@@ -1,0 +1,259 @@
+//! Lock algorithms written against the simulated machine, for reader-writer workloads.
+//!
+//! Every algorithm implements [`RwLockAlgo`]: a workload hands it a *read section* or a
+//! *write section* (a closure building the section's future) and the algorithm runs it under
+//! its synchronization — a lock, a transaction, or both in turn. Speculative algorithms may
+//! run a section several times (once per attempt); only the run that commits, or the one on a
+//! non-speculative path, takes effect, so sections must be idempotent up to their simulated
+//! memory effects (host-side side effects must check [`Cpu::xtest`]).
+//!
+//! A lock value is one thread's *handle*: the shared words live in simulated memory (laid out
+//! by the algorithm's `new`, which takes the [`Sim`]), the per-thread state (retry budgets,
+//! statistics) in the value. Clone one handle per simulated thread, before the run; the
+//! thread index is the core ([`Cpu::core`]).
+//!
+//! | algorithm | module | readers | writers |
+//! |---|---|---|---|
+//! | [`Sgl`] | [`sgl`] | TTAS spinlock | TTAS spinlock |
+//! | [`PthreadRwLock`] | [`rwlock`] | shared count (reader-preferring) | writer flag |
+//! | [`BrLock`] | [`brlock`] | own per-thread mutex | every mutex |
+//! | [`Tle`] | [`tle`] | elided single lock, 5 tries, lock | same as readers |
+//! | [`RwLe1`] | [`rwle`] | uninstrumented, per-thread clock | HTM under a writer lock, quiescence while suspended |
+//! | [`RwLe`] (OPT, PES) | [`rwle`] | uninstrumented, clock, wait for NS writers | HTM ×5 → ROT ×5 → NS (OPT) or ROT ×5 → NS (PES) |
+//!
+//! Each handle counts what its sections did in a [`LockStats`].
+
+pub mod brlock;
+pub mod rwle;
+pub mod rwlock;
+pub mod sgl;
+pub mod tle;
+
+pub use brlock::BrLock;
+pub use rwle::{RwLe, RwLe1, RwLeMode};
+pub use rwlock::PthreadRwLock;
+pub use sgl::Sgl;
+pub use tle::Tle;
+
+use crate::cpu::Cpu;
+use crate::engine::executor::Sim;
+use crate::htm::{AbortCause, AbortStatus};
+use crate::stats::AbortCounts;
+use std::future::Future;
+use std::ops::AddAssign;
+
+/// The retry budget of the speculative paths: RW-LE's MAX-HTM = MAX-ROT, and HLE/TLE's
+/// number of hardware attempts (RW-LE §4.1: 5, "the best value on average").
+pub const MAX_TRIES: u32 = 5;
+
+/// A reader-writer synchronization algorithm on the simulated machine (one thread's handle).
+///
+/// The sections are `FnMut` because speculative algorithms re-run them after an abort.
+/// Async functions in this trait are fine: the simulator's executor is single-threaded, so
+/// no `Send` bound is ever needed.
+#[allow(async_fn_in_trait)]
+pub trait RwLockAlgo {
+    /// Short name, as in the RW-LE paper's plots.
+    fn name(&self) -> &'static str;
+
+    /// Runs `section` as a read-side critical section and returns its value.
+    async fn read<F, Fut, T>(&mut self, cpu: &Cpu, section: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>;
+
+    /// Runs `section` as a write-side critical section and returns its value.
+    async fn write<F, Fut, T>(&mut self, cpu: &Cpu, section: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>;
+
+    /// What this handle's sections did so far.
+    fn stats(&self) -> &LockStats;
+}
+
+/// What one handle's (or, summed, all handles') sections did, path by path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Read sections completed.
+    pub read_sections: u64,
+    /// Write sections completed.
+    pub write_sections: u64,
+    /// Sections (read or write) that committed as a hardware transaction.
+    pub htm_commits: u64,
+    /// Write sections that committed as a rollback-only transaction.
+    pub rot_commits: u64,
+    /// Sections run non-speculatively holding a lock that excludes writers: every section
+    /// of the lock-based algorithms, TLE's fallbacks, RW-LE's NS-path writers.
+    pub locked_sections: u64,
+    /// Read sections run uninstrumented, concurrently with speculative writers (RW-LE).
+    pub uninstrumented_reads: u64,
+    /// Hardware (HTM or ROT) attempts that aborted, by cause.
+    pub aborts: AbortCounts,
+    /// Of the aborts, those of rollback-only transactions.
+    pub rot_aborts: u64,
+    /// Of the explicit aborts, those that found the lock held ([`txmem_htm::LOCK_BUSY_CODE`]).
+    pub lock_busy_aborts: u64,
+    /// Times a writer waited in RW-LE's quiescence for a reader inside its section.
+    pub quiescence_waits: u64,
+}
+
+impl LockStats {
+    /// Counts one aborted hardware attempt.
+    pub fn count_abort(&mut self, st: AbortStatus) {
+        let a = &mut self.aborts;
+        match st.cause() {
+            AbortCause::Explicit(_) => a.explicit += 1,
+            AbortCause::Conflict => a.conflict += 1,
+            AbortCause::Capacity => a.capacity += 1,
+            AbortCause::NestingOverflow => a.nesting += 1,
+            AbortCause::Interrupt => a.interrupt += 1,
+            _ => a.other += 1,
+        }
+        if st.is_lock_busy() {
+            self.lock_busy_aborts += 1;
+        }
+        if st.is_rollback_only() {
+            self.rot_aborts += 1;
+        }
+    }
+
+    /// All sections completed.
+    pub fn sections(&self) -> u64 {
+        self.read_sections + self.write_sections
+    }
+}
+
+impl AddAssign<&LockStats> for LockStats {
+    fn add_assign(&mut self, o: &LockStats) {
+        self.read_sections += o.read_sections;
+        self.write_sections += o.write_sections;
+        self.htm_commits += o.htm_commits;
+        self.rot_commits += o.rot_commits;
+        self.locked_sections += o.locked_sections;
+        self.uninstrumented_reads += o.uninstrumented_reads;
+        let (a, b) = (&mut self.aborts, &o.aborts);
+        a.explicit += b.explicit;
+        a.conflict += b.conflict;
+        a.capacity += b.capacity;
+        a.nesting += b.nesting;
+        a.interrupt += b.interrupt;
+        a.other += b.other;
+        self.rot_aborts += o.rot_aborts;
+        self.lock_busy_aborts += o.lock_busy_aborts;
+        self.quiescence_waits += o.quiescence_waits;
+    }
+}
+
+/// Which algorithm: a name for each, to build any of them with [`AnyLock::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockKind {
+    /// [`Sgl`].
+    Sgl,
+    /// [`PthreadRwLock`].
+    PthreadRw,
+    /// [`BrLock`].
+    BrLock,
+    /// [`Tle`].
+    Tle,
+    /// [`RwLe1`] (RW-LE Algorithm 1).
+    RwLe1,
+    /// [`RwLe`] in [`RwLeMode::Opt`].
+    RwLeOpt,
+    /// [`RwLe`] in [`RwLeMode::Pes`].
+    RwLePes,
+}
+
+impl LockKind {
+    /// Every algorithm.
+    pub const ALL: [LockKind; 7] = [
+        LockKind::Sgl,
+        LockKind::PthreadRw,
+        LockKind::BrLock,
+        LockKind::Tle,
+        LockKind::RwLe1,
+        LockKind::RwLeOpt,
+        LockKind::RwLePes,
+    ];
+}
+
+/// Any of the algorithms, dispatched by a `match` (the trait's generic async methods make it
+/// unusable as a trait object).
+#[derive(Clone, Debug)]
+pub enum AnyLock {
+    /// See [`Sgl`].
+    Sgl(Sgl),
+    /// See [`PthreadRwLock`].
+    PthreadRw(PthreadRwLock),
+    /// See [`BrLock`].
+    BrLock(BrLock),
+    /// See [`Tle`].
+    Tle(Tle),
+    /// See [`RwLe1`].
+    RwLe1(RwLe1),
+    /// See [`RwLe`].
+    RwLe(RwLe),
+}
+
+impl AnyLock {
+    /// Lays out algorithm `kind` for `threads` threads (cores `0..threads`) in `sim`'s memory.
+    pub fn new(kind: LockKind, sim: &mut Sim, threads: usize) -> AnyLock {
+        match kind {
+            LockKind::Sgl => AnyLock::Sgl(Sgl::new(sim)),
+            LockKind::PthreadRw => AnyLock::PthreadRw(PthreadRwLock::new(sim)),
+            LockKind::BrLock => AnyLock::BrLock(BrLock::new(sim, threads)),
+            LockKind::Tle => AnyLock::Tle(Tle::new(sim)),
+            LockKind::RwLe1 => AnyLock::RwLe1(RwLe1::new(sim, threads)),
+            LockKind::RwLeOpt => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Opt)),
+            LockKind::RwLePes => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Pes)),
+        }
+    }
+}
+
+/// Forwards a call to the variant's algorithm.
+macro_rules! dispatch {
+    ($self:expr, $l:ident => $e:expr) => {
+        match $self {
+            AnyLock::Sgl($l) => $e,
+            AnyLock::PthreadRw($l) => $e,
+            AnyLock::BrLock($l) => $e,
+            AnyLock::Tle($l) => $e,
+            AnyLock::RwLe1($l) => $e,
+            AnyLock::RwLe($l) => $e,
+        }
+    };
+}
+
+impl RwLockAlgo for AnyLock {
+    fn name(&self) -> &'static str {
+        dispatch!(self, l => l.name())
+    }
+
+    async fn read<F, Fut, T>(&mut self, cpu: &Cpu, section: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        dispatch!(self, l => l.read(cpu, section).await)
+    }
+
+    async fn write<F, Fut, T>(&mut self, cpu: &Cpu, section: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        dispatch!(self, l => l.write(cpu, section).await)
+    }
+
+    fn stats(&self) -> &LockStats {
+        dispatch!(self, l => l.stats())
+    }
+}
+
+/// Allocates `n` words, each alone on its own cache line (no false sharing), and returns
+/// their addresses.
+pub(crate) fn padded_words(sim: &mut Sim, n: usize) -> Vec<u64> {
+    let lb = sim.config().line_bytes;
+    let base = sim.alloc_lines(n as u64);
+    (0..n as u64).map(|i| base + i * lb).collect()
+}
