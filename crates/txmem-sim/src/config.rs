@@ -358,7 +358,10 @@ pub struct TlbConfig {
     /// Whether a miss that aborts its transaction still installs the translation. `true`
     /// (a TLB miss: the walk completes, the retry hits); `false` models a page fault the
     /// hardware suppresses inside a transaction, so every transactional retry misses again
-    /// until the page is touched non-transactionally (HLE thrashing on page faults).
+    /// until the page is touched non-transactionally (HLE thrashing on page faults). Then a
+    /// transaction that always aborts on the miss needs a non-transactional fallback (a
+    /// retry budget, as lock elision has): `Cpu::transaction` retries transient aborts
+    /// without end.
     pub fill_on_abort: bool,
 }
 
