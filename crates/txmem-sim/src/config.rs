@@ -6,8 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Largest number of simulated cores (core sets are kept in 64-bit masks).
+/// Largest number of physical cores (coherence keeps core sets in 64-bit masks).
 pub const MAX_CORES: usize = 64;
+
+/// Largest number of simulated CPUs, i.e. hardware threads (`cores * threads_per_core`;
+/// the HTM keeps per-line sets of CPUs in 128-bit masks). 128 leaves room for POWER8's
+/// 10 cores x SMT8.
+pub const MAX_CPUS: usize = 128;
 
 /// Geometry and hit latency of one set-associative cache.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,6 +259,15 @@ pub struct HtmConfig {
     pub max_nesting: u32,
     /// Deepest stack of suspended transactions (xpush / tsuspend) per core.
     pub max_suspended: u32,
+    /// Transactional lines one *physical core* can track, summed over the live
+    /// transactions (running or suspended) of all its hardware threads, like POWER8's
+    /// per-core TMCAM; a transaction whose new line would exceed it aborts with cause
+    /// `capacity`. 0: no such bound (only the L1 geometry bounds transactions).
+    pub core_capacity_lines: u64,
+    /// Cycles of POWER8 `tsuspend`.
+    pub suspend_cycles: u64,
+    /// Cycles of POWER8 `tresume`.
+    pub resume_cycles: u64,
 }
 
 impl Default for HtmConfig {
@@ -277,6 +291,9 @@ impl Default for HtmConfig {
             begin_cycles: 1,
             max_nesting: 8,
             max_suspended: 8,
+            core_capacity_lines: 0,
+            suspend_cycles: 1,
+            resume_cycles: 1,
         }
     }
 }
@@ -313,12 +330,67 @@ impl Default for InterruptConfig {
     }
 }
 
+/// Per-hardware-thread translation lookaside buffer, the source of `paging` aborts.
+///
+/// Off by default, so machines without it behave exactly as before. When enabled, every
+/// load and store looks its page up in the issuing hardware thread's TLB (set-associative,
+/// LRU); a miss costs `miss_latency` cycles, and a miss inside a transaction aborts it
+/// with probability `tx_miss_abort_ppm` / 1 000 000 — the way a page fault (or, on
+/// POWER8, a translation the hardware cannot do transactionally) aborts a real HTM
+/// transaction. Such aborts report cause `other` (page faults are `other` in RTM's
+/// vocabulary) and are counted in `tx.aborts.paging` as well.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlbConfig {
+    /// Whether the TLB is modelled at all.
+    pub enabled: bool,
+    /// Entries per hardware thread.
+    pub entries: u32,
+    /// Associativity (`entries / ways` must be a power of two).
+    pub ways: u32,
+    /// Page size in bytes (a power of two, at least `line_bytes`).
+    pub page_bytes: u64,
+    /// Cycles added by a miss (page walk).
+    pub miss_latency: u64,
+    /// Chance, in parts per million, that a miss inside a transaction aborts it:
+    /// 1 000 000 always, 0 never.
+    pub tx_miss_abort_ppm: u32,
+    /// Whether a miss that aborts its transaction still installs the translation. `true`
+    /// (a TLB miss: the walk completes, the retry hits); `false` models a page fault the
+    /// hardware suppresses inside a transaction, so every transactional retry misses again
+    /// until the page is touched non-transactionally (HLE thrashing on page faults). Then a
+    /// transaction that always aborts on the miss needs a non-transactional fallback (a
+    /// retry budget, as lock elision has): `Cpu::transaction` retries transient aborts
+    /// without end.
+    pub fill_on_abort: bool,
+}
+
+impl Default for TlbConfig {
+    fn default() -> Self {
+        // Haswell's L1 DTLB: 64 entries, 4-way, 4 KB pages.
+        TlbConfig {
+            enabled: false,
+            entries: 64,
+            ways: 4,
+            page_bytes: 4096,
+            miss_latency: 30,
+            tx_miss_abort_ppm: 1_000_000,
+            fill_on_abort: true,
+        }
+    }
+}
+
 /// The whole simulated machine.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SimConfig {
-    /// Number of simulated cores (1..=64).
+    /// Number of physical cores (1..=64), each with its own private caches.
     pub cores: usize,
+    /// Hardware threads (SMT) per physical core. The simulated CPUs that `Sim::spawn`
+    /// addresses are hardware threads: CPU `c` runs on core `c / threads_per_core`, whose
+    /// private caches and transactional capacity it shares with its siblings. 1 (the
+    /// default): every CPU is a core of its own.
+    pub threads_per_core: usize,
     /// Seed of every pseudo-random choice (backoff seeds, workload choices).
     pub seed: u64,
     /// Simulated memory size in bytes (a multiple of the line size).
@@ -339,6 +411,8 @@ pub struct SimConfig {
     pub htm: HtmConfig,
     /// Timer interrupts.
     pub interrupts: InterruptConfig,
+    /// Per-hardware-thread TLB (paging aborts); off by default.
+    pub tlb: TlbConfig,
     /// Stop the run at this simulated time (a safety net against livelocked workloads).
     pub max_cycles: u64,
     /// Check coherence and value invariants after every event (slow; for tests).
@@ -349,6 +423,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         SimConfig {
             cores: 8,
+            threads_per_core: 1,
             seed: 1,
             memory_bytes: 1 << 22,
             line_bytes: 64,
@@ -363,6 +438,7 @@ impl Default for SimConfig {
             coherence: CoherenceConfig::default(),
             htm: HtmConfig::default(),
             interrupts: InterruptConfig::default(),
+            tlb: TlbConfig::default(),
             max_cycles: 1 << 40,
             check_invariants: false,
         }
@@ -404,6 +480,141 @@ fn check_cache(name: &str, c: &CacheConfig, line: u64) -> Result<(), ConfigError
 }
 
 impl SimConfig {
+    /// A POWER8-like machine (RW-LE's IBM Power8 8284-22A, seed SPECS.md §3): 10 cores x
+    /// SMT8 = 80 hardware threads sharing per-core private caches and transactional
+    /// capacity. Sources: `[seed]` RW-LE §4 (10 physical cores, 8 hardware threads each);
+    /// `[U]` public POWER8 descriptions, not in the seeds; `[est]` an estimate, a knob to
+    /// tune.
+    ///
+    /// | field | value | source |
+    /// |---|---|---|
+    /// | `cores`, `threads_per_core` | 10, 8 | [seed] RW-LE §4 |
+    /// | `line_bytes` | 128 | [U] POWER8 cache line |
+    /// | `l1` | 64 KB, 8-way, 3 cycles | [U] POWER8 L1 D-cache |
+    /// | `l2` | private 512 KB, 8-way, 13 cycles | [U] POWER8 L2 per core |
+    /// | `llc` | 64 MB, 8-way, 27 cycles | [U] 8 MB eDRAM L3 region per core (80 MB for 10), rounded down to a power-of-two set count |
+    /// | `memory_latency` | 250 | [est] |
+    /// | `htm.core_capacity_lines` | 64 | [U] the L2 TMCAM: 64 x 128-B lines (8 KB) per core, shared by its SMT threads (SPECS.md §3.1) |
+    /// | `htm.policy` | requester-wins | [U] best-effort HTM: the conflicting access wins |
+    /// | `htm.begin_cycles`, `htm.commit_penalty` | 30, 30 | [est] `tbegin.` / `tend.` |
+    /// | `htm.suspend_cycles`, `htm.resume_cycles` | 15, 15 | [est] `tsuspend.` / `tresume.` |
+    /// | `interrupts.mode` | abort | [U] an interrupt aborts a POWER8 transaction |
+    /// | `tlb` | off; 48 entries fully associative, 64 KB pages, 30-cycle miss | [U] POWER8 D-ERAT, Linux/POWER 64 KB pages; [est] miss cost |
+    pub fn power8() -> SimConfig {
+        let mut c = SimConfig {
+            cores: 10,
+            threads_per_core: 8,
+            line_bytes: 128,
+            l1: CacheConfig {
+                size_bytes: 64 * 1024,
+                ways: 8,
+                latency: 3,
+            },
+            l2: PrivateL2Config {
+                enabled: true,
+                cache: CacheConfig {
+                    size_bytes: 512 * 1024,
+                    ways: 8,
+                    latency: 13,
+                },
+            },
+            llc: CacheConfig {
+                size_bytes: 64 << 20,
+                ways: 8,
+                latency: 27,
+            },
+            memory_latency: 250,
+            ..SimConfig::default()
+        };
+        c.htm.core_capacity_lines = 64;
+        c.htm.policy = PolicyKind::RequesterWins;
+        c.htm.begin_cycles = 30;
+        c.htm.commit_penalty = 30;
+        c.htm.suspend_cycles = 15;
+        c.htm.resume_cycles = 15;
+        c.interrupts.mode = InterruptMode::Abort;
+        c.tlb = TlbConfig {
+            enabled: false,
+            entries: 48,
+            ways: 48,
+            page_bytes: 64 * 1024,
+            miss_latency: 30,
+            ..TlbConfig::default()
+        };
+        c
+    }
+
+    /// A Haswell-like machine for XSync (Intel i7-4770, seed SPECS.md §2): 4 cores x 2
+    /// hyperthreads = 8 hardware threads; each pair shares a 32 KB 8-way L1, so an
+    /// RTM-like transaction is bounded by the L1 it shares with its sibling (bounded
+    /// capacity: evicting a transactional line aborts) and conflicts are detected at
+    /// line granularity. Sources as for [`SimConfig::power8`].
+    ///
+    /// | field | value | source |
+    /// |---|---|---|
+    /// | `cores`, `threads_per_core` | 4, 2 | [seed] XSync §5.1 (4 cores, 8 threads with HT) |
+    /// | `l1` | 32 KB, 8-way, 4 cycles | [seed] XSync §2.2 (32 KB 8-way, shared by two hyperthreads); [U] latency |
+    /// | `line_bytes` | 64 | [U] |
+    /// | `l2` | private 256 KB, 8-way, 12 cycles | [U] Haswell L2 |
+    /// | `llc` | 8 MB, 16-way, 36 cycles | [seed] XSync §5.1 (8 MB total cache); [U] geometry, latency |
+    /// | `memory_latency` | 200 | [est] |
+    /// | `htm.capacity`, `htm.granularity` | bounded, line | [seed] XSync §2.2 (write set in L1, line-granularity conflicts) |
+    /// | `htm.policy` | requester-wins | [U] RTM: the conflicting request wins |
+    /// | `htm.core_capacity_lines` | 0 (the L1 is the bound) | [seed] |
+    /// | `htm.begin_cycles`, `htm.commit_penalty` | 40, 20 | [est] `xbegin` / `xend` |
+    /// | `interrupts.mode` | abort | [seed] XSync §2.2 (kernel entries abort) |
+    /// | `tlb` | off; 64 entries, 4-way, 4 KB pages, 30-cycle miss | [U] Haswell L1 DTLB; [est] miss cost |
+    ///
+    /// RTM tracks reads beyond the L1 (in a secondary structure); this model bounds reads
+    /// by the L1 as well.
+    pub fn haswell() -> SimConfig {
+        let mut c = SimConfig {
+            cores: 4,
+            threads_per_core: 2,
+            line_bytes: 64,
+            l1: CacheConfig {
+                size_bytes: 32 * 1024,
+                ways: 8,
+                latency: 4,
+            },
+            l2: PrivateL2Config {
+                enabled: true,
+                cache: CacheConfig {
+                    size_bytes: 256 * 1024,
+                    ways: 8,
+                    latency: 12,
+                },
+            },
+            llc: CacheConfig {
+                size_bytes: 8 << 20,
+                ways: 16,
+                latency: 36,
+            },
+            memory_latency: 200,
+            ..SimConfig::default()
+        };
+        c.htm.capacity = Capacity::Bounded;
+        c.htm.granularity = Granularity::Line;
+        c.htm.policy = PolicyKind::RequesterWins;
+        c.htm.begin_cycles = 40;
+        c.htm.commit_penalty = 20;
+        c.interrupts.mode = InterruptMode::Abort;
+        c.tlb = TlbConfig::default();
+        c
+    }
+
+    /// Number of simulated CPUs (hardware threads): `cores * threads_per_core`.
+    #[inline]
+    pub fn cpus(&self) -> usize {
+        self.cores * self.threads_per_core
+    }
+
+    /// The physical core that runs CPU (hardware thread) `cpu`.
+    #[inline]
+    pub fn core_of(&self, cpu: usize) -> usize {
+        cpu / self.threads_per_core
+    }
+
     /// Checks that the configuration describes a machine the simulator can run.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.cores == 0 || self.cores > MAX_CORES {
@@ -411,6 +622,37 @@ impl SimConfig {
                 "cores must be in 1..={MAX_CORES} (got {})",
                 self.cores
             )));
+        }
+        if self.threads_per_core == 0 || self.cpus() > MAX_CPUS {
+            return Err(ConfigError(format!(
+                "threads_per_core must be at least 1 and cores * threads_per_core at most \
+                 {MAX_CPUS} (got {} x {})",
+                self.cores, self.threads_per_core
+            )));
+        }
+        if self.tlb.enabled {
+            let t = &self.tlb;
+            if t.ways == 0
+                || t.entries == 0
+                || !t.entries.is_multiple_of(t.ways)
+                || !(t.entries / t.ways).is_power_of_two()
+            {
+                return Err(ConfigError(
+                    "tlb.entries must be a positive multiple of tlb.ways with a power-of-two \
+                     number of sets"
+                        .into(),
+                ));
+            }
+            if !t.page_bytes.is_power_of_two() || t.page_bytes < self.line_bytes {
+                return Err(ConfigError(
+                    "tlb.page_bytes must be a power of two, at least line_bytes".into(),
+                ));
+            }
+            if t.tx_miss_abort_ppm > 1_000_000 {
+                return Err(ConfigError(
+                    "tlb.tx_miss_abort_ppm must be at most 1000000".into(),
+                ));
+            }
         }
         if !self.line_bytes.is_power_of_two() || self.line_bytes < 8 || self.line_bytes > 4096 {
             return Err(ConfigError(format!(

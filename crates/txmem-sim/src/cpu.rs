@@ -190,9 +190,10 @@ impl Cpu {
         self.core
     }
 
-    /// Number of cores of the machine.
+    /// Number of simulated CPUs (hardware threads; the number of cores when
+    /// `threads_per_core` is 1).
     pub fn cores(&self) -> usize {
-        self.machine().cfg.cores
+        self.machine().cfg.cpus()
     }
 
     /// The core's current simulated time.

@@ -120,6 +120,10 @@ pub struct AbortCounts {
     /// other): always zero, kept so that every cause has a bucket.
     #[serde(default)]
     pub other: u64,
+    /// Of `other`: TLB misses inside a transaction that aborted it (`tlb` knobs); they
+    /// report cause `other`, as page faults do on RTM, so they are counted there too.
+    #[serde(default)]
+    pub paging: u64,
 }
 
 impl AbortCounts {
@@ -312,4 +316,10 @@ pub struct Stats {
     pub cache: CacheStats,
     /// Coherence traffic.
     pub coherence: CoherenceStats,
+    /// TLB hits (all hardware threads; 0 unless `tlb.enabled`).
+    #[serde(default)]
+    pub tlb_hits: u64,
+    /// TLB misses (all hardware threads; 0 unless `tlb.enabled`).
+    #[serde(default)]
+    pub tlb_misses: u64,
 }

@@ -114,7 +114,7 @@ impl Sim {
     /// A machine built from `cfg`, with no threads yet.
     pub fn new(cfg: SimConfig) -> Result<Sim, ConfigError> {
         cfg.validate()?;
-        let cores = cfg.cores;
+        let cores = cfg.cpus();
         let machine = Machine::new(cfg);
         Ok(Sim {
             shared: Rc::new(Shared {

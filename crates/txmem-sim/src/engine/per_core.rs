@@ -1,31 +1,31 @@
 //! [`PerCore`]: one value per simulated core, indexed without bounds checks.
 
-use crate::config::MAX_CORES;
+use crate::config::MAX_CPUS;
 use std::ops::{Index, IndexMut};
 
 /// One value per simulated core (`len` of them), in an array sized for the largest machine
-/// ([`MAX_CORES`]) so that indexing by a core number needs no bounds check: the index is
+/// ([`MAX_CPUS`]) so that indexing by a core number needs no bounds check: the index is
 /// masked to the array instead. Core numbers are validated where they enter the simulator,
 /// and debug builds check them again here. Iteration covers the machine's cores only.
 #[derive(Clone, Debug)]
 pub struct PerCore<T> {
-    items: Box<[T; MAX_CORES]>,
+    items: Box<[T; MAX_CPUS]>,
     len: usize,
 }
 
 impl<T> PerCore<T> {
-    /// Values for `len` cores (1..=[`MAX_CORES`]): `make(c)` for core `c`. The array's
+    /// Values for `len` cores (1..=[`MAX_CPUS`]): `make(c)` for core `c`. The array's
     /// spare slots (never used) are filled with `spare()`, which should be cheap.
     pub fn new(len: usize, mut make: impl FnMut(usize) -> T, spare: impl Fn() -> T) -> Self {
         assert!(
-            (1..=MAX_CORES).contains(&len),
-            "cores must be in 1..={MAX_CORES} (got {len})"
+            (1..=MAX_CPUS).contains(&len),
+            "CPUs must be in 1..={MAX_CPUS} (got {len})"
         );
-        let items: Box<[T]> = (0..MAX_CORES)
+        let items: Box<[T]> = (0..MAX_CPUS)
             .map(|c| if c < len { make(c) } else { spare() })
             .collect();
         let Ok(items) = items.try_into() else {
-            unreachable!("MAX_CORES items were collected")
+            unreachable!("MAX_CPUS items were collected")
         };
         PerCore { items, len }
     }
@@ -60,7 +60,7 @@ impl<T> PerCore<T> {
         debug_assert!(a < self.len && b < self.len);
         let [x, y] = self
             .items
-            .get_disjoint_mut([a % MAX_CORES, b % MAX_CORES])
+            .get_disjoint_mut([a % MAX_CPUS, b % MAX_CPUS])
             .expect("two different cores");
         (x, y)
     }
@@ -72,7 +72,7 @@ impl<T> Index<usize> for PerCore<T> {
     #[inline(always)]
     fn index(&self, core: usize) -> &T {
         debug_assert!(core < self.len, "core {core} of {}", self.len);
-        &self.items[core % MAX_CORES]
+        &self.items[core % MAX_CPUS]
     }
 }
 
@@ -80,7 +80,7 @@ impl<T> IndexMut<usize> for PerCore<T> {
     #[inline(always)]
     fn index_mut(&mut self, core: usize) -> &mut T {
         debug_assert!(core < self.len, "core {core} of {}", self.len);
-        &mut self.items[core % MAX_CORES]
+        &mut self.items[core % MAX_CPUS]
     }
 }
 

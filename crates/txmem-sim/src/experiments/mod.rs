@@ -84,7 +84,7 @@ pub struct Report {
 /// Metrics of one run (all deterministic except the `host_*` ones).
 pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
     let s = &r.stats;
-    let incs = (rc.sim.cores as u64 * rc.workload.increments).max(1) as f64;
+    let incs = (rc.sim.cpus() as u64 * rc.workload.increments).max(1) as f64;
     let mut m = Map::new();
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);

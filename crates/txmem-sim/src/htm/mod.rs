@@ -458,10 +458,11 @@ pub struct Htm {
     pub cfg: HtmConfig,
     /// Frame stack per core (top = last).
     pub stacks: PerCore<FrameStack>,
-    /// Per line: cores with a frame that read it.
-    pub line_r: Vec<u64>,
-    /// Per line: cores with a frame that wrote it.
-    pub line_w: Vec<u64>,
+    /// Per line: CPUs (hardware threads) with a frame that read it. Kept per hardware
+    /// thread, not per physical core, so that siblings sharing one L1 still conflict.
+    pub line_r: Vec<u128>,
+    /// Per line: CPUs (hardware threads) with a frame that wrote it.
+    pub line_w: Vec<u128>,
     next_id: u64,
     next_lid: u64,
 }
@@ -572,7 +573,7 @@ impl Htm {
     pub fn record_read(&mut self, core: usize, idx: usize, word: u64, line: u64) {
         let f = &mut self.stacks[core][idx];
         if !f.rot && f.note_read(word, line) {
-            self.line_r[line as usize] |= 1 << core;
+            self.line_r[line as usize] |= 1u128 << core;
         }
     }
 
@@ -582,7 +583,7 @@ impl Htm {
     pub fn record_write(&mut self, core: usize, idx: usize, word: u64, line: u64) -> bool {
         let (first, new_line) = self.stacks[core][idx].note_write(word, line);
         if new_line {
-            self.line_w[line as usize] |= 1 << core;
+            self.line_w[line as usize] |= 1u128 << core;
         }
         first
     }
@@ -595,7 +596,7 @@ impl Htm {
             return self.clear_tracking_nested(core, idx);
         }
         // The core's only frame: its lines are exactly the core's bits in the masks.
-        let bit = 1u64 << core;
+        let bit = 1u128 << core;
         let f = &mut self.stacks[core][idx];
         for (line, flags) in f.lines.iter() {
             if flags & READ != 0 {
@@ -612,7 +613,7 @@ impl Htm {
     /// lines (suspended transactions): their bits stay.
     #[inline(never)]
     fn clear_tracking_nested(&mut self, core: usize, idx: usize) {
-        let bit = 1u64 << core;
+        let bit = 1u128 << core;
         let stack = &mut self.stacks[core];
         let f = &stack[idx];
         for (line, flags) in f.lines.iter() {
@@ -635,7 +636,7 @@ impl Htm {
     /// being the requester's own active frame, if any): a cheap filter for
     /// [`Htm::conflicts`], which finds nothing when this is 0.
     #[inline]
-    fn conflict_mask(&self, core: usize, skip: Option<usize>, line: u64, write: bool) -> u64 {
+    fn conflict_mask(&self, core: usize, skip: Option<usize>, line: u64, write: bool) -> u128 {
         let mut mask = self.line_w[line as usize];
         if write {
             mask |= self.line_r[line as usize];
@@ -643,7 +644,7 @@ impl Htm {
         // The requester's own frame is skipped: when it is the core's only frame (or the core
         // has none), the core's own bit cannot name a conflicting frame.
         if mask != 0 && self.stacks[core].len() == usize::from(skip.is_some()) {
-            mask &= !(1u64 << core);
+            mask &= !(1u128 << core);
         }
         mask
     }

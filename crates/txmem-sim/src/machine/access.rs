@@ -5,10 +5,30 @@ use super::*;
 use crate::htm::Footprint;
 
 impl Machine {
+    /// A line left the L1 of the physical core running CPU `actor` (the core executing
+    /// now): every hardware thread of that core loses it, since they share the L1.
+    /// Returns the extra latency and whether `actor`'s own active transaction aborted.
+    #[inline]
+    pub(super) fn evicted_from_core(&mut self, actor: usize, line: u64) -> (Cycle, bool) {
+        let tpc = self.cfg.threads_per_core;
+        if tpc == 1 {
+            return self.evicted(actor, actor, line);
+        }
+        let first = self.core_of(actor) * tpc;
+        let (mut extra, mut self_abort) = (0, false);
+        for cpu in first..first + tpc {
+            let (e, s) = self.evicted(actor, cpu, line);
+            extra += e;
+            self_abort |= s;
+        }
+        (extra, self_abort)
+    }
+
     /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
     /// latency (overflow penalty) and whether `actor`'s own active transaction aborted.
     pub(super) fn evicted(&mut self, actor: usize, core: usize, line: u64) -> (Cycle, bool) {
-        if (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) & (1 << core) == 0 {
+        if (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) & (1u128 << core) == 0
+        {
             return (0, false);
         }
         let mut extra = 0;
@@ -72,6 +92,22 @@ impl Machine {
         let tx = self.htm.active(core);
         let eager = self.cfg.htm.detection == Detection::Eager;
 
+        // 0. Translation (when a TLB is modelled) and the per-core transactional capacity
+        //    (when bounded): both may abort the transaction before the access happens.
+        let mut tlb_extra = 0;
+        if self.tlbs.is_some() {
+            match self.translate(core, addr, tx) {
+                Some(c) => tlb_extra = c,
+                None => return Outcome::Aborted,
+            }
+        }
+        if let Some(i) = tx {
+            if self.cfg.htm.core_capacity_lines > 0 && self.core_capacity_full(core, i, line, write)
+            {
+                return Outcome::Aborted;
+            }
+        }
+
         // 1. Conflict detection (eager), or strong atomicity for non-transactional accesses.
         if (tx.is_none() || eager) && self.htm.may_conflict(core, tx, line, write) {
             match self.resolve(core, tx, line, w as u64, write, retrying) {
@@ -81,19 +117,87 @@ impl Machine {
             }
         }
         // 2. Caches, coherence, values (and read/write sets).
-        match tx {
+        let out = match tx {
             None => self.plain_access(core, w, line, kind),
             Some(i) => self.tx_access(core, i, w, line, kind),
+        };
+        match out {
+            Outcome::Done(v, lat) if tlb_extra > 0 => Outcome::Done(v, lat + tlb_extra),
+            out => out,
         }
+    }
+
+    /// Looks the page of `addr` up in CPU `core`'s TLB. Returns the extra latency, or `None`
+    /// when the miss aborted `core`'s active transaction `tx` (cause `other`, counted as
+    /// `paging`).
+    #[inline(never)]
+    fn translate(&mut self, core: usize, addr: u64, tx: Option<usize>) -> Option<Cycle> {
+        let page = addr >> self.page_shift;
+        let tlbs = self.tlbs.as_mut()?;
+        if tlbs[core].touch(page) {
+            self.stats.tlb_hits += 1;
+            return Some(0);
+        }
+        self.stats.tlb_misses += 1;
+        let ppm = self.cfg.tlb.tx_miss_abort_ppm;
+        // The random stream is drawn from only for a true probability, so `always` and
+        // `never` leave every other random choice (backoff) as it was.
+        let abort = tx.is_some()
+            && (ppm >= 1_000_000
+                || (ppm > 0 && self.cores[core].rng.below(1_000_000) < ppm.into()));
+        if !abort || self.cfg.tlb.fill_on_abort {
+            tlbs[core].insert(page);
+        }
+        match tx {
+            Some(i) if abort => {
+                self.stats.tx.aborts.paging += 1;
+                self.doom(core, core, i, status(AbortCause::Other));
+                None
+            }
+            _ => Some(self.cfg.tlb.miss_latency),
+        }
+    }
+
+    /// Whether adding `line` to frame `i` of CPU `core` would exceed the transactional
+    /// capacity of its physical core (`htm.core_capacity_lines`, shared by the live frames
+    /// of all the core's hardware threads, as POWER8's per-core TMCAM is); if so, dooms the
+    /// frame with a capacity abort.
+    #[inline(never)]
+    fn core_capacity_full(&mut self, core: usize, i: usize, line: u64, write: bool) -> bool {
+        let f = &self.htm.stacks[core][i];
+        // Lines already tracked cost nothing more; rollback-only loads are not tracked.
+        if f.tracks_line(line) || (f.rot && !write) {
+            return false;
+        }
+        let tpc = self.cfg.threads_per_core;
+        let first = self.core_of(core) * tpc;
+        let used: u64 = (first..first + tpc)
+            .flat_map(|c| self.htm.stacks[c].iter())
+            .filter(|g| !g.marker && g.doomed.is_none())
+            .map(|g| g.working_set_lines() as u64)
+            .sum();
+        if used < self.cfg.htm.core_capacity_lines {
+            return false;
+        }
+        let part = if write {
+            Footprint::Write
+        } else {
+            Footprint::Read
+        };
+        self.doom(core, core, i, crate::htm::status::capacity(part));
+        true
     }
 
     /// A non-transactional access (its conflicts are resolved already).
     #[inline]
     fn plain_access(&mut self, core: usize, w: usize, line: u64, kind: MemKind) -> Outcome {
         let now = self.cores[core].now;
-        let r = self
-            .hier
-            .access(core, line, !matches!(kind, MemKind::Load), now);
+        let r = self.hier.access(
+            self.core_of(core),
+            line,
+            !matches!(kind, MemKind::Load),
+            now,
+        );
         let mut lat = r.latency;
         if r.n_evicted > 0 {
             match self.evictions(core, &r) {
@@ -129,7 +233,7 @@ impl Machine {
         let eager = self.cfg.htm.detection == Detection::Eager;
         // Lazy detection keeps transactional stores out of the coherence protocol until commit.
         let cache_write = !matches!(kind, MemKind::Load) && eager;
-        let r = self.hier.access(core, line, cache_write, now);
+        let r = self.hier.access(self.core_of(core), line, cache_write, now);
         let mut extra = 0;
         if r.n_evicted > 0 {
             match self.evictions(core, &r) {
@@ -169,7 +273,7 @@ impl Machine {
                 check::committed_value(c, core, w, old);
             }
         }
-        let bit = 1u64 << core;
+        let bit = 1u128 << core;
         if !matches!(kind, MemKind::Store(_)) && !f.rot && f.note_read(word, line) {
             htm.line_r[line as usize] |= bit;
         }
@@ -199,7 +303,7 @@ impl Machine {
     fn evictions(&mut self, core: usize, r: &AccessResult) -> Option<Cycle> {
         let mut extra = 0;
         for k in 0..r.n_evicted {
-            let (e, self_abort) = self.evicted(core, core, r.evicted[k]);
+            let (e, self_abort) = self.evicted_from_core(core, r.evicted[k]);
             extra += e;
             if self_abort {
                 return None;

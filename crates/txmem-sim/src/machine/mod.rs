@@ -169,6 +169,9 @@ pub struct Machine {
     conflicts: Vec<(usize, usize)>,
     scratch: Vec<(u64, u64)>,
     serial_owner: Option<usize>,
+    /// Per CPU (hardware thread): its TLB, when `tlb.enabled`.
+    tlbs: Option<Vec<crate::memory::cache::SetAssocCache>>,
+    page_shift: u32,
 }
 
 impl Machine {
@@ -176,8 +179,9 @@ impl Machine {
     pub fn new(cfg: SimConfig) -> Self {
         let lines = (cfg.memory_bytes / cfg.line_bytes) as usize;
         let seed = cfg.seed;
+        let cpus = cfg.cpus();
         let cores = PerCore::new(
-            cfg.cores,
+            cpus,
             |c| CoreState::new(seed ^ (c as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F)),
             || CoreState::new(0),
         );
@@ -186,19 +190,32 @@ impl Machine {
             cores,
             mem: Memory::new(cfg.memory_bytes),
             hier: Hierarchy::new(&cfg),
-            htm: Htm::new(cfg.htm.clone(), cfg.cores, lines),
+            htm: Htm::new(cfg.htm.clone(), cpus, lines),
             queue: EventQueue::new(),
             stats: Stats::default(),
             committed: cfg
                 .check_invariants
                 .then(|| vec![0; (cfg.memory_bytes / 8) as usize]),
-            abort_counts: Rc::new(PerCore::new(cfg.cores, |_| Cell::new(0), || Cell::new(0))),
+            abort_counts: Rc::new(PerCore::new(cpus, |_| Cell::new(0), || Cell::new(0))),
             footprints: FootprintRuns::default(),
             conflicts: Vec::new(),
             scratch: Vec::new(),
             serial_owner: None,
+            tlbs: cfg.tlb.enabled.then(|| {
+                let (e, w) = (cfg.tlb.entries as usize, cfg.tlb.ways as usize);
+                (0..cpus)
+                    .map(|_| crate::memory::cache::SetAssocCache::new(e, w))
+                    .collect()
+            }),
+            page_shift: cfg.tlb.page_bytes.trailing_zeros(),
             cfg,
         }
+    }
+
+    /// The physical core (owner of the private caches) that runs CPU `cpu`.
+    #[inline(always)]
+    pub fn core_of(&self, cpu: usize) -> usize {
+        cpu / self.cfg.threads_per_core
     }
 
     /// Writes a word directly (initialisation before the run).
@@ -311,18 +328,21 @@ impl Machine {
             },
             OpKind::TSuspend => {
                 self.htm.tsuspend(core);
-                Outcome::Done(0, 1)
+                Outcome::Done(0, self.cfg.htm.suspend_cycles)
             }
             OpKind::TResume => {
                 let r = self.htm.tresume(core);
-                self.resumed(core, r)
+                match self.resumed(core, r) {
+                    Outcome::Done(v, _) => Outcome::Done(v, self.cfg.htm.resume_cycles),
+                    other => other,
+                }
             }
             OpKind::SerialAcquire => match self.serial_owner {
                 Some(o) if o != core => Outcome::Stall(self.cfg.htm.stall_retry_cycles.max(1)),
                 _ => {
                     self.serial_owner = Some(core);
                     self.stats.tx.serialized += 1;
-                    for d in 0..self.cfg.cores {
+                    for d in 0..self.cfg.cpus() {
                         if d == core {
                             continue;
                         }

@@ -111,10 +111,10 @@ impl Machine {
                 let line = (w * 8) >> self.line_shift;
                 if line != last_line {
                     last_line = line;
-                    let r = self.hier.access(core, line, true, now + lat);
+                    let r = self.hier.access(self.core_of(core), line, true, now + lat);
                     lat += r.latency;
                     for k in 0..r.n_evicted {
-                        let (extra, _) = self.evicted(core, core, r.evicted[k]);
+                        let (extra, _) = self.evicted_from_core(core, r.evicted[k]);
                         lat += extra;
                     }
                 }

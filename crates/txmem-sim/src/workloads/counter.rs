@@ -125,7 +125,7 @@ pub fn run_counter(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, Wor
     };
     let (sync, n, think) = (w.sync, w.increments, w.think_cycles);
     let elision = Rc::new(Cell::new(ElisionStats::default()));
-    for core in 0..cfg.cores {
+    for core in 0..cfg.cpus() {
         let (ecfg, total) = (w.elision.clone(), elision.clone());
         sim.spawn(core, move |cpu| async move {
             let mut inc = Incrementer::new(sync, &ecfg);
@@ -141,7 +141,7 @@ pub fn run_counter(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, Wor
             add_to(&total, inc.elision.stats());
         });
     }
-    let expect = cfg.cores as u64 * n;
+    let expect = cfg.cpus() as u64 * n;
     finish(&mut sim, start, &elision, |sim| {
         let got = sim.read(counter);
         if got == expect {
@@ -173,7 +173,7 @@ pub fn run_counter_array(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResul
     let base = sim.alloc_lines(lines);
     let (sync, n, think, size) = (w.sync, w.increments, w.think_cycles, w.array_size);
     let elision = Rc::new(Cell::new(ElisionStats::default()));
-    for core in 0..cfg.cores {
+    for core in 0..cfg.cpus() {
         let (ecfg, total) = (w.elision.clone(), elision.clone());
         sim.spawn(core, move |cpu| async move {
             let mut inc = Incrementer::new(sync, &ecfg);
@@ -189,7 +189,7 @@ pub fn run_counter_array(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResul
             add_to(&total, inc.elision.stats());
         });
     }
-    let expect = cfg.cores as u64 * n;
+    let expect = cfg.cpus() as u64 * n;
     finish(&mut sim, start, &elision, |sim| {
         let got: u64 = (0..size).map(|i| sim.read(base + 2 * i * lb)).sum();
         if got == expect {
