@@ -79,7 +79,7 @@ impl XsyncScheme {
     }
 }
 
-/// `cores` threads each make `increments` increments of random counters of an array of
+/// Every CPU (hardware thread) makes `increments` increments of random counters of an array of
 /// `array_size`, under `xsync_scheme`; checks that the counters sum to the increments made.
 pub fn run_xsync_counters(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, WorkloadError> {
     let size = w.array_size;
@@ -106,9 +106,9 @@ pub fn run_xsync_counters(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResu
     let scheme = w.xsync_scheme;
     let (n, think) = (w.increments, w.think_cycles);
     let elision = Rc::new(Cell::new(ElisionStats::default()));
-    for core in 0..cfg.cores {
+    for cpu_index in 0..cfg.cpus() {
         let (ecfg, total) = (w.elision.clone(), elision.clone());
-        sim.spawn(core, move |cpu| async move {
+        sim.spawn(cpu_index, move |cpu| async move {
             let mut inc = Incrementer::new(scheme.sync(), &ecfg);
             let mut done = 0;
             while done < n {
@@ -129,7 +129,7 @@ pub fn run_xsync_counters(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResu
             add_to(&total, inc.elision_stats());
         });
     }
-    let expect = cfg.cores as u64 * n;
+    let expect = cfg.cpus() as u64 * n;
     finish(&mut sim, start, &elision, |sim| {
         let got: u64 = (0..size).map(|i| sim.read(counters + i * WORD)).sum();
         if got == expect {
@@ -170,6 +170,16 @@ mod tests {
                 assert_eq!(a.stats, b.stats, "{} at {size}", scheme.name());
             }
         }
+    }
+
+    #[test]
+    fn every_hardware_thread_increments() {
+        // 2 cores x 2 hardware threads: four threads' increments, on two private hierarchies.
+        let (mut sim, w) = config(XsyncScheme::ElidedFine, 256);
+        sim.cores = 2;
+        sim.threads_per_core = 2;
+        let r = run(&sim, &w).unwrap();
+        assert_eq!(r.elision.sections, 4 * 200);
     }
 
     #[test]
