@@ -38,6 +38,12 @@ pub struct SimArgs {
     #[arg(long = "set", value_name = "PATH=VALUE", value_parser = Assignment::from_str)]
     pub sets: Vec<Assignment>,
 
+    /// Start from a machine preset instead of the default machine: power8 (10 cores x 8
+    /// hardware threads, RW-LE's machine) or haswell (4 cores x 2, XSync's); the other flags
+    /// and --set then change it.
+    #[arg(long, value_parser = parse_preset)]
+    pub preset: Option<Preset>,
+
     /// Simulated cores.
     #[arg(long)]
     pub cores: Option<usize>,
@@ -170,6 +176,34 @@ impl FromStr for Series {
 fn read_config(path: &str) -> Result<RunConfig, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
     toml::from_str::<RunConfig>(&text).map_err(|e| format!("bad configuration file {path}: {e}"))
+}
+
+/// A machine preset (`--preset`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// `SimConfig::power8()`.
+    Power8,
+    /// `SimConfig::haswell()`.
+    Haswell,
+}
+
+impl Preset {
+    /// The machine configuration.
+    pub fn config(self) -> txmem_sim::SimConfig {
+        match self {
+            Preset::Power8 => txmem_sim::SimConfig::power8(),
+            Preset::Haswell => txmem_sim::SimConfig::haswell(),
+        }
+    }
+}
+
+/// Parses a preset by name.
+fn parse_preset(s: &str) -> Result<Preset, String> {
+    match s {
+        "power8" => Ok(Preset::Power8),
+        "haswell" => Ok(Preset::Haswell),
+        _ => Err(format!("unknown preset `{s}` (expected power8 or haswell)")),
+    }
 }
 
 /// Parses a workload kind by name.

@@ -142,10 +142,23 @@ fn experiment_work(a: &SimArgs, experiment: &'static Experiment) -> Result<Work,
     })
 }
 
-/// The base configuration: the file (or the defaults), then the flags,
-/// then each `--set`, validated as a whole.
+/// The base configuration: the file, the preset's machine or the defaults,
+/// then the flags, then each `--set`, validated as a whole.
 fn base_config(a: &SimArgs) -> Result<RunConfig, String> {
-    let mut rc = a.config.clone().unwrap_or_default();
+    let mut rc = match (&a.config, a.preset) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "--config and --preset both give the machine: use one (and --set to change it)"
+                    .into(),
+            )
+        }
+        (Some(c), None) => c.clone(),
+        (None, Some(p)) => RunConfig {
+            sim: p.config(),
+            ..RunConfig::default()
+        },
+        (None, None) => RunConfig::default(),
+    };
     let mut set = |k: &str, v: String| rc.set(k, &v).map_err(|e| e.to_string());
     if let Some(c) = a.cores {
         set("cores", c.to_string())?;
