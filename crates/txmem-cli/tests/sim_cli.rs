@@ -35,6 +35,7 @@ fn list_names_every_experiment() {
         "backoff",
         "stall",
         "policies",
+        "xsync-counters",
         "sweep",
     ] {
         assert!(out.contains(name), "missing {name} in:\n{out}");
@@ -200,6 +201,56 @@ fn toml_config_is_read() {
 }
 
 #[test]
+fn presets_give_the_machine_and_xsync_counters_runs_on_it() {
+    let json = tmp("xsync.json");
+    let o = txmem(&[
+        "sim",
+        "xsync-counters",
+        "--preset",
+        "haswell",
+        "--increments",
+        "10",
+        "--values",
+        "64,4096",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["config"]["sim"]["cores"], 4);
+    assert_eq!(v["config"]["sim"]["threads_per_core"], 2);
+    let schemes: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["params"]["xsync_scheme"].as_str().unwrap())
+        .collect();
+    // Two sizes per scheme, the five schemes in the legend's order.
+    assert_eq!(schemes.len(), 10);
+    assert_eq!(schemes[0], "coarse");
+    assert_eq!(schemes[9], "elided-fine");
+    // The elided rows carry the elision statistics; every section ran once.
+    let last = &v["results"][9]["metrics"];
+    assert_eq!(last["sections"], 8 * 10, "{last}");
+
+    // A preset and a configuration file both give the machine: one must go.
+    let cfg = tmp("preset.toml");
+    std::fs::write(&cfg, "[sim]\ncores = 2\n").unwrap();
+    let o = txmem(&[
+        "sim",
+        "counter",
+        "--preset",
+        "power8",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("use one"), "{}", stderr(&o));
+}
+
+#[test]
 fn bad_arguments_fail_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["sim", "no-such-experiment"], "unknown experiment"),
@@ -228,6 +279,10 @@ fn bad_arguments_fail_with_a_clear_message() {
             "cannot read",
         ),
         (&["sim"], "no experiment"),
+        (
+            &["sim", "counter", "--preset", "z80"],
+            "unknown preset `z80`",
+        ),
         (
             &["sim", "counter-array", "--array-size", "100000000000"],
             "raise memory_bytes",
