@@ -185,7 +185,8 @@ impl Cpu {
         }
     }
 
-    /// The core this handle runs on.
+    /// The CPU (hardware thread) this handle runs on, as given to `Sim::spawn`; with
+    /// `threads_per_core` above 1, its physical core is `core() / threads_per_core`.
     pub fn core(&self) -> usize {
         self.core
     }
