@@ -482,24 +482,24 @@ fn check_cache(name: &str, c: &CacheConfig, line: u64) -> Result<(), ConfigError
 impl SimConfig {
     /// A POWER8-like machine (RW-LE's IBM Power8 8284-22A, seed SPECS.md §3): 10 cores x
     /// SMT8 = 80 hardware threads sharing per-core private caches and transactional
-    /// capacity. Sources: `[seed]` RW-LE §4 (10 physical cores, 8 hardware threads each);
-    /// `[U]` public POWER8 descriptions, not in the seeds; `[est]` an estimate, a knob to
+    /// capacity. Sources: `\[seed\]` RW-LE §4 (10 physical cores, 8 hardware threads each);
+    /// `\[U\]` public POWER8 descriptions, not in the seeds; `\[est\]` an estimate, a knob to
     /// tune.
     ///
     /// | field | value | source |
     /// |---|---|---|
-    /// | `cores`, `threads_per_core` | 10, 8 | [seed] RW-LE §4 |
-    /// | `line_bytes` | 128 | [U] POWER8 cache line |
-    /// | `l1` | 64 KB, 8-way, 3 cycles | [U] POWER8 L1 D-cache |
-    /// | `l2` | private 512 KB, 8-way, 13 cycles | [U] POWER8 L2 per core |
-    /// | `llc` | 64 MB, 8-way, 27 cycles | [U] 8 MB eDRAM L3 region per core (80 MB for 10), rounded down to a power-of-two set count |
-    /// | `memory_latency` | 250 | [est] |
-    /// | `htm.core_capacity_lines` | 64 | [U] the L2 TMCAM: 64 x 128-B lines (8 KB) per core, shared by its SMT threads (SPECS.md §3.1) |
-    /// | `htm.policy` | requester-wins | [U] best-effort HTM: the conflicting access wins |
-    /// | `htm.begin_cycles`, `htm.commit_penalty` | 30, 30 | [est] `tbegin.` / `tend.` |
-    /// | `htm.suspend_cycles`, `htm.resume_cycles` | 15, 15 | [est] `tsuspend.` / `tresume.` |
-    /// | `interrupts.mode` | abort | [U] an interrupt aborts a POWER8 transaction |
-    /// | `tlb` | off; 48 entries fully associative, 64 KB pages, 30-cycle miss | [U] POWER8 D-ERAT, Linux/POWER 64 KB pages; [est] miss cost |
+    /// | `cores`, `threads_per_core` | 10, 8 | \[seed\] RW-LE §4 |
+    /// | `line_bytes` | 128 | \[U\] POWER8 cache line |
+    /// | `l1` | 64 KB, 8-way, 3 cycles | \[U\] POWER8 L1 D-cache |
+    /// | `l2` | private 512 KB, 8-way, 13 cycles | \[U\] POWER8 L2 per core |
+    /// | `llc` | 64 MB, 8-way, 27 cycles | \[U\] 8 MB eDRAM L3 region per core (80 MB for 10), rounded down to a power-of-two set count |
+    /// | `memory_latency` | 250 | \[est\] |
+    /// | `htm.core_capacity_lines` | 64 | \[U\] the L2 TMCAM: 64 x 128-B lines (8 KB) per core, shared by its SMT threads (SPECS.md §3.1) |
+    /// | `htm.policy` | requester-wins | \[U\] best-effort HTM: the conflicting access wins |
+    /// | `htm.begin_cycles`, `htm.commit_penalty` | 30, 30 | \[est\] `tbegin.` / `tend.` |
+    /// | `htm.suspend_cycles`, `htm.resume_cycles` | 15, 15 | \[est\] `tsuspend.` / `tresume.` |
+    /// | `interrupts.mode` | abort | \[U\] an interrupt aborts a POWER8 transaction |
+    /// | `tlb` | off; 48 entries fully associative, 64 KB pages, 30-cycle miss | \[U\] POWER8 D-ERAT, Linux/POWER 64 KB pages; \[est\] miss cost |
     pub fn power8() -> SimConfig {
         let mut c = SimConfig {
             cores: 10,
@@ -552,18 +552,18 @@ impl SimConfig {
     ///
     /// | field | value | source |
     /// |---|---|---|
-    /// | `cores`, `threads_per_core` | 4, 2 | [seed] XSync §5.1 (4 cores, 8 threads with HT) |
-    /// | `l1` | 32 KB, 8-way, 4 cycles | [seed] XSync §2.2 (32 KB 8-way, shared by two hyperthreads); [U] latency |
-    /// | `line_bytes` | 64 | [U] |
-    /// | `l2` | private 256 KB, 8-way, 12 cycles | [U] Haswell L2 |
-    /// | `llc` | 8 MB, 16-way, 36 cycles | [seed] XSync §5.1 (8 MB total cache); [U] geometry, latency |
-    /// | `memory_latency` | 200 | [est] |
-    /// | `htm.capacity`, `htm.granularity` | bounded, line | [seed] XSync §2.2 (write set in L1, line-granularity conflicts) |
-    /// | `htm.policy` | requester-wins | [U] RTM: the conflicting request wins |
-    /// | `htm.core_capacity_lines` | 0 (the L1 is the bound) | [seed] |
-    /// | `htm.begin_cycles`, `htm.commit_penalty` | 40, 20 | [est] `xbegin` / `xend` |
-    /// | `interrupts.mode` | abort | [seed] XSync §2.2 (kernel entries abort) |
-    /// | `tlb` | off; 64 entries, 4-way, 4 KB pages, 30-cycle miss | [U] Haswell L1 DTLB; [est] miss cost |
+    /// | `cores`, `threads_per_core` | 4, 2 | \[seed\] XSync §5.1 (4 cores, 8 threads with HT) |
+    /// | `l1` | 32 KB, 8-way, 4 cycles | \[seed\] XSync §2.2 (32 KB 8-way, shared by two hyperthreads); \[U\] latency |
+    /// | `line_bytes` | 64 | \[U\] |
+    /// | `l2` | private 256 KB, 8-way, 12 cycles | \[U\] Haswell L2 |
+    /// | `llc` | 8 MB, 16-way, 36 cycles | \[seed\] XSync §5.1 (8 MB total cache); \[U\] geometry, latency |
+    /// | `memory_latency` | 200 | \[est\] |
+    /// | `htm.capacity`, `htm.granularity` | bounded, line | \[seed\] XSync §2.2 (write set in L1, line-granularity conflicts) |
+    /// | `htm.policy` | requester-wins | \[U\] RTM: the conflicting request wins |
+    /// | `htm.core_capacity_lines` | 0 (the L1 is the bound) | \[seed\] |
+    /// | `htm.begin_cycles`, `htm.commit_penalty` | 40, 20 | \[est\] `xbegin` / `xend` |
+    /// | `interrupts.mode` | abort | \[seed\] XSync §2.2 (kernel entries abort) |
+    /// | `tlb` | off; 64 entries, 4-way, 4 KB pages, 30-cycle miss | \[U\] Haswell L1 DTLB; \[est\] miss cost |
     ///
     /// RTM tracks reads beyond the L1 (in a secondary structure); this model bounds reads
     /// by the L1 as well.
