@@ -71,6 +71,8 @@ fn random_configurations_run_correctly() {
                 XsyncScheme::ElidedCoarse,
                 XsyncScheme::ElidedFine,
             ][r(4)],
+            // The hashmap's fields (the workloads drawn here ignore them).
+            ..WorkloadConfig::default()
         };
         // The workload checks its own total whenever the run did not time out.
         let s = run(&cfg, &w)
@@ -139,6 +141,7 @@ fn random_configurations_with_elision_run_correctly() {
                 coarsen_threshold: r(4) as u32,
                 coarsen_max_group: r(9) as u32,
             },
+            ..WorkloadConfig::default()
         };
         let res = run(&cfg, &w).unwrap_or_else(|e| panic!("case {case}: {e}\n{cfg:?}\n{w:?}"));
         assert!(

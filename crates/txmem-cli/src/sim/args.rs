@@ -212,11 +212,15 @@ fn parse_workload(s: &str) -> Result<WorkloadKind, String> {
         WorkloadKind::Counter,
         WorkloadKind::CounterArray,
         WorkloadKind::XsyncCounters,
+        WorkloadKind::RwleHashmap,
     ]
     .into_iter()
     .find(|k| k.name() == s)
     .ok_or_else(|| {
-        format!("unknown workload `{s}` (expected counter, counter-array or xsync-counters)")
+        format!(
+            "unknown workload `{s}` (expected counter, counter-array, xsync-counters or \
+             rwle-hashmap)"
+        )
     })
 }
 

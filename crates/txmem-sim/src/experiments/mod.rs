@@ -142,6 +142,29 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("lock_busy_aborts", e.lock_busy_aborts.into());
         put("busy_waits", e.busy_waits.into());
     }
+    if rc.workload.kind == workloads::WorkloadKind::RwleHashmap {
+        // Only lock-algorithm runs have these, so the other reports stay as they were.
+        let l = &r.locks;
+        let ops = l.sections().max(1) as f64;
+        put("cycles_per_op", (s.total_cycles as f64 / ops).into());
+        put("read_sections", l.read_sections.into());
+        put("write_sections", l.write_sections.into());
+        put("htm_commits", l.htm_commits.into());
+        put("rot_commits", l.rot_commits.into());
+        put("locked_sections", l.locked_sections.into());
+        put("uninstrumented_reads", l.uninstrumented_reads.into());
+        let a = &l.aborts;
+        put("lock_aborts_conflict", a.conflict.into());
+        put("lock_aborts_capacity", a.capacity.into());
+        put("lock_aborts_explicit", a.explicit.into());
+        put("lock_busy_aborts", l.lock_busy_aborts.into());
+        put(
+            "lock_aborts_other",
+            (a.nesting + a.interrupt + a.other).into(),
+        );
+        put("rot_aborts", l.rot_aborts.into());
+        put("quiescence_waits", l.quiescence_waits.into());
+    }
     put("host_seconds", r.host_seconds.into());
     put("host_ops_per_sec", r.host_ops_per_sec().into());
     m

@@ -3,6 +3,7 @@
 use super::sweep::{sweep, SweepSpec};
 use super::{add_relative, report, ExperimentError, Progress, Report, RunConfig};
 use crate::config::{BackoffKind, PolicyKind};
+use crate::locks::LockKind;
 use crate::workloads::{WorkloadKind, XsyncScheme};
 
 /// A named experiment.
@@ -21,6 +22,9 @@ pub struct Experiment {
     /// Parameter on the x axis of its plot.
     pub plot_x: &'static str,
     build: fn() -> (SweepSpec, Option<usize>),
+    /// Parameters this experiment sets in its base configuration, each only where the base
+    /// still holds [`RunConfig::default`]'s value (so the user's `--set` wins).
+    pub defaults: &'static [(&'static str, &'static str)],
 }
 
 fn names<T: Copy>(all: &[T], f: fn(T) -> &'static str) -> Vec<String> {
@@ -58,6 +62,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "sync",
         build: || (spec("workload.sync", vec!["spinlock".into(), "tx".into(), "atomic".into()]), Some(0)),
+        defaults: &[],
     },
     Experiment {
         name: "counter-array",
@@ -77,6 +82,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 None,
             )
         },
+        defaults: &[],
     },
     Experiment {
         name: "backoff",
@@ -94,6 +100,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "backoff",
         build: || (spec("htm.backoff", names(&BackoffKind::ALL, BackoffKind::name)), Some(1)),
+        defaults: &[],
     },
     Experiment {
         name: "stall",
@@ -122,6 +129,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 Some(0),
             )
         },
+        defaults: &[],
     },
     Experiment {
         name: "policies",
@@ -139,6 +147,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "relative_time",
         plot_x: "policy",
         build: || (spec("htm.policy", names(&PolicyKind::ALL, PolicyKind::name)), Some(7)),
+        defaults: &[],
     },
     Experiment {
         name: "elision",
@@ -169,6 +178,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 Some(2),
             )
         },
+        defaults: &[],
     },
     Experiment {
         name: "xsync-counters",
@@ -203,6 +213,50 @@ pub const EXPERIMENTS: &[Experiment] = &[
                 None,
             )
         },
+        defaults: &[],
+    },
+    Experiment {
+        name: "rwle-hashmap",
+        description: "RW-LE Figs 3-7: a hashmap of 1,000 sorted lists (200 items each: high capacity pressure) behind one reader-writer lock, 10% updates, by thread count and lock algorithm",
+        workload: WorkloadKind::RwleHashmap,
+        columns: &[
+            "cycles",
+            "cycles_per_op",
+            "htm_commits",
+            "rot_commits",
+            "locked_sections",
+            "uninstrumented_reads",
+            "lock_aborts_conflict",
+            "lock_aborts_capacity",
+            "lock_aborts_explicit",
+            "lock_aborts_other",
+            "host_ops_per_sec",
+        ],
+        plot_metric: "cycles",
+        plot_x: "threads",
+        build: || {
+            (
+                SweepSpec {
+                    param: "workload.threads".into(),
+                    values: ["1", "2", "4", "8", "16", "32", "64", "80"].map(String::from).to_vec(),
+                    series_param: Some("workload.lock".into()),
+                    series_values: [
+                        LockKind::Sgl,
+                        LockKind::PthreadRw,
+                        LockKind::BrLock,
+                        LockKind::Tle,
+                        LockKind::RwLeOpt,
+                        LockKind::RwLePes,
+                    ]
+                    .iter()
+                    .map(|k| k.name().to_string())
+                    .collect(),
+                },
+                None,
+            )
+        },
+        // Each operation walks ~100 nodes: 50 per thread keep the 80-thread rows short.
+        defaults: &[("workload.increments", "50")],
     },
 ];
 
@@ -234,6 +288,16 @@ impl Experiment {
     ) -> Result<Report, ExperimentError> {
         let mut base = base.clone();
         base.workload.kind = self.workload;
+        let (pristine, given) = (
+            serde_json::to_value(RunConfig::default()).unwrap_or_default(),
+            serde_json::to_value(&base).unwrap_or_default(),
+        );
+        for (path, value) in self.defaults {
+            let pointer = format!("/{}", path.replace('.', "/"));
+            if pristine.pointer(&pointer) == given.pointer(&pointer) {
+                base.set(path, value)?;
+            }
+        }
         base.validate()?;
         let (mut spec, relative_to) = (self.build)();
         if let Some(v) = values {
@@ -262,11 +326,43 @@ mod tests {
             assert_eq!(find(e.name).unwrap().name, e.name);
             let s = e.sweep_spec();
             let mut rc = RunConfig::default();
+            for (p, v) in e.defaults {
+                rc.set(p, v).unwrap();
+            }
+            if let Some(p) = &s.series_param {
+                for v in &s.series_values {
+                    rc.set(p, v).unwrap();
+                }
+            }
             for v in &s.values {
                 rc.set(&s.param, v).unwrap();
                 rc.validate().unwrap();
             }
         }
         assert!(matches!(find("nope"), Err(ExperimentError::Unknown(_))));
+    }
+
+    #[test]
+    fn defaults_apply_only_where_the_user_left_the_default() {
+        let e = find("rwle-hashmap").unwrap();
+        let mut base = RunConfig::default();
+        base.sim.cores = 2;
+        base.workload.buckets = 4;
+        base.workload.items_per_bucket = 10;
+        let vals = vec!["2".to_string()];
+        let r = e.run_values(&base, Some(&vals), &mut |_, _, _| {}).unwrap();
+        assert_eq!(r.results.len(), 6, "one row per lock");
+        assert_eq!(
+            r.results[0].metrics["read_sections"].as_u64().unwrap()
+                + r.results[0].metrics["write_sections"].as_u64().unwrap(),
+            2 * 50
+        );
+        base.workload.increments = 30;
+        let r = e.run_values(&base, Some(&vals), &mut |_, _, _| {}).unwrap();
+        let m = &r.results[0].metrics;
+        assert_eq!(
+            m["read_sections"].as_u64().unwrap() + m["write_sections"].as_u64().unwrap(),
+            2 * 30
+        );
     }
 }

@@ -39,6 +39,7 @@ use crate::cpu::Cpu;
 use crate::engine::executor::Sim;
 use crate::htm::{AbortCause, AbortStatus};
 use crate::stats::AbortCounts;
+use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::ops::AddAssign;
 
@@ -145,22 +146,30 @@ impl AddAssign<&LockStats> for LockStats {
     }
 }
 
-/// Which algorithm: a name for each, to build any of them with [`AnyLock::new`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Which algorithm: a name for each, to build any of them with [`AnyLock::new`]. Serialized
+/// (in workload configurations) by [`LockKind::name`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LockKind {
     /// [`Sgl`].
+    #[serde(rename = "sgl")]
     Sgl,
     /// [`PthreadRwLock`].
+    #[serde(rename = "rwlock")]
     PthreadRw,
     /// [`BrLock`].
+    #[serde(rename = "brlock")]
     BrLock,
     /// [`Tle`].
+    #[serde(rename = "tle")]
     Tle,
     /// [`RwLe1`] (RW-LE Algorithm 1).
+    #[serde(rename = "rwle1")]
     RwLe1,
     /// [`RwLe`] in [`RwLeMode::Opt`].
+    #[serde(rename = "rwle-opt")]
     RwLeOpt,
     /// [`RwLe`] in [`RwLeMode::Pes`].
+    #[serde(rename = "rwle-pes")]
     RwLePes,
 }
 
@@ -175,6 +184,19 @@ impl LockKind {
         LockKind::RwLeOpt,
         LockKind::RwLePes,
     ];
+
+    /// The configuration name (as in RW-LE's plots, lower-case).
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Sgl => "sgl",
+            LockKind::PthreadRw => "rwlock",
+            LockKind::BrLock => "brlock",
+            LockKind::Tle => "tle",
+            LockKind::RwLe1 => "rwle1",
+            LockKind::RwLeOpt => "rwle-opt",
+            LockKind::RwLePes => "rwle-pes",
+        }
+    }
 }
 
 /// Any of the algorithms, dispatched by a `match` (the trait's generic async methods make it

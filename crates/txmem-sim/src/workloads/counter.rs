@@ -102,6 +102,7 @@ pub(super) fn finish(
         stats,
         host_seconds,
         elision: elision.get(),
+        locks: Default::default(),
     })
 }
 

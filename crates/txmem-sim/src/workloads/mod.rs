@@ -1,10 +1,12 @@
 //! Workloads: simulated programs that exercise the machine and check their own results.
 
 pub mod counter;
+pub mod hashmap;
 pub mod xsync;
 
 use crate::elision::{ElisionConfig, ElisionStats};
 use crate::engine::executor::SimError;
+use crate::locks::{LockKind, LockStats};
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 pub use xsync::XsyncScheme;
@@ -49,6 +51,9 @@ pub enum WorkloadKind {
     /// XSync's counter array (Fig 2): random counters packed in lines, under a coarse lock,
     /// fine locks, bare transactions, or either lock elided (`xsync_scheme`).
     XsyncCounters,
+    /// RW-LE's hashmap (§5.1): sorted bucket lists behind one reader-writer lock (`lock`),
+    /// lookups and `write_pct`% updates, on CPUs `0..threads`.
+    RwleHashmap,
 }
 
 impl WorkloadKind {
@@ -58,6 +63,7 @@ impl WorkloadKind {
             WorkloadKind::Counter => "counter",
             WorkloadKind::CounterArray => "counter-array",
             WorkloadKind::XsyncCounters => "xsync-counters",
+            WorkloadKind::RwleHashmap => "rwle-hashmap",
         }
     }
 }
@@ -70,7 +76,7 @@ pub struct WorkloadConfig {
     pub kind: WorkloadKind,
     /// Synchronization.
     pub sync: SyncKind,
-    /// Increments per core.
+    /// Increments per core (`rwle-hashmap`: operations per thread).
     pub increments: u64,
     /// Counters in the array (`counter-array`).
     pub array_size: u64,
@@ -82,6 +88,18 @@ pub struct WorkloadConfig {
     pub elision: ElisionConfig,
     /// The synchronization of `xsync-counters` (which ignores `sync`).
     pub xsync_scheme: XsyncScheme,
+    /// The reader-writer lock of `rwle-hashmap`, by name (`sgl`, `rwlock`, `brlock`, `tle`,
+    /// `rwle1`, `rwle-opt`, `rwle-pes`).
+    pub lock: LockKind,
+    /// Bucket lists of `rwle-hashmap` (the seed's `l`).
+    pub buckets: u64,
+    /// Initial items per bucket of `rwle-hashmap`: 200 (high capacity pressure) or 50 (low).
+    pub items_per_bucket: u64,
+    /// Percentage of `rwle-hashmap`'s operations that are updates (write sections).
+    pub write_pct: u64,
+    /// Threads of `rwle-hashmap`, on CPUs `0..threads` (0 = every CPU); the other workloads
+    /// use every CPU.
+    pub threads: usize,
 }
 
 impl Default for WorkloadConfig {
@@ -95,6 +113,13 @@ impl Default for WorkloadConfig {
             lock_same_line: false,
             elision: ElisionConfig::default(),
             xsync_scheme: XsyncScheme::Coarse,
+            lock: LockKind::RwLeOpt,
+            // RW-LE's low-contention l is 100,000; 1,000 keeps the 80-thread sweep within
+            // minutes of host time and memory (contention is still low: 80 threads, 1,000 lists).
+            buckets: 1000,
+            items_per_bucket: 200,
+            write_pct: 10,
+            threads: 0,
         }
     }
 }
@@ -146,6 +171,9 @@ pub struct RunResult {
     /// What the elision policies decided, summed over the cores (zero unless the
     /// synchronization is `elided`).
     pub elision: ElisionStats,
+    /// What the reader-writer lock's sections did, summed over the threads (zero unless the
+    /// workload runs under a [`LockKind`]).
+    pub locks: LockStats,
 }
 
 impl RunResult {
@@ -165,5 +193,6 @@ pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, Work
         WorkloadKind::Counter => counter::run_counter(sim, w),
         WorkloadKind::CounterArray => counter::run_counter_array(sim, w),
         WorkloadKind::XsyncCounters => xsync::run_xsync_counters(sim, w),
+        WorkloadKind::RwleHashmap => hashmap::run_rwle_hashmap(sim, w),
     }
 }

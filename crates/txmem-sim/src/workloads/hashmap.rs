@@ -1,0 +1,288 @@
+//! RW-LE's hashmap sensitivity study (§5.1, Figs 3–7): `buckets` sorted singly-linked lists in
+//! simulated memory, all behind one reader-writer lock (any [`LockKind`]).
+//!
+//! The map holds `buckets * items_per_bucket` keys, drawn from a range twice that size, so an
+//! insert or a remove of a random key succeeds about half the time. Each thread makes
+//! `increments` operations: with probability `write_pct`% an update (a write section), which
+//! alternates insert and remove to keep the size stable; otherwise a lookup (a read section:
+//! hash to a bucket, walk its list). 200 items per bucket put HTM under capacity pressure
+//! (a walk touches ~100 nodes, past POWER8's 64-line capacity); 50 do not.
+//!
+//! Every node has a cache line of its own and nodes are laid out in the (random) order their
+//! keys were drawn, so neighbours in a list are on unrelated lines, as after `malloc`s in
+//! random key order. Removed nodes are never reused: an uninstrumented RW-LE reader may still
+//! be walking one, and the seed's reclamation is not what the study measures.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Instant;
+
+use super::{RunResult, WorkloadConfig, WorkloadError};
+use crate::config::SimConfig;
+use crate::cpu::Cpu;
+use crate::elision::ElisionStats;
+use crate::engine::executor::Sim;
+use crate::engine::rng::SplitMix64;
+use crate::locks::{AnyLock, LockStats, RwLockAlgo};
+
+/// The end of a list (no node lives at address 0: the bucket heads are allocated first).
+const NIL: u64 = 0;
+/// Offset of a node's `next` word (its key is at 0).
+const NEXT: u64 = 8;
+
+/// Walks the list whose first link is at `head` to the first node with a key at least `key`.
+/// Returns the address of the link pointing at that node, the node (or [`NIL`]) and its key.
+async fn find(cpu: &Cpu, head: u64, key: u64) -> (u64, u64, u64) {
+    let mut link = head;
+    let mut cur = cpu.load(link).await;
+    while cur != NIL {
+        let k = cpu.load(cur).await;
+        if k >= key {
+            return (link, cur, k);
+        }
+        link = cur + NEXT;
+        cur = cpu.load(link).await;
+    }
+    (link, NIL, 0)
+}
+
+/// Inserts `key` in node `node` (a fresh one) unless present; true if it did.
+async fn insert(cpu: &Cpu, head: u64, key: u64, node: u64) -> bool {
+    let (link, cur, k) = find(cpu, head, key).await;
+    if cur != NIL && k == key {
+        return false;
+    }
+    cpu.store(node, key).await;
+    cpu.store(node + NEXT, cur).await;
+    cpu.store(link, node).await;
+    true
+}
+
+/// Unlinks `key`'s node if present; true if it did.
+async fn remove(cpu: &Cpu, head: u64, key: u64) -> bool {
+    let (link, cur, k) = find(cpu, head, key).await;
+    if cur == NIL || k != key {
+        return false;
+    }
+    let next = cpu.load(cur + NEXT).await;
+    cpu.store(link, next).await;
+    true
+}
+
+/// Runs the hashmap on CPUs `0..threads` under `w.lock`; checks every list afterwards (sorted,
+/// no duplicates, every key in its bucket, each bucket's size changed by exactly its successful
+/// inserts minus removes).
+pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, WorkloadError> {
+    let threads = if w.threads == 0 {
+        cfg.cpus()
+    } else {
+        w.threads
+    };
+    if threads > cfg.cpus() {
+        return Err(WorkloadError::Check(format!(
+            "threads ({threads}) exceeds the machine's {} CPUs",
+            cfg.cpus()
+        )));
+    }
+    let (l, per) = (w.buckets, w.items_per_bucket);
+    if l == 0 || per == 0 || w.write_pct > 100 {
+        return Err(WorkloadError::Check(
+            "buckets and items_per_bucket must be at least 1, write_pct at most 100".into(),
+        ));
+    }
+    let population = l * per;
+    let range = 2 * population;
+    let n = w.increments;
+    let lb = cfg.line_bytes;
+    // A thread inserts on at most every other update.
+    let pool = n / 2 + 1;
+    let head_lines = (l * 8).div_ceil(lb);
+    let lines = head_lines + population + threads as u64 * pool + 64;
+    let mut cfg = cfg.clone();
+    cfg.memory_bytes = cfg.memory_bytes.max(
+        lines
+            .saturating_mul(lb)
+            .saturating_mul(2)
+            .next_power_of_two(),
+    );
+    let start = Instant::now();
+    let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+    let heads = sim.alloc_lines(head_lines);
+    let nodes = sim.alloc_lines(population);
+    let pools = sim.alloc_lines(threads as u64 * pool);
+    let lock = AnyLock::new(w.lock, &mut sim, threads);
+
+    // Populate: `population` distinct keys of `0..range` (a partial Fisher-Yates shuffle);
+    // the j-th key drawn lives in node j.
+    let mut rng = SplitMix64::new(cfg.seed ^ 0x5eed_4a54_4d41_5000);
+    let mut keys: Vec<u64> = (0..range).collect();
+    for j in 0..population as usize {
+        let r = j + rng.below(range - j as u64) as usize;
+        keys.swap(j, r);
+    }
+    let mut by_bucket: Vec<Vec<(u64, u64)>> = vec![Vec::new(); l as usize];
+    for (j, &k) in keys[..population as usize].iter().enumerate() {
+        by_bucket[(k % l) as usize].push((k, nodes + j as u64 * lb));
+    }
+    drop(keys);
+    for (b, list) in by_bucket.iter_mut().enumerate() {
+        list.sort_unstable();
+        let mut next = NIL;
+        for &(k, node) in list.iter().rev() {
+            sim.write(node, k);
+            sim.write(node + NEXT, next);
+            next = node;
+        }
+        sim.write(heads + b as u64 * 8, next);
+    }
+    let initial: Vec<i64> = by_bucket.iter().map(|v| v.len() as i64).collect();
+    drop(by_bucket);
+
+    let delta = Rc::new(RefCell::new(vec![0i64; l as usize]));
+    let total = Rc::new(RefCell::new(LockStats::default()));
+    let write_pct = w.write_pct;
+    for t in 0..threads {
+        let (mut lock, delta, total) = (lock.clone(), delta.clone(), total.clone());
+        let mut free = pools + t as u64 * pool * lb;
+        sim.spawn(t, move |cpu| async move {
+            let mut insert_next = true;
+            for _ in 0..n {
+                let key = cpu.random_below(range);
+                let b = key % l;
+                let head = heads + b * 8;
+                if cpu.random_below(100) < write_pct {
+                    // The section's value is what counts: the lock returns it once, from the
+                    // run that took effect, however many speculative attempts preceded it.
+                    let changed = if insert_next {
+                        let node = free;
+                        let ok = lock
+                            .write(&cpu, move |cpu| async move {
+                                insert(&cpu, head, key, node).await
+                            })
+                            .await;
+                        if ok {
+                            free += lb;
+                        }
+                        i64::from(ok)
+                    } else {
+                        let ok = lock
+                            .write(
+                                &cpu,
+                                move |cpu| async move { remove(&cpu, head, key).await },
+                            )
+                            .await;
+                        -i64::from(ok)
+                    };
+                    delta.borrow_mut()[b as usize] += changed;
+                    insert_next = !insert_next;
+                } else {
+                    lock.read(&cpu, move |cpu| async move { find(&cpu, head, key).await })
+                        .await;
+                }
+            }
+            *total.borrow_mut() += lock.stats();
+        });
+    }
+    let stats = sim.run()?;
+    let host_seconds = start.elapsed().as_secs_f64();
+    if !stats.timed_out {
+        check(&sim, heads, l, &initial, &delta.borrow()).map_err(WorkloadError::Check)?;
+    }
+    let locks = total.borrow().clone();
+    Ok(RunResult {
+        stats,
+        host_seconds,
+        elision: ElisionStats::default(),
+        locks,
+    })
+}
+
+/// Walks every bucket on the host and checks it against the counted inserts and removes.
+fn check(sim: &Sim, heads: u64, l: u64, initial: &[i64], delta: &[i64]) -> Result<(), String> {
+    for b in 0..l {
+        let mut cur = sim.read(heads + b * 8);
+        let mut prev: Option<u64> = None;
+        let mut size = 0i64;
+        while cur != NIL {
+            let k = sim.read(cur);
+            if k % l != b {
+                return Err(format!("key {k} in bucket {b}"));
+            }
+            if prev.is_some_and(|p| p >= k) {
+                return Err(format!("bucket {b} unsorted or duplicated at key {k}"));
+            }
+            prev = Some(k);
+            size += 1;
+            if size > initial[b as usize] + delta[b as usize].abs() + 1 {
+                return Err(format!("bucket {b} too long (a cycle?)"));
+            }
+            cur = sim.read(cur + NEXT);
+        }
+        let want = initial[b as usize] + delta[b as usize];
+        if size != want {
+            return Err(format!("bucket {b} holds {size} keys, expected {want}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::locks::LockKind;
+    use crate::workloads::{run, WorkloadKind};
+
+    fn config(lock: LockKind, write_pct: u64) -> (SimConfig, WorkloadConfig) {
+        let sim = SimConfig {
+            cores: 4,
+            ..SimConfig::default()
+        };
+        let w = WorkloadConfig {
+            kind: WorkloadKind::RwleHashmap,
+            lock,
+            buckets: 8,
+            items_per_bucket: 20,
+            write_pct,
+            increments: 150,
+            ..WorkloadConfig::default()
+        };
+        (sim, w)
+    }
+
+    #[test]
+    fn every_lock_keeps_the_map_consistent_and_is_deterministic() {
+        for lock in LockKind::ALL {
+            for pct in [10, 90] {
+                let (sim, w) = config(lock, pct);
+                let a = run(&sim, &w).unwrap_or_else(|e| panic!("{}: {e}", lock.name()));
+                assert!(!a.stats.timed_out);
+                assert_eq!(a.locks.sections(), 4 * 150, "{}", lock.name());
+                let b = run(&sim, &w).unwrap();
+                assert_eq!(a.stats, b.stats, "{} at {pct}%", lock.name());
+                assert_eq!(a.locks, b.locks, "{} at {pct}%", lock.name());
+            }
+        }
+    }
+
+    #[test]
+    fn long_lists_overflow_htm_capacity() {
+        // 200 items per bucket: TLE's walks outgrow the 64-line capacity and fall back.
+        let (mut sim, mut w) = config(LockKind::Tle, 10);
+        sim.cores = 2;
+        w.items_per_bucket = 200;
+        w.increments = 40;
+        let r = run(&sim, &w).unwrap();
+        assert!(r.locks.aborts.capacity > 0, "{:?}", r.locks);
+        assert!(r.locks.locked_sections > 0, "{:?}", r.locks);
+    }
+
+    #[test]
+    fn threads_selects_the_cpus_used() {
+        let (sim, mut w) = config(LockKind::RwLeOpt, 10);
+        w.threads = 2;
+        let r = run(&sim, &w).unwrap();
+        assert_eq!(r.locks.sections(), 2 * 150);
+        w.threads = 5;
+        assert!(run(&sim, &w).is_err());
+    }
+}
