@@ -1,5 +1,5 @@
 //! RW-LE's hashmap sensitivity study (§5.1, Figs 3–7): `buckets` sorted singly-linked lists in
-//! simulated memory, all behind one reader-writer lock (any [`LockKind`]).
+//! simulated memory, all behind one reader-writer lock (any [`LockKind`](crate::locks::LockKind)).
 //!
 //! The map holds `buckets * items_per_bucket` keys, drawn from a range twice that size, so an
 //! insert or a remove of a random key succeeds about half the time. Each thread makes
