@@ -148,7 +148,7 @@ fn a_single_thread_never_aborts_nor_falls_back() {
                 assert_eq!(s.locked_sections, w + r)
             }
             LockKind::Tle => assert_eq!((s.htm_commits, s.locked_sections), (w + r, 0)),
-            LockKind::RwLe1 | LockKind::RwLeOpt => {
+            LockKind::RwLe1 | LockKind::RwLeOpt | LockKind::RwLeNoRot | LockKind::RwLeFair => {
                 assert_eq!((s.htm_commits, s.uninstrumented_reads), (w, r))
             }
             LockKind::RwLePes => assert_eq!((s.rot_commits, s.uninstrumented_reads), (w, r)),

@@ -19,7 +19,8 @@
 //! | [`BrLock`] | [`brlock`] | own per-thread mutex | every mutex |
 //! | [`Tle`] | [`tle`] | elided single lock, 5 tries, lock | same as readers |
 //! | [`RwLe1`] | [`rwle`] | uninstrumented, per-thread clock | HTM under a writer lock, quiescence while suspended |
-//! | [`RwLe`] (OPT, PES) | [`rwle`] | uninstrumented, clock, wait for NS writers | HTM ×5 → ROT ×5 → NS (OPT) or ROT ×5 → NS (PES) |
+//! | [`RwLe`] (OPT, PES, NOROT) | [`rwle`] | uninstrumented, clock, wait for NS writers | HTM ×5 → ROT ×5 → NS (OPT), ROT ×5 → NS (PES), HTM ×5 → NS (NOROT) |
+//! | [`RwLe`] (FAIR) | [`rwle`] | uninstrumented, clock, local lock; never overtaken | HTM ×5 → NS, waiting only for older readers |
 //!
 //! Each handle counts what its sections did in a [`LockStats`].
 
@@ -171,11 +172,17 @@ pub enum LockKind {
     /// [`RwLe`] in [`RwLeMode::Pes`].
     #[serde(rename = "rwle-pes")]
     RwLePes,
+    /// [`RwLe`] in [`RwLeMode::NoRot`] (Algorithm 2 without ROTs).
+    #[serde(rename = "rwle-norot")]
+    RwLeNoRot,
+    /// [`RwLe`] in [`RwLeMode::Fair`] (RW-LE^FAIR, without ROTs).
+    #[serde(rename = "rwle-fair")]
+    RwLeFair,
 }
 
 impl LockKind {
     /// Every algorithm.
-    pub const ALL: [LockKind; 7] = [
+    pub const ALL: [LockKind; 9] = [
         LockKind::Sgl,
         LockKind::PthreadRw,
         LockKind::BrLock,
@@ -183,6 +190,8 @@ impl LockKind {
         LockKind::RwLe1,
         LockKind::RwLeOpt,
         LockKind::RwLePes,
+        LockKind::RwLeNoRot,
+        LockKind::RwLeFair,
     ];
 
     /// The configuration name (as in RW-LE's plots, lower-case).
@@ -195,6 +204,8 @@ impl LockKind {
             LockKind::RwLe1 => "rwle1",
             LockKind::RwLeOpt => "rwle-opt",
             LockKind::RwLePes => "rwle-pes",
+            LockKind::RwLeNoRot => "rwle-norot",
+            LockKind::RwLeFair => "rwle-fair",
         }
     }
 }
@@ -228,6 +239,8 @@ impl AnyLock {
             LockKind::RwLe1 => AnyLock::RwLe1(RwLe1::new(sim, threads)),
             LockKind::RwLeOpt => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Opt)),
             LockKind::RwLePes => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Pes)),
+            LockKind::RwLeNoRot => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::NoRot)),
+            LockKind::RwLeFair => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Fair)),
         }
     }
 }

@@ -16,10 +16,18 @@
 //! * [`RwLe`] — Algorithm 2: writers try HTM (concurrently with each other, subscribed to the
 //!   writer lock), then rollback-only transactions (serialized by the writer lock in state
 //!   `ROT`), then a non-speculative path (lock in state `NS`, which readers wait for). Mode
-//!   [`RwLeMode::Opt`] is HTM ×5 → ROT ×5 → NS; [`RwLeMode::Pes`] skips HTM: ROT ×5 → NS.
+//!   [`RwLeMode::Opt`] is HTM ×5 → ROT ×5 → NS; [`RwLeMode::Pes`] skips HTM: ROT ×5 → NS;
+//!   [`RwLeMode::NoRot`] skips ROTs: HTM ×5 → NS.
+//! * [`RwLeMode::Fair`] — RW-LE^FAIR (§3.3), evaluated like the seed with ROTs disabled
+//!   (HTM ×5 → NS). The writer lock carries a version that every NS acquisition increments. A
+//!   reader publishes the lock word it saw in its own *local lock*; if an NS writer holds the
+//!   lock, it waits *with its clock odd* until that writer releases it, instead of backing off
+//!   and re-entering. An NS writer waits only for readers inside a section whose local lock
+//!   is older than its own version: readers that arrived after it wait for it, and readers
+//!   that arrived before it are never overtaken.
 //!
-//! Not implemented: the FAIR variant (versioned global lock) and the paper's three
-//! optimizations (single-traversal NS synchronize, moved wait, split NS/ROT lock).
+//! Not implemented: the paper's three optimizations (single-traversal NS synchronize, moved
+//! wait, split NS/ROT lock).
 
 use super::{padded_words, LockStats, RwLockAlgo, MAX_TRIES};
 use crate::cpu::Cpu;
@@ -55,13 +63,30 @@ pub async fn synchronize(cpu: &Cpu, clocks: &[u64]) -> u64 {
     waited
 }
 
-/// Takes the TTAS writer lock at `wlock`, setting it to `state`.
-async fn acquire(cpu: &Cpu, wlock: u64, state: u64) {
+/// The writer lock's state bits (the rest is the FAIR variant's version, 0 otherwise).
+const STATE: u64 = 3;
+/// One step of the FAIR variant's version.
+const VERSION_STEP: u64 = 4;
+
+/// Takes the TTAS writer lock at `wlock`, setting its state bits to `state` and keeping its
+/// version; returns the word it wrote.
+async fn acquire(cpu: &Cpu, wlock: u64, state: u64) -> u64 {
+    acquire_with(cpu, wlock, |w| w | state).await
+}
+
+/// Takes the writer lock, writing `next(old)` over a free word `old`.
+async fn acquire_with(cpu: &Cpu, wlock: u64, next: impl Fn(u64) -> u64) -> u64 {
     loop {
-        if cpu.load(wlock).await == FREE && cpu.cas(wlock, FREE, state).await == FREE {
-            return;
+        let w = cpu.load(wlock).await;
+        if w & STATE == FREE && cpu.cas(wlock, w, next(w)).await == w {
+            return next(w);
         }
     }
+}
+
+/// Releases the writer lock taken as `held`, keeping its version.
+async fn release(cpu: &Cpu, wlock: u64, held: u64) {
+    cpu.store(wlock, held & !STATE).await;
 }
 
 /// Bumps the reader's own clock (odd: inside a read section, even: outside).
@@ -192,6 +217,10 @@ pub enum RwLeMode {
     Opt,
     /// RW-LE^PES: writers serialized from the start: [`MAX_TRIES`] ROT attempts, then NS.
     Pes,
+    /// Algorithm 2 with ROTs disabled: [`MAX_TRIES`] HTM attempts, then NS (Fig 7's baseline).
+    NoRot,
+    /// RW-LE^FAIR with ROTs disabled, as in Fig 7: HTM attempts, then a fair NS path.
+    Fair,
 }
 
 /// A writer path of Algorithm 2.
@@ -207,6 +236,8 @@ enum Path {
 pub struct RwLe {
     wlock: u64,
     clocks: Vec<u64>,
+    /// FAIR: each thread's copy of the lock word it saw when it entered a read section.
+    local_locks: Vec<u64>,
     clock: u64,
     mode: RwLeMode,
     stats: LockStats,
@@ -218,6 +249,11 @@ impl RwLe {
         RwLe {
             wlock: sim.alloc_lines(1),
             clocks: padded_words(sim, threads),
+            local_locks: if mode == RwLeMode::Fair {
+                padded_words(sim, threads)
+            } else {
+                Vec::new()
+            },
             clock: 0,
             mode,
             stats: LockStats::default(),
@@ -239,7 +275,7 @@ where
     F: FnMut(Cpu) -> Fut,
     Fut: Future<Output = T>,
 {
-    if cpu.load(wlock).await != FREE {
+    if cpu.load(wlock).await & STATE != FREE {
         cpu.xabort(LOCK_BUSY_CODE).await;
     }
     let v = section(cpu.clone()).await;
@@ -261,11 +297,68 @@ where
     v
 }
 
+/// The FAIR NS writer's quiescence: waits for every reader inside a section (odd clock)
+/// whose local lock is older than `held`'s version, until its clock moves.
+async fn synchronize_fair(cpu: &Cpu, clocks: &[u64], local_locks: &[u64], held: u64) -> u64 {
+    let me = cpu.core();
+    let mine = held & !STATE;
+    let mut waited = 0;
+    for (i, (&c, &l)) in clocks.iter().zip(local_locks).enumerate() {
+        if i == me {
+            continue;
+        }
+        let snap = cpu.load(c).await;
+        if snap % 2 == 0 {
+            continue;
+        }
+        let mut counted = false;
+        loop {
+            if cpu.load(c).await != snap || cpu.load(l).await & !STATE >= mine {
+                break;
+            }
+            if !counted {
+                waited += 1;
+                counted = true;
+            }
+        }
+    }
+    waited
+}
+
+impl RwLe {
+    /// RW-LE^FAIR's reader: enter (clock odd), publish the lock word seen, and if an NS
+    /// writer holds it, wait for that writer's release without leaving.
+    async fn read_fair<F, Fut, T>(&mut self, cpu: &Cpu, mut section: F) -> T
+    where
+        F: FnMut(Cpu) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let me = cpu.core();
+        let (clock, local) = (self.clocks[me], self.local_locks[me]);
+        clock_tick(cpu, clock, &mut self.clock).await;
+        // Dekker with the NS writer's acquisition-then-scan, as in Algorithm 2.
+        cpu.fence().await;
+        let seen = cpu.load(self.wlock).await;
+        cpu.store(local, seen).await;
+        if seen & STATE == NS_LOCKED {
+            // That writer does not wait for us (our local lock has its version): wait for it.
+            while cpu.load(self.wlock).await == seen {}
+        }
+        let v = section(cpu.clone()).await;
+        clock_tick(cpu, clock, &mut self.clock).await;
+        self.stats.uninstrumented_reads += 1;
+        self.stats.read_sections += 1;
+        v
+    }
+}
+
 impl RwLockAlgo for RwLe {
     fn name(&self) -> &'static str {
         match self.mode {
             RwLeMode::Opt => "RW-LE-OPT",
             RwLeMode::Pes => "RW-LE-PES",
+            RwLeMode::NoRot => "RW-LE-NOROT",
+            RwLeMode::Fair => "RW-LE-FAIR",
         }
     }
 
@@ -275,14 +368,17 @@ impl RwLockAlgo for RwLe {
         Fut: Future<Output = T>,
     {
         let clock = self.clocks[cpu.core()];
+        if self.mode == RwLeMode::Fair {
+            return self.read_fair(cpu, section).await;
+        }
         loop {
             // Line 12: let a non-speculative writer finish.
-            while cpu.load(self.wlock).await == NS_LOCKED {}
+            while cpu.load(self.wlock).await & STATE == NS_LOCKED {}
             clock_tick(cpu, clock, &mut self.clock).await;
             // Dekker with the NS writer's CAS-then-scan: the clock store is ordered before
             // the load of the writer lock.
             cpu.fence().await;
-            if cpu.load(self.wlock).await != NS_LOCKED {
+            if cpu.load(self.wlock).await & STATE != NS_LOCKED {
                 break;
             }
             // A new NS writer arrived: defer to it.
@@ -301,14 +397,19 @@ impl RwLockAlgo for RwLe {
         Fut: Future<Output = T>,
     {
         let (mut path, mut trials) = match self.mode {
-            RwLeMode::Opt => (Path::Htm, MAX_TRIES),
+            RwLeMode::Opt | RwLeMode::NoRot | RwLeMode::Fair => (Path::Htm, MAX_TRIES),
             RwLeMode::Pes => (Path::Rot, MAX_TRIES),
         };
+        let rots = matches!(self.mode, RwLeMode::Opt | RwLeMode::Pes);
         loop {
             // PATH(status, aborts), lines 28–40.
             if path == Path::Htm && trials == 0 {
-                path = Path::Rot;
-                trials = MAX_TRIES;
+                if rots {
+                    path = Path::Rot;
+                    trials = MAX_TRIES;
+                } else {
+                    path = Path::Ns;
+                }
             }
             if path == Path::Rot && trials == 0 {
                 path = Path::Ns;
@@ -317,7 +418,7 @@ impl RwLockAlgo for RwLe {
             let r = match path {
                 Path::Htm => {
                     // Let non-HTM writers finish before starting.
-                    while cpu.load(self.wlock).await != FREE {}
+                    while cpu.load(self.wlock).await & STATE != FREE {}
                     cpu.xbegin(|cpu| {
                         htm_body(
                             cpu,
@@ -330,7 +431,7 @@ impl RwLockAlgo for RwLe {
                     .await
                 }
                 Path::Rot => {
-                    acquire(cpu, self.wlock, ROT_LOCKED).await;
+                    let held = acquire(cpu, self.wlock, ROT_LOCKED).await;
                     let r = cpu
                         .xbegin_rot(|cpu| {
                             rot_body(
@@ -341,16 +442,27 @@ impl RwLockAlgo for RwLe {
                             )
                         })
                         .await;
-                    cpu.store(self.wlock, FREE).await;
+                    release(cpu, self.wlock, held).await;
                     r
                 }
                 Path::Ns => {
                     cpu.forget_aborted();
-                    acquire(cpu, self.wlock, NS_LOCKED).await;
-                    // Drain readers; new ones wait at line 12.
-                    self.stats.quiescence_waits += synchronize(cpu, &self.clocks).await;
+                    let held = if self.mode == RwLeMode::Fair {
+                        // A new version: readers that see it wait for us, and we wait only
+                        // for readers that entered before it.
+                        let held =
+                            acquire_with(cpu, self.wlock, |w| (w + VERSION_STEP) | NS_LOCKED).await;
+                        self.stats.quiescence_waits +=
+                            synchronize_fair(cpu, &self.clocks, &self.local_locks, held).await;
+                        held
+                    } else {
+                        let held = acquire(cpu, self.wlock, NS_LOCKED).await;
+                        // Drain readers; new ones wait at line 12.
+                        self.stats.quiescence_waits += synchronize(cpu, &self.clocks).await;
+                        held
+                    };
                     let v = section(cpu.clone()).await;
-                    cpu.store(self.wlock, FREE).await;
+                    release(cpu, self.wlock, held).await;
                     self.stats.locked_sections += 1;
                     self.stats.write_sections += 1;
                     return v;
