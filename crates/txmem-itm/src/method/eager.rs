@@ -108,7 +108,6 @@ impl Method for Eager {
             let v = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
             release(tx, Some(v));
         }
-        tx.reads.clear();
     }
 
     fn validate(&self, tx: &TxDesc) -> bool {
@@ -119,6 +118,5 @@ impl Method for Eager {
         // Memory already holds our writes; hand the orecs back stamped as a serial writer.
         let v = tx.serial_version;
         release(tx, Some(v));
-        tx.reads.clear();
     }
 }

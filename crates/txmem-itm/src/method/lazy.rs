@@ -82,8 +82,6 @@ impl Method for Lazy {
     fn rollback(&self, tx: &mut TxDesc) {
         // Nothing was written in place, so the old versions still describe memory.
         release(tx, None);
-        tx.redo.clear();
-        tx.reads.clear();
     }
 
     fn validate(&self, tx: &TxDesc) -> bool {
@@ -91,12 +89,6 @@ impl Method for Lazy {
     }
 
     fn write_back_serial(&self, tx: &mut TxDesc) {
-        let version = tx.serial_version;
-        for e in tx.redo.entries() {
-            orec::stamp(e.word, 8, version);
-        }
-        write_back(tx);
-        tx.redo.clear();
-        tx.reads.clear();
+        super::write_back_serial(tx);
     }
 }

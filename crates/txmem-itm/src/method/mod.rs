@@ -96,7 +96,8 @@ pub(crate) trait Method {
     ) -> Result<(), AbortCause>;
     /// Commits; says what must be waited for before the program goes on.
     fn commit(&self, tx: &mut TxDesc) -> Result<Privatization, AbortCause>;
-    /// Drops the method's own logs after an abort (the descriptor handles the undo log).
+    /// Undoes what the attempt did to shared state (memory written in place, orecs held)
+    /// after an abort; the descriptor then empties every log.
     fn rollback(&self, tx: &mut TxDesc);
     /// True if everything read so far is still current (used when going irrevocable).
     fn validate(&self, tx: &TxDesc) -> bool;
@@ -258,6 +259,17 @@ pub(crate) fn read_through_redo(
         Some((val, mask)) => Ok((load(tx)? & !mask) | (val & mask)),
         None => load(tx),
     }
+}
+
+/// A write-back method going irrevocable with the gate held: its buffered writes go to
+/// memory in place, each word's orec stamped as a serial writer's (a transaction that waited
+/// through the gate and revalidates sees the change), and the redo log is spent.
+pub(crate) fn write_back_serial(tx: &mut TxDesc) {
+    for e in tx.redo.entries() {
+        orec::stamp(e.word, 8, tx.serial_version);
+    }
+    write_back(tx);
+    tx.redo.clear();
 }
 
 /// Writes the redo log to memory. The caller excludes conflicting writers (orec locks, the

@@ -102,9 +102,9 @@ impl Method for NOrec {
         Ok(Privatization::Safe)
     }
 
-    fn rollback(&self, tx: &mut TxDesc) {
-        tx.redo.clear();
-        tx.values.clear();
+    fn rollback(&self, _tx: &mut TxDesc) {
+        // Nothing shared was touched: writes are buffered, and the lock is only held while
+        // committing.
     }
 
     fn validate(&self, tx: &TxDesc) -> bool {
@@ -115,12 +115,7 @@ impl Method for NOrec {
     }
 
     fn write_back_serial(&self, tx: &mut TxDesc) {
-        // Orec methods do not run beside NOrec, but a serial writer stamps orecs; so do we,
-        // for one vocabulary of "what a serial write leaves behind".
-        for e in tx.redo.entries() {
-            crate::orec::stamp(e.word, 8, tx.serial_version);
-        }
-        write_back(tx);
-        self.rollback(tx);
+        // Stamping orecs is moot beside NOrec, but it is what a serial write leaves behind.
+        super::write_back_serial(tx);
     }
 }
