@@ -127,6 +127,19 @@ pub struct AbortCounts {
 }
 
 impl AbortCounts {
+    /// Counts one abort of `cause` in its bucket.
+    pub fn count(&mut self, cause: crate::htm::AbortCause) {
+        use crate::htm::AbortCause;
+        match cause {
+            AbortCause::Explicit(_) => self.explicit += 1,
+            AbortCause::Conflict => self.conflict += 1,
+            AbortCause::Capacity => self.capacity += 1,
+            AbortCause::NestingOverflow => self.nesting += 1,
+            AbortCause::Interrupt => self.interrupt += 1,
+            AbortCause::Debug | AbortCause::Nested | AbortCause::Other => self.other += 1,
+        }
+    }
+
     /// Sum over all causes.
     pub fn total(&self) -> u64 {
         self.explicit + self.conflict + self.capacity + self.nesting + self.interrupt + self.other
@@ -322,4 +335,16 @@ pub struct Stats {
     /// TLB misses (all hardware threads; 0 unless `tlb.enabled`).
     #[serde(default)]
     pub tlb_misses: u64,
+}
+
+impl std::ops::AddAssign<&AbortCounts> for AbortCounts {
+    fn add_assign(&mut self, o: &AbortCounts) {
+        self.explicit += o.explicit;
+        self.conflict += o.conflict;
+        self.capacity += o.capacity;
+        self.nesting += o.nesting;
+        self.interrupt += o.interrupt;
+        self.other += o.other;
+        self.paging += o.paging;
+    }
 }

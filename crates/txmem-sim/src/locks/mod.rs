@@ -38,7 +38,7 @@ pub use tle::Tle;
 
 use crate::cpu::Cpu;
 use crate::engine::executor::Sim;
-use crate::htm::{AbortCause, AbortStatus};
+use crate::htm::AbortStatus;
 use crate::stats::AbortCounts;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -103,15 +103,7 @@ pub struct LockStats {
 impl LockStats {
     /// Counts one aborted hardware attempt.
     pub fn count_abort(&mut self, st: AbortStatus) {
-        let a = &mut self.aborts;
-        match st.cause() {
-            AbortCause::Explicit(_) => a.explicit += 1,
-            AbortCause::Conflict => a.conflict += 1,
-            AbortCause::Capacity => a.capacity += 1,
-            AbortCause::NestingOverflow => a.nesting += 1,
-            AbortCause::Interrupt => a.interrupt += 1,
-            _ => a.other += 1,
-        }
+        self.aborts.count(st.cause());
         if st.is_lock_busy() {
             self.lock_busy_aborts += 1;
         }
@@ -134,13 +126,7 @@ impl AddAssign<&LockStats> for LockStats {
         self.rot_commits += o.rot_commits;
         self.locked_sections += o.locked_sections;
         self.uninstrumented_reads += o.uninstrumented_reads;
-        let (a, b) = (&mut self.aborts, &o.aborts);
-        a.explicit += b.explicit;
-        a.conflict += b.conflict;
-        a.capacity += b.capacity;
-        a.nesting += b.nesting;
-        a.interrupt += b.interrupt;
-        a.other += b.other;
+        self.aborts += &o.aborts;
         self.rot_aborts += o.rot_aborts;
         self.lock_busy_aborts += o.lock_busy_aborts;
         self.quiescence_waits += o.quiescence_waits;

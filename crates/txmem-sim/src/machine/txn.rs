@@ -197,14 +197,7 @@ impl Machine {
         if st.is_persistent() {
             t.persistent_aborts += 1;
         }
-        match st.cause() {
-            AbortCause::Explicit(_) => t.aborts.explicit += 1,
-            AbortCause::Conflict => t.aborts.conflict += 1,
-            AbortCause::Capacity => t.aborts.capacity += 1,
-            AbortCause::NestingOverflow => t.aborts.nesting += 1,
-            AbortCause::Interrupt => t.aborts.interrupt += 1,
-            AbortCause::Debug | AbortCause::Nested | AbortCause::Other => t.aborts.other += 1,
-        }
+        t.aborts.count(st.cause());
         if let Some(idx) = self.htm.find(core, id) {
             self.htm.abort_frame(core, idx);
         }
