@@ -93,16 +93,9 @@ pub(super) fn finish(
     elision: &Cell<ElisionStats>,
     check: impl FnOnce(&Sim) -> Result<(), String>,
 ) -> Result<RunResult, WorkloadError> {
-    let stats = sim.run()?;
-    let host_seconds = start.elapsed().as_secs_f64();
-    if !stats.timed_out {
-        check(sim).map_err(WorkloadError::Check)?;
-    }
     Ok(RunResult {
-        stats,
-        host_seconds,
         elision: elision.get(),
-        locks: Default::default(),
+        ..super::run_checked(sim, start, check)?
     })
 }
 

@@ -20,7 +20,6 @@ use std::time::Instant;
 use super::{RunResult, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::elision::ElisionStats;
 use crate::engine::executor::Sim;
 use crate::engine::rng::SplitMix64;
 use crate::locks::{AnyLock, LockStats, RwLockAlgo};
@@ -183,18 +182,11 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
             *total.borrow_mut() += lock.stats();
         });
     }
-    let stats = sim.run()?;
-    let host_seconds = start.elapsed().as_secs_f64();
-    if !stats.timed_out {
-        check(&sim, heads, l, &initial, &delta.borrow()).map_err(WorkloadError::Check)?;
-    }
+    let run = super::run_checked(&mut sim, start, |sim| {
+        check(sim, heads, l, &initial, &delta.borrow())
+    })?;
     let locks = total.borrow().clone();
-    Ok(RunResult {
-        stats,
-        host_seconds,
-        elision: ElisionStats::default(),
-        locks,
-    })
+    Ok(RunResult { locks, ..run })
 }
 
 /// Walks every bucket on the host and checks it against the counted inserts and removes.

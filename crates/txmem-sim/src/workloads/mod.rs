@@ -187,6 +187,26 @@ impl RunResult {
     }
 }
 
+/// Runs `sim` to the end, timing it on the host, and checks the workload's result with
+/// `check` unless the run timed out. The elision and lock counts are left for the workload.
+pub(crate) fn run_checked(
+    sim: &mut crate::engine::executor::Sim,
+    start: std::time::Instant,
+    check: impl FnOnce(&crate::engine::executor::Sim) -> Result<(), String>,
+) -> Result<RunResult, WorkloadError> {
+    let stats = sim.run()?;
+    let host_seconds = start.elapsed().as_secs_f64();
+    if !stats.timed_out {
+        check(sim).map_err(WorkloadError::Check)?;
+    }
+    Ok(RunResult {
+        stats,
+        host_seconds,
+        elision: ElisionStats::default(),
+        locks: Default::default(),
+    })
+}
+
 /// Runs `w` on a machine configured by `sim` and checks its result.
 pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, WorkloadError> {
     match w.kind {
