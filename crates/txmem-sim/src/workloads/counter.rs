@@ -93,9 +93,11 @@ pub(super) fn finish(
     elision: &Cell<ElisionStats>,
     check: impl FnOnce(&Sim) -> Result<(), String>,
 ) -> Result<RunResult, WorkloadError> {
+    // Run first: the elision counts are only final once the simulation has ended.
+    let run = super::run_checked(sim, start, check)?;
     Ok(RunResult {
         elision: elision.get(),
-        ..super::run_checked(sim, start, check)?
+        ..run
     })
 }
 
