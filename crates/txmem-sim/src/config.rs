@@ -417,6 +417,12 @@ pub struct SimConfig {
     pub max_cycles: u64,
     /// Check coherence and value invariants after every event (slow; for tests).
     pub check_invariants: bool,
+    /// Let spin-waits ([`crate::Cpu::spin_until`]) sleep until their line is written instead
+    /// of simulating every re-read of a cached line. On by default; off polls, to compare.
+    /// A sleeping core wakes when its next poll would have been issued, so the two take the
+    /// same simulated time except where requests of the same cycle are ordered differently;
+    /// the memory operations counted differ (the skipped re-reads are not counted).
+    pub park_spinners: bool,
 }
 
 impl Default for SimConfig {
@@ -441,6 +447,7 @@ impl Default for SimConfig {
             tlb: TlbConfig::default(),
             max_cycles: 1 << 40,
             check_invariants: false,
+            park_spinners: true,
         }
     }
 }

@@ -233,6 +233,60 @@ impl Cpu {
         self.op(OpKind::FetchAdd(addr, delta))
     }
 
+    /// Spins until the word at `addr` satisfies `done`, and yields the value that did.
+    ///
+    /// Each read is a [`Cpu::load`]; between two reads that fail `done`, the core sleeps until
+    /// a write reaches the word's line (see [`crate::SimConfig::park_spinners`]), as a real
+    /// core re-reading its cached copy would see nothing new before that. Inside a
+    /// transaction every read is tracked, as a plain loop's would be.
+    ///
+    /// ```
+    /// use txmem_sim::{Sim, SimConfig};
+    /// let mut sim = Sim::new(SimConfig { cores: 2, ..SimConfig::default() }).unwrap();
+    /// let flag = sim.alloc_lines(1);
+    /// sim.spawn(0, move |cpu| async move {
+    ///     assert_eq!(cpu.spin_until(flag, |v| v != 0).await, 7);
+    /// });
+    /// sim.spawn(1, move |cpu| async move {
+    ///     cpu.compute(10_000).await;
+    ///     cpu.store(flag, 7).await;
+    /// });
+    /// let stats = sim.run().unwrap();
+    /// // Two reads (before and after the store), not thousands.
+    /// assert_eq!(stats.loads, 2);
+    /// assert_eq!(stats.parked_waits, 1);
+    /// ```
+    pub async fn spin_until(&self, addr: u64, mut done: impl FnMut(u64) -> bool) -> u64 {
+        loop {
+            let v = self.load(addr).await;
+            if done(v) {
+                return v;
+            }
+            self.wait_change(&[(addr, v)]).await;
+        }
+    }
+
+    /// Sleeps until one of the `watched` words (an address and the value last read there;
+    /// one or two of them) may have changed: returns at once if one differs already, else
+    /// when a write reaches one of their lines. The caller re-reads and decides whether to
+    /// wait again; [`Cpu::spin_until`] is the one-word loop. Returns at once when
+    /// `park_spinners` is off.
+    ///
+    /// # Panics
+    ///
+    /// If `watched` is empty or holds more than two words.
+    pub fn wait_change(&self, watched: &[(u64, u64)]) -> Op<'_, ()> {
+        let pair = match *watched {
+            [a] => [a, a],
+            [a, b] => [a, b],
+            _ => panic!(
+                "wait_change watches one or two words, not {}",
+                watched.len()
+            ),
+        };
+        self.op(OpKind::WaitChange(pair))
+    }
+
     /// A memory fence (accesses are sequentially consistent already; costs an L1 hit).
     pub fn fence(&self) -> Op<'_, ()> {
         self.op(OpKind::Fence)

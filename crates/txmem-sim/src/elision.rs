@@ -53,7 +53,8 @@ use txmem_htm::LOCK_BUSY_CODE;
 /// Acquires the test-and-test-and-set spinlock at `lock` (0 free, 1 held).
 pub async fn spin_lock(cpu: &Cpu, lock: u64) {
     loop {
-        if cpu.load(lock).await == 0 && cpu.cas(lock, 0, 1).await == 0 {
+        cpu.spin_until(lock, |v| v == 0).await;
+        if cpu.cas(lock, 0, 1).await == 0 {
             return;
         }
     }
@@ -248,7 +249,7 @@ impl Elision {
                 }
                 RetryAction::WaitThenAttempt => {
                     self.stats.busy_waits += 1;
-                    while cpu.load(lock).await != 0 {}
+                    cpu.spin_until(lock, |v| v == 0).await;
                     action = RetryAction::Attempt;
                 }
                 RetryAction::Fallback | RetryAction::Done => {

@@ -335,6 +335,12 @@ pub struct Stats {
     /// TLB misses (all hardware threads; 0 unless `tlb.enabled`).
     #[serde(default)]
     pub tlb_misses: u64,
+    /// Spin-waits that slept until their line was written (`park_spinners`).
+    #[serde(default)]
+    pub parked_waits: u64,
+    /// Simulated cycles cores spent asleep in those spin-waits (all cores).
+    #[serde(default)]
+    pub parked_cycles: u64,
 }
 
 impl std::ops::AddAssign<&AbortCounts> for AbortCounts {

@@ -57,7 +57,7 @@ pub async fn synchronize(cpu: &Cpu, clocks: &[u64]) -> u64 {
     for (i, &c) in clocks.iter().enumerate() {
         if snap[i] % 2 == 1 {
             waited += 1;
-            while cpu.load(c).await == snap[i] {}
+            cpu.spin_until(c, |v| v != snap[i]).await;
         }
     }
     waited
@@ -77,8 +77,8 @@ async fn acquire(cpu: &Cpu, wlock: u64, state: u64) -> u64 {
 /// Takes the writer lock, writing `next(old)` over a free word `old`.
 async fn acquire_with(cpu: &Cpu, wlock: u64, next: impl Fn(u64) -> u64) -> u64 {
     loop {
-        let w = cpu.load(wlock).await;
-        if w & STATE == FREE && cpu.cas(wlock, w, next(w)).await == w {
+        let w = cpu.spin_until(wlock, |w| w & STATE == FREE).await;
+        if cpu.cas(wlock, w, next(w)).await == w {
             return next(w);
         }
     }
@@ -313,13 +313,15 @@ async fn synchronize_fair(cpu: &Cpu, clocks: &[u64], local_locks: &[u64], held: 
         }
         let mut counted = false;
         loop {
-            if cpu.load(c).await != snap || cpu.load(l).await & !STATE >= mine {
+            let (cv, lv) = (cpu.load(c).await, cpu.load(l).await);
+            if cv != snap || lv & !STATE >= mine {
                 break;
             }
             if !counted {
                 waited += 1;
                 counted = true;
             }
+            cpu.wait_change(&[(c, cv), (l, lv)]).await;
         }
     }
     waited
@@ -342,7 +344,7 @@ impl RwLe {
         cpu.store(local, seen).await;
         if seen & STATE == NS_LOCKED {
             // That writer does not wait for us (our local lock has its version): wait for it.
-            while cpu.load(self.wlock).await == seen {}
+            cpu.spin_until(self.wlock, |w| w != seen).await;
         }
         let v = section(cpu.clone()).await;
         clock_tick(cpu, clock, &mut self.clock).await;
@@ -373,7 +375,7 @@ impl RwLockAlgo for RwLe {
         }
         loop {
             // Line 12: let a non-speculative writer finish.
-            while cpu.load(self.wlock).await & STATE == NS_LOCKED {}
+            cpu.spin_until(self.wlock, |w| w & STATE != NS_LOCKED).await;
             clock_tick(cpu, clock, &mut self.clock).await;
             // Dekker with the NS writer's CAS-then-scan: the clock store is ordered before
             // the load of the writer lock.
@@ -418,7 +420,7 @@ impl RwLockAlgo for RwLe {
             let r = match path {
                 Path::Htm => {
                     // Let non-HTM writers finish before starting.
-                    while cpu.load(self.wlock).await & STATE != FREE {}
+                    cpu.spin_until(self.wlock, |w| w & STATE == FREE).await;
                     cpu.xbegin(|cpu| {
                         htm_body(
                             cpu,

@@ -41,9 +41,9 @@ impl RwLockAlgo for PthreadRwLock {
         Fut: Future<Output = T>,
     {
         loop {
-            let v = cpu.load(self.word).await;
             // Test before the CAS, so spinning readers share the line while a writer holds it.
-            if v & WRITER == 0 && cpu.cas(self.word, v, v + 1).await == v {
+            let v = cpu.spin_until(self.word, |v| v & WRITER == 0).await;
+            if cpu.cas(self.word, v, v + 1).await == v {
                 break;
             }
         }
@@ -60,7 +60,8 @@ impl RwLockAlgo for PthreadRwLock {
         Fut: Future<Output = T>,
     {
         loop {
-            if cpu.load(self.word).await == 0 && cpu.cas(self.word, 0, WRITER).await == 0 {
+            cpu.spin_until(self.word, |v| v == 0).await;
+            if cpu.cas(self.word, 0, WRITER).await == 0 {
                 break;
             }
         }

@@ -40,7 +40,7 @@ impl Tle {
         Fut: Future<Output = T>,
     {
         for _ in 0..self.max_tries {
-            while cpu.load(self.lock).await != 0 {}
+            cpu.spin_until(self.lock, |v| v == 0).await;
             match cpu.xbegin(|cpu| elided(cpu, self.lock, &mut section)).await {
                 Ok(v) => {
                     self.stats.htm_commits += 1;

@@ -219,6 +219,10 @@ impl Machine {
                 c[w] = new;
             }
         }
+        if !matches!(kind, MemKind::Load) {
+            // The line was taken for writing (a failed CAS too): spinning readers re-read it.
+            self.line_written(line, now);
+        }
         if checks && self.cfg.htm.detection == Detection::Eager {
             self.check_tx_word(w as u64, line);
         }
@@ -290,6 +294,9 @@ impl Machine {
                 }
                 mem.set(w, new);
             }
+        }
+        if cache_write {
+            self.line_written(line, now);
         }
         if checks && eager {
             self.check_tx_word(word, line);

@@ -23,6 +23,7 @@ use crate::memory::values::Memory;
 
 mod access;
 mod check;
+mod park;
 mod txn;
 use crate::stats::{CoreStats, FootprintRuns, Stats};
 use std::cell::Cell;
@@ -65,6 +66,10 @@ pub enum OpKind {
     SerialAcquire,
     /// Leave serial mode.
     SerialRelease,
+    /// Sleep until one of the watched words (address, value seen) may have changed: at once
+    /// if one differs already, else when a write reaches its line (see `park_spinners`).
+    /// Watch one word by giving it twice.
+    WaitChange([(u64, u64); 2]),
 }
 
 /// What issuing an operation did.
@@ -82,6 +87,8 @@ enum Outcome {
     Done(u64, Cycle),
     Stall(Cycle),
     Aborted,
+    /// Asleep in a spin-wait until a watched line is written ([`park`]).
+    Parked,
 }
 
 /// Per-core execution state.
@@ -115,6 +122,10 @@ pub struct CoreState {
     saved: (u64, u64, bool),
     /// The thread finished.
     pub finished: bool,
+    /// When the core went to sleep in a spin-wait, while it sleeps.
+    pub parked_since: Option<Cycle>,
+    /// While it sleeps, how often a polling core would re-read what it watches.
+    pub poll_cycles: Cycle,
     /// Per-core counters.
     pub stats: CoreStats,
 }
@@ -137,6 +148,8 @@ impl CoreState {
             in_handler: false,
             saved: (0, 0, false),
             finished: false,
+            parked_since: None,
+            poll_cycles: 0,
             stats: CoreStats::default(),
         }
     }
@@ -169,6 +182,11 @@ pub struct Machine {
     conflicts: Vec<(usize, usize)>,
     scratch: Vec<(u64, u64)>,
     serial_owner: Option<usize>,
+    /// Cores asleep in a spin-wait, by watched line: (line, CPU).
+    watch: Vec<(u64, usize)>,
+    /// Bit `line % 64` set for every watched line: a write to any other line skips the
+    /// watch list.
+    watch_filter: u64,
     /// Per CPU (hardware thread): its TLB, when `tlb.enabled`.
     tlbs: Option<Vec<crate::memory::cache::SetAssocCache>>,
     page_shift: u32,
@@ -201,6 +219,8 @@ impl Machine {
             conflicts: Vec::new(),
             scratch: Vec::new(),
             serial_owner: None,
+            watch: Vec::new(),
+            watch_filter: 0,
             tlbs: cfg.tlb.enabled.then(|| {
                 let (e, w) = (cfg.tlb.entries as usize, cfg.tlb.ways as usize);
                 (0..cpus)
@@ -232,6 +252,9 @@ impl Machine {
     /// wake-up scheduled before becomes stale.
     #[inline]
     pub fn wake_at(&mut self, core: usize, time: Cycle) -> u64 {
+        if self.is_parked(core) {
+            self.unwatch(core, time);
+        }
         let seq = self.queue.push(time, core, EventKind::Wake);
         let c = &mut self.cores[core];
         c.token += 1;
@@ -291,6 +314,7 @@ impl Machine {
             }
             Outcome::Stall(lat) => Issue::Pending(self.schedule(core, lat, 0, true)),
             Outcome::Aborted => Issue::Aborted,
+            Outcome::Parked => Issue::Pending(self.park(core)),
         }
     }
 
@@ -359,6 +383,7 @@ impl Machine {
                 }
                 Outcome::Done(0, 1)
             }
+            OpKind::WaitChange(watched) => self.wait_change(core, watched),
             OpKind::Load(_)
             | OpKind::Store(..)
             | OpKind::Cas(..)
@@ -397,6 +422,10 @@ impl Machine {
             return;
         }
         self.cores[core].pending_interrupt = true;
+        // A spinning core takes its interrupt between two reads: wake it to take it.
+        if self.is_parked(core) {
+            self.unpark(core, time);
+        }
         self.queue
             .push(time + self.cfg.interrupts.period, core, EventKind::Timer);
     }

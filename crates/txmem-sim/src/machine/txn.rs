@@ -111,6 +111,7 @@ impl Machine {
                 let line = (w * 8) >> self.line_shift;
                 if line != last_line {
                     last_line = line;
+                    self.line_written(line, now + lat);
                     let r = self.hier.access(self.core_of(core), line, true, now + lat);
                     lat += r.latency;
                     for k in 0..r.n_evicted {
@@ -142,7 +143,18 @@ impl Machine {
             for (w, old) in f.undo.iter().rev() {
                 self.mem.set(w as usize, old);
             }
+            if !self.watch.is_empty() {
+                // Spinners that saw the transaction's values (a suspended reader may) re-read.
+                let now = self.cores[actor].now;
+                let mut undo = std::mem::take(&mut self.htm.stacks[core][idx].undo);
+                for (w, _) in undo.iter() {
+                    self.line_written((w * 8) >> self.line_shift, now);
+                }
+                undo.clear();
+                self.htm.stacks[core][idx].undo = undo;
+            }
         }
+        let f = &mut self.htm.stacks[core][idx];
         f.undo.clear();
         f.wbuf.clear();
         let suspended = f.suspended.is_some();
