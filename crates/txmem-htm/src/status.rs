@@ -131,6 +131,9 @@ impl AbortStatus {
     pub const READ_SET: u32 = 1 << 10;
     /// Detail of a capacity abort: a written location overflowed (reserved in RTM).
     pub const WRITE_SET: u32 = 1 << 11;
+    /// Detail of a conflict: the other side was a non-transactional access, or the
+    /// translation of an address (POWER8's "non-transactional conflict"; reserved in RTM).
+    pub const NON_TX: u32 = 1 << 12;
 
     /// The bits RTM defines: causes and hint in 0–5, the explicit code in 24–31.
     const RTM_BITS: u32 = 0xFF00_003F;
@@ -149,7 +152,7 @@ impl AbortStatus {
     }
 
     /// The raw status word: RTM's layout in bits 0–5 and 24–31 (the code), this vocabulary's
-    /// additions in 6–11.
+    /// additions in 6–12.
     pub const fn raw(self) -> u32 {
         self.bits
     }
@@ -257,6 +260,17 @@ impl AbortStatus {
     /// The same status, marked as (or not as) the failure of a rollback-only transaction.
     pub const fn with_rollback_only(self, rollback_only: bool) -> Self {
         self.with_bit(Self::ROLLBACK_ONLY, rollback_only)
+    }
+
+    /// The same status, marked as (or not as) caused by non-transactional code: a plain
+    /// access to the transaction's data, or the system's handling of a page.
+    pub const fn with_non_tx(self, non_tx: bool) -> Self {
+        self.with_bit(Self::NON_TX, non_tx)
+    }
+
+    /// True if non-transactional code caused the abort ([`with_non_tx`](Self::with_non_tx)).
+    pub const fn is_non_tx(self) -> bool {
+        self.bits & Self::NON_TX != 0
     }
 
     /// The hardware's hint that retrying the transaction may succeed.

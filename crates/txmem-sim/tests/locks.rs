@@ -28,10 +28,22 @@ struct Outcome {
 /// algorithm `kind`. A write section increments two words on different lines (a pair that
 /// must always be seen equal); a read section reads both and asserts they are equal.
 fn run(kind: LockKind, threads: usize, sections: u64, write_pct: u64, seed: u64) -> Outcome {
+    run_split(kind, false, threads, sections, write_pct, seed)
+}
+
+/// [`run`], with RW-LE's split lock on or off.
+fn run_split(
+    kind: LockKind,
+    split: bool,
+    threads: usize,
+    sections: u64,
+    write_pct: u64,
+    seed: u64,
+) -> Outcome {
     let mut cfg = small(threads);
     cfg.seed = seed;
     let mut sim = Sim::new(cfg).unwrap();
-    let lock = AnyLock::new(kind, &mut sim, threads);
+    let lock = AnyLock::new(kind, &mut sim, threads, split);
     let a = sim.alloc_lines(1);
     let b = sim.alloc_lines(1);
     let shadow = Rc::new(Shadow::default());
@@ -121,6 +133,20 @@ fn every_algorithm_excludes_and_counts_exactly() {
             paths_add_up(kind, &o.locks);
             assert!(o.writes > 0);
             eprintln!("{kind:?} {pct}%: {:?}", o.locks);
+        }
+    }
+}
+
+/// The split lock lets HTM writers run beside a ROT writer: exclusion and exact totals hold
+/// all the same, and runs are deterministic.
+#[test]
+fn the_split_lock_excludes_and_counts_exactly() {
+    for kind in [LockKind::RwLeOpt, LockKind::RwLePes] {
+        for (pct, seed) in [(10, 7), (50, 8), (90, 9)] {
+            let o = run_split(kind, true, 4, 150, pct, seed);
+            paths_add_up(kind, &o.locks);
+            let again = run_split(kind, true, 4, 150, pct, seed);
+            assert_eq!(o.locks, again.locks, "{kind:?}");
         }
     }
 }

@@ -8,6 +8,7 @@ use std::str::FromStr;
 use clap::Args;
 use txmem_sim::experiments::registry::{self, Experiment, EXPERIMENTS};
 use txmem_sim::experiments::RunConfig;
+use txmem_sim::workloads::hashmap::Scenario;
 use txmem_sim::workloads::WorkloadKind;
 
 use crate::output::OutputFile;
@@ -43,6 +44,12 @@ pub struct SimArgs {
     /// and --set then change it.
     #[arg(long, value_parser = parse_preset)]
     pub preset: Option<Preset>,
+
+    /// RW-LE's hashmap configuration (rwle-hashmap, rwle-fair): hc-hc, hc-lc, lc-hc or lc-lc
+    /// (capacity pressure, then contention: Figs 3, 4, 5, 6); sets workload.buckets and
+    /// workload.items_per_bucket before --set.
+    #[arg(long, value_parser = Scenario::from_str)]
+    pub scenario: Option<Scenario>,
 
     /// Simulated cores.
     #[arg(long)]

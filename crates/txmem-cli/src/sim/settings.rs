@@ -175,6 +175,13 @@ fn base_config(a: &SimArgs) -> Result<RunConfig, String> {
     if let Some(w) = a.workload {
         set("workload.kind", w.name().to_string())?;
     }
+    if let Some(s) = a.scenario {
+        set("workload.buckets", s.buckets().to_string())?;
+        set(
+            "workload.items_per_bucket",
+            s.items_per_bucket().to_string(),
+        )?;
+    }
     for s in &a.sets {
         set(&s.path, s.value.clone())?;
     }

@@ -164,6 +164,14 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         );
         put("rot_aborts", l.rot_aborts.into());
         put("quiescence_waits", l.quiescence_waits.into());
+        // RW-LE's six abort classes.
+        let c = &l.causes;
+        put("abort_class_htm_tx", c.htm_conflict.into());
+        put("abort_class_rot_tx", c.rot_conflict.into());
+        put("abort_class_capacity", c.capacity.into());
+        put("abort_class_lock", c.lock_busy.into());
+        put("abort_class_non_tx", c.non_tx.into());
+        put("abort_class_other", c.other.into());
     }
     put("host_seconds", r.host_seconds.into());
     put("host_ops_per_sec", r.host_ops_per_sec().into());

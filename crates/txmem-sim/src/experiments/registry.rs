@@ -52,6 +52,35 @@ const MAIN: &[&str] = &[
     "host_ops_per_sec",
 ];
 
+/// The columns of the lock-algorithm experiments: time, commit paths, RW-LE's abort classes.
+const RWLE_COLUMNS: &[&str] = &[
+    "cycles",
+    "cycles_per_op",
+    "htm_commits",
+    "rot_commits",
+    "locked_sections",
+    "uninstrumented_reads",
+    "abort_class_htm_tx",
+    "abort_class_rot_tx",
+    "abort_class_capacity",
+    "abort_class_lock",
+    "abort_class_non_tx",
+    "abort_class_other",
+    "host_ops_per_sec",
+];
+
+/// Thread counts 1 to 80 (RW-LE's x axis), one series per lock algorithm.
+fn thread_sweep(locks: &[LockKind]) -> SweepSpec {
+    SweepSpec {
+        param: "workload.threads".into(),
+        values: ["1", "2", "4", "8", "16", "32", "64", "80"]
+            .map(String::from)
+            .to_vec(),
+        series_param: Some("workload.lock".into()),
+        series_values: locks.iter().map(|k| k.name().to_string()).collect(),
+    }
+}
+
 /// Every experiment, in listing order.
 pub const EXPERIMENTS: &[Experiment] = &[
     Experiment {
@@ -217,46 +246,33 @@ pub const EXPERIMENTS: &[Experiment] = &[
     },
     Experiment {
         name: "rwle-hashmap",
-        description: "RW-LE Figs 3-7: a hashmap of 1,000 sorted lists (200 items each: high capacity pressure) behind one reader-writer lock, 10% updates, by thread count and lock algorithm",
+        description: "RW-LE Figs 3-6: a hashmap of sorted lists behind one reader-writer lock (choose the figure with --scenario, the write share with workload.write_pct), by thread count and lock algorithm",
         workload: WorkloadKind::RwleHashmap,
-        columns: &[
-            "cycles",
-            "cycles_per_op",
-            "htm_commits",
-            "rot_commits",
-            "locked_sections",
-            "uninstrumented_reads",
-            "lock_aborts_conflict",
-            "lock_aborts_capacity",
-            "lock_aborts_explicit",
-            "lock_aborts_other",
-            "host_ops_per_sec",
-        ],
+        columns: RWLE_COLUMNS,
         plot_metric: "cycles",
         plot_x: "threads",
         build: || {
-            (
-                SweepSpec {
-                    param: "workload.threads".into(),
-                    values: ["1", "2", "4", "8", "16", "32", "64", "80"].map(String::from).to_vec(),
-                    series_param: Some("workload.lock".into()),
-                    series_values: [
-                        LockKind::Sgl,
-                        LockKind::PthreadRw,
-                        LockKind::BrLock,
-                        LockKind::Tle,
-                        LockKind::RwLeOpt,
-                        LockKind::RwLePes,
-                    ]
-                    .iter()
-                    .map(|k| k.name().to_string())
-                    .collect(),
-                },
-                None,
-            )
+            let locks = [
+                LockKind::Sgl,
+                LockKind::PthreadRw,
+                LockKind::BrLock,
+                LockKind::Tle,
+                LockKind::RwLeOpt,
+                LockKind::RwLePes,
+            ];
+            (thread_sweep(&locks), None)
         },
-        // Each operation walks ~100 nodes: 50 per thread keep the 80-thread rows short.
-        defaults: &[("workload.increments", "50")],
+        defaults: &[],
+    },
+    Experiment {
+        name: "rwle-fair",
+        description: "RW-LE Fig 7: RW-LE FAIR against Algorithm 2, both without rollback-only transactions, on the high-capacity high-contention hashmap (one list of 200 items)",
+        workload: WorkloadKind::RwleHashmap,
+        columns: RWLE_COLUMNS,
+        plot_metric: "cycles",
+        plot_x: "threads",
+        build: || (thread_sweep(&[LockKind::RwLeNoRot, LockKind::RwLeFair]), None),
+        defaults: &[("workload.buckets", "1"), ("workload.items_per_bucket", "200")],
     },
 ];
 
@@ -352,17 +368,30 @@ mod tests {
         let vals = vec!["2".to_string()];
         let r = e.run_values(&base, Some(&vals), &mut |_, _, _| {}).unwrap();
         assert_eq!(r.results.len(), 6, "one row per lock");
-        assert_eq!(
-            r.results[0].metrics["read_sections"].as_u64().unwrap()
-                + r.results[0].metrics["write_sections"].as_u64().unwrap(),
-            2 * 50
-        );
-        base.workload.increments = 30;
-        let r = e.run_values(&base, Some(&vals), &mut |_, _, _| {}).unwrap();
-        let m = &r.results[0].metrics;
-        assert_eq!(
-            m["read_sections"].as_u64().unwrap() + m["write_sections"].as_u64().unwrap(),
-            2 * 30
-        );
+        let sections = |m: &serde_json::Map<String, serde_json::Value>| {
+            m["read_sections"].as_u64().unwrap() + m["write_sections"].as_u64().unwrap()
+        };
+        assert_eq!(sections(&r.results[0].metrics), 4000);
+        // rwle-fair sets one list of 200 items, unless the user chose the shape.
+        let fair = find("rwle-fair").unwrap();
+        base.workload.total_ops = 30;
+        let r = fair
+            .run_values(&base, Some(&vals), &mut |_, _, _| {})
+            .unwrap();
+        assert_eq!(r.results.len(), 2);
+        assert_eq!(sections(&r.results[0].metrics), 30);
+        assert_eq!(r.config["workload"]["buckets"], 4);
+        let r = fair
+            .run_values(
+                &RunConfig {
+                    sim: base.sim.clone(),
+                    ..RunConfig::default()
+                },
+                Some(&vals),
+                &mut |_, _, _| {},
+            )
+            .unwrap();
+        assert_eq!(r.config["workload"]["buckets"], 1);
+        assert_eq!(r.config["workload"]["items_per_bucket"], 200);
     }
 }

@@ -98,12 +98,65 @@ pub struct LockStats {
     pub lock_busy_aborts: u64,
     /// Times a writer waited in RW-LE's quiescence for a reader inside its section.
     pub quiescence_waits: u64,
+    /// The aborts again, in the six classes of RW-LE's plots.
+    pub causes: AbortClasses,
+}
+
+/// Aborted hardware attempts in the six classes RW-LE's plots use; each abort is in exactly
+/// one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortClasses {
+    /// Conflicts of an HTM transaction with another transaction.
+    pub htm_conflict: u64,
+    /// Conflicts of a rollback-only transaction with another transaction.
+    pub rot_conflict: u64,
+    /// Capacity overflows (HTM or ROT).
+    pub capacity: u64,
+    /// Explicit aborts on finding the lock held.
+    pub lock_busy: u64,
+    /// Aborts caused by non-transactional code: a plain access (a lock acquirer, an
+    /// uninstrumented reader) or the paging system.
+    pub non_tx: u64,
+    /// Everything else (other explicit aborts, interrupts, nesting).
+    pub other: u64,
+}
+
+impl AbortClasses {
+    /// Counts one abort in its class.
+    pub fn count(&mut self, st: AbortStatus) {
+        let class = if st.is_lock_busy() {
+            &mut self.lock_busy
+        } else if st.is_non_tx() {
+            &mut self.non_tx
+        } else if st.is_conflict() && st.is_rollback_only() {
+            &mut self.rot_conflict
+        } else if st.is_conflict() {
+            &mut self.htm_conflict
+        } else if st.is_capacity() {
+            &mut self.capacity
+        } else {
+            &mut self.other
+        };
+        *class += 1;
+    }
+}
+
+impl AddAssign<&AbortClasses> for AbortClasses {
+    fn add_assign(&mut self, o: &AbortClasses) {
+        self.htm_conflict += o.htm_conflict;
+        self.rot_conflict += o.rot_conflict;
+        self.capacity += o.capacity;
+        self.lock_busy += o.lock_busy;
+        self.non_tx += o.non_tx;
+        self.other += o.other;
+    }
 }
 
 impl LockStats {
     /// Counts one aborted hardware attempt.
     pub fn count_abort(&mut self, st: AbortStatus) {
         self.aborts.count(st.cause());
+        self.causes.count(st);
         if st.is_lock_busy() {
             self.lock_busy_aborts += 1;
         }
@@ -130,6 +183,7 @@ impl AddAssign<&LockStats> for LockStats {
         self.rot_aborts += o.rot_aborts;
         self.lock_busy_aborts += o.lock_busy_aborts;
         self.quiescence_waits += o.quiescence_waits;
+        self.causes += &o.causes;
     }
 }
 
@@ -215,18 +269,19 @@ pub enum AnyLock {
 }
 
 impl AnyLock {
-    /// Lays out algorithm `kind` for `threads` threads (cores `0..threads`) in `sim`'s memory.
-    pub fn new(kind: LockKind, sim: &mut Sim, threads: usize) -> AnyLock {
+    /// Lays out algorithm `kind` for `threads` threads (cores `0..threads`) in `sim`'s memory;
+    /// `split` is RW-LE's split-lock optimization (see [`RwLe::new`]).
+    pub fn new(kind: LockKind, sim: &mut Sim, threads: usize, split: bool) -> AnyLock {
         match kind {
             LockKind::Sgl => AnyLock::Sgl(Sgl::new(sim)),
             LockKind::PthreadRw => AnyLock::PthreadRw(PthreadRwLock::new(sim)),
             LockKind::BrLock => AnyLock::BrLock(BrLock::new(sim, threads)),
             LockKind::Tle => AnyLock::Tle(Tle::new(sim)),
             LockKind::RwLe1 => AnyLock::RwLe1(RwLe1::new(sim, threads)),
-            LockKind::RwLeOpt => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Opt)),
-            LockKind::RwLePes => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Pes)),
-            LockKind::RwLeNoRot => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::NoRot)),
-            LockKind::RwLeFair => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Fair)),
+            LockKind::RwLeOpt => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Opt, split)),
+            LockKind::RwLePes => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Pes, split)),
+            LockKind::RwLeNoRot => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::NoRot, split)),
+            LockKind::RwLeFair => AnyLock::RwLe(RwLe::new(sim, threads, RwLeMode::Fair, split)),
         }
     }
 }

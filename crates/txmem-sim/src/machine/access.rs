@@ -151,7 +151,7 @@ impl Machine {
         match tx {
             Some(i) if abort => {
                 self.stats.tx.aborts.paging += 1;
-                self.doom(core, core, i, status(AbortCause::Other));
+                self.doom(core, core, i, status(AbortCause::Other).with_non_tx(true));
                 None
             }
             _ => Some(self.cfg.tlb.miss_latency),
@@ -364,9 +364,10 @@ impl Machine {
             }
         }
         if doom_all {
+            let st = status(AbortCause::Conflict).with_non_tx(tx.is_none());
             for k in 0..self.conflicts.len() {
                 let (d, j) = self.conflicts[k];
-                self.doom(core, d, j, status(AbortCause::Conflict));
+                self.doom(core, d, j, st);
             }
             return Resolution::Proceed;
         }

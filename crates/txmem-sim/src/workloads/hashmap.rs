@@ -1,12 +1,14 @@
 //! RW-LE's hashmap sensitivity study (§5.1, Figs 3–7): `buckets` sorted singly-linked lists in
 //! simulated memory, all behind one reader-writer lock (any [`LockKind`](crate::locks::LockKind)).
 //!
-//! The map holds `buckets * items_per_bucket` keys, drawn from a range twice that size, so an
-//! insert or a remove of a random key succeeds about half the time. Each thread makes
-//! `increments` operations: with probability `write_pct`% an update (a write section), which
-//! alternates insert and remove to keep the size stable; otherwise a lookup (a read section:
-//! hash to a bucket, walk its list). 200 items per bucket put HTM under capacity pressure
-//! (a walk touches ~100 nodes, past POWER8's 64-line capacity); 50 do not.
+//! The map holds `buckets * items_per_bucket` keys, drawn from a range twice that size.
+//! `total_ops` operations are split evenly over the threads (the first `total_ops % threads`
+//! threads make one more). Each is, with probability `write_pct`%, an update (a write
+//! section), otherwise a lookup of a random key (a read section: hash to a bucket, walk its
+//! list). As in the authors' benchmark, a thread's updates alternate: an insert of a random
+//! key, then the removal of that same key, so the size stays stable. 200 items per bucket put
+//! HTM under capacity pressure (a walk touches ~100 nodes, past POWER8's 64-line capacity);
+//! 50 do not. [`Scenario`] names the seed's four configurations.
 //!
 //! Every node has a cache line of its own and nodes are laid out in the (random) order their
 //! keys were drawn, so neighbours in a list are on unrelated lines, as after `malloc`s in
@@ -23,6 +25,90 @@ use crate::cpu::Cpu;
 use crate::engine::executor::Sim;
 use crate::engine::rng::SplitMix64;
 use crate::locks::{AnyLock, LockStats, RwLockAlgo};
+
+/// RW-LE's four hashmap configurations (Figs 3–6): capacity pressure (items per bucket) by
+/// contention (buckets).
+///
+/// Low contention uses 1,000 buckets where the seed uses 100,000: at one 128-byte line per
+/// node the seed's maps would need 0.6–2.5 GB of simulated memory. With 80 threads on 1,000
+/// lists two operations still rarely meet, and each list is as long as the seed's, so
+/// capacity pressure is the seed's too.
+///
+/// ```
+/// use txmem_sim::workloads::hashmap::Scenario;
+/// let s: Scenario = "lc-lc".parse().unwrap();
+/// assert_eq!((s.figure(), s.buckets(), s.items_per_bucket()), (6, 1000, 50));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// High capacity pressure, high contention (Fig 3): one list of 200 items.
+    HcHc,
+    /// High capacity pressure, low contention (Fig 4): many lists of 200 items.
+    HcLc,
+    /// Low capacity pressure, high contention (Fig 5): one list of 50 items.
+    LcHc,
+    /// Low capacity pressure, low contention (Fig 6): many lists of 50 items.
+    LcLc,
+}
+
+impl Scenario {
+    /// Every scenario, in figure order.
+    pub const ALL: [Scenario; 4] = [
+        Scenario::HcHc,
+        Scenario::HcLc,
+        Scenario::LcHc,
+        Scenario::LcLc,
+    ];
+
+    /// The name: capacity pressure, then contention (`hc-lc`: high capacity, low contention).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::HcHc => "hc-hc",
+            Scenario::HcLc => "hc-lc",
+            Scenario::LcHc => "lc-hc",
+            Scenario::LcLc => "lc-lc",
+        }
+    }
+
+    /// The seed's figure.
+    pub fn figure(self) -> u32 {
+        match self {
+            Scenario::HcHc => 3,
+            Scenario::HcLc => 4,
+            Scenario::LcHc => 5,
+            Scenario::LcLc => 6,
+        }
+    }
+
+    /// Bucket lists (`workload.buckets`).
+    pub fn buckets(self) -> u64 {
+        match self {
+            Scenario::HcHc | Scenario::LcHc => 1,
+            Scenario::HcLc | Scenario::LcLc => 1000,
+        }
+    }
+
+    /// Initial items per bucket (`workload.items_per_bucket`).
+    pub fn items_per_bucket(self) -> u64 {
+        match self {
+            Scenario::HcHc | Scenario::HcLc => 200,
+            Scenario::LcHc | Scenario::LcLc => 50,
+        }
+    }
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Scenario, String> {
+        Scenario::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| {
+                format!("unknown scenario `{s}` (expected hc-hc, hc-lc, lc-hc or lc-lc)")
+            })
+    }
+}
 
 /// The end of a list (no node lives at address 0: the bucket heads are allocated first).
 const NIL: u64 = 0;
@@ -91,10 +177,12 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
     }
     let population = l * per;
     let range = 2 * population;
-    let n = w.increments;
+    let ops_of = |t: usize| {
+        w.total_ops / threads as u64 + u64::from((t as u64) < w.total_ops % threads as u64)
+    };
     let lb = cfg.line_bytes;
     // A thread inserts on at most every other update.
-    let pool = n / 2 + 1;
+    let pool = ops_of(0) / 2 + 1;
     let head_lines = (l * 8).div_ceil(lb);
     let lines = head_lines + population + threads as u64 * pool + 64;
     let mut cfg = cfg.clone();
@@ -109,7 +197,7 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
     let heads = sim.alloc_lines(head_lines);
     let nodes = sim.alloc_lines(population);
     let pools = sim.alloc_lines(threads as u64 * pool);
-    let lock = AnyLock::new(w.lock, &mut sim, threads);
+    let lock = AnyLock::new(w.lock, &mut sim, threads, w.rwle_split_lock);
 
     // Populate: `population` distinct keys of `0..range` (a partial Fisher-Yates shuffle);
     // the j-th key drawn lives in node j.
@@ -143,16 +231,21 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
     for t in 0..threads {
         let (mut lock, delta, total) = (lock.clone(), delta.clone(), total.clone());
         let mut free = pools + t as u64 * pool * lb;
+        let n = ops_of(t);
         sim.spawn(t, move |cpu| async move {
-            let mut insert_next = true;
+            // The key this thread inserted last, which its next update removes.
+            let mut inserted: Option<u64> = None;
             for _ in 0..n {
-                let key = cpu.random_below(range);
-                let b = key % l;
-                let head = heads + b * 8;
+                let draw = cpu.random_below(range);
                 if cpu.random_below(100) < write_pct {
+                    let (key, removal) = match inserted.take() {
+                        Some(k) => (k, true),
+                        None => (draw, false),
+                    };
+                    let head = heads + (key % l) * 8;
                     // The section's value is what counts: the lock returns it once, from the
                     // run that took effect, however many speculative attempts preceded it.
-                    let changed = if insert_next {
+                    let changed = if !removal {
                         let node = free;
                         let ok = lock
                             .write(&cpu, move |cpu| async move {
@@ -162,6 +255,7 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
                         if ok {
                             free += lb;
                         }
+                        inserted = Some(key);
                         i64::from(ok)
                     } else {
                         let ok = lock
@@ -172,10 +266,10 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
                             .await;
                         -i64::from(ok)
                     };
-                    delta.borrow_mut()[b as usize] += changed;
-                    insert_next = !insert_next;
+                    delta.borrow_mut()[(key % l) as usize] += changed;
                 } else {
-                    lock.read(&cpu, move |cpu| async move { find(&cpu, head, key).await })
+                    let head = heads + (draw % l) * 8;
+                    lock.read(&cpu, move |cpu| async move { find(&cpu, head, draw).await })
                         .await;
                 }
             }
@@ -235,7 +329,7 @@ mod tests {
             buckets: 8,
             items_per_bucket: 20,
             write_pct,
-            increments: 150,
+            total_ops: 600,
             ..WorkloadConfig::default()
         };
         (sim, w)
@@ -248,7 +342,7 @@ mod tests {
                 let (sim, w) = config(lock, pct);
                 let a = run(&sim, &w).unwrap_or_else(|e| panic!("{}: {e}", lock.name()));
                 assert!(!a.stats.timed_out);
-                assert_eq!(a.locks.sections(), 4 * 150, "{}", lock.name());
+                assert_eq!(a.locks.sections(), 600, "{}", lock.name());
                 let b = run(&sim, &w).unwrap();
                 assert_eq!(a.stats, b.stats, "{} at {pct}%", lock.name());
                 assert_eq!(a.locks, b.locks, "{} at {pct}%", lock.name());
@@ -262,7 +356,7 @@ mod tests {
         let (mut sim, mut w) = config(LockKind::Tle, 10);
         sim.cores = 2;
         w.items_per_bucket = 200;
-        w.increments = 40;
+        w.total_ops = 80;
         let r = run(&sim, &w).unwrap();
         assert!(r.locks.aborts.capacity > 0, "{:?}", r.locks);
         assert!(r.locks.locked_sections > 0, "{:?}", r.locks);
@@ -273,7 +367,15 @@ mod tests {
         let (sim, mut w) = config(LockKind::RwLeOpt, 10);
         w.threads = 2;
         let r = run(&sim, &w).unwrap();
-        assert_eq!(r.locks.sections(), 2 * 150);
+        // The operations are split over the threads, whatever their number.
+        assert_eq!(r.locks.sections(), 600);
+        w.threads = 7;
+        w.total_ops = 600;
+        let mut big = sim.clone();
+        big.cores = 8;
+        let r = run(&big, &w).unwrap();
+        assert_eq!(r.locks.sections(), 600);
+        assert_eq!(r.stats.per_core.iter().filter(|c| c.mem_ops > 0).count(), 7);
         w.threads = 5;
         assert!(run(&sim, &w).is_err());
     }

@@ -76,7 +76,7 @@ pub struct WorkloadConfig {
     pub kind: WorkloadKind,
     /// Synchronization.
     pub sync: SyncKind,
-    /// Increments per core (`rwle-hashmap`: operations per thread).
+    /// Increments per core (`rwle-hashmap` uses `total_ops` instead).
     pub increments: u64,
     /// Counters in the array (`counter-array`).
     pub array_size: u64,
@@ -100,6 +100,12 @@ pub struct WorkloadConfig {
     /// Threads of `rwle-hashmap`, on CPUs `0..threads` (0 = every CPU); the other workloads
     /// use every CPU.
     pub threads: usize,
+    /// Operations of `rwle-hashmap` in all, split evenly over its threads (as the seed's
+    /// benchmark splits them), so that time falls as threads are added where the lock scales.
+    pub total_ops: u64,
+    /// RW-LE's split-lock optimization (HTM writers beside a ROT writer); the seed's
+    /// experiments use it.
+    pub rwle_split_lock: bool,
 }
 
 impl Default for WorkloadConfig {
@@ -120,6 +126,8 @@ impl Default for WorkloadConfig {
             items_per_bucket: 200,
             write_pct: 10,
             threads: 0,
+            total_ops: 4000,
+            rwle_split_lock: true,
         }
     }
 }
