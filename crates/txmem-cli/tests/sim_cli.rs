@@ -251,6 +251,72 @@ fn presets_give_the_machine_and_xsync_counters_runs_on_it() {
 }
 
 #[test]
+fn scenarios_shape_the_hashmap_and_set_wins_over_them() {
+    let json = tmp("rwle-scenario.json");
+    let o = txmem(&[
+        "sim",
+        "rwle-hashmap",
+        "--preset",
+        "power8",
+        "--scenario",
+        "lc-hc",
+        "--set",
+        "workload.total_ops=60",
+        "--set",
+        "workload.write_pct=50",
+        "--values",
+        "4",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let w = &v["config"]["workload"];
+    assert_eq!(
+        (w["buckets"].as_u64(), w["items_per_bucket"].as_u64()),
+        (Some(1), Some(50))
+    );
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "one row per lock");
+    for r in rows {
+        let m = &r["metrics"];
+        let sections = m["read_sections"].as_u64().unwrap() + m["write_sections"].as_u64().unwrap();
+        assert_eq!(sections, 60, "{m}");
+        assert!(m.get("abort_class_non_tx").is_some());
+    }
+    // --set comes after the scenario.
+    let o = txmem(&[
+        "sim",
+        "rwle-hashmap",
+        "--scenario",
+        "hc-hc",
+        "--set",
+        "workload.buckets=3",
+        "--set",
+        "workload.total_ops=10",
+        "--values",
+        "1",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["config"]["workload"]["buckets"], 3);
+    assert_eq!(v["config"]["workload"]["items_per_bucket"], 200);
+    let o = txmem(&["sim", "rwle-hashmap", "--scenario", "hc"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("unknown scenario `hc`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn bad_arguments_fail_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["sim", "no-such-experiment"], "unknown experiment"),
