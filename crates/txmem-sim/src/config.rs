@@ -134,6 +134,18 @@ pub enum Capacity {
     Unbounded,
 }
 
+/// Which private cache holds the transactional state, so that a tracked line leaving it is a
+/// capacity event (see [`Capacity`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrackLevel {
+    /// The L1 (MetaTM; Intel RTM's write set): leaving the L1 is a capacity event.
+    L1,
+    /// The private L2 (POWER8's TMCAM sits beside the L2): a tracked line may leave the L1
+    /// and stay tracked; only leaving the L2 is a capacity event. Requires `l2.enabled`.
+    L2,
+}
+
 /// Contention-management policy (MetaTM Table 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -230,6 +242,8 @@ pub struct HtmConfig {
     pub granularity: Granularity,
     /// Capacity model.
     pub capacity: Capacity,
+    /// Which private cache holds the transactional lines.
+    pub tracked_in: TrackLevel,
     /// Cycles charged once per transaction on its first overflow (MetaTM: 500).
     pub overflow_penalty: u64,
     /// Contention-management policy.
@@ -277,6 +291,7 @@ impl Default for HtmConfig {
             detection: Detection::Eager,
             granularity: Granularity::Line,
             capacity: Capacity::Bounded,
+            tracked_in: TrackLevel::L1,
             overflow_penalty: 500,
             policy: PolicyKind::SizeMatters,
             backoff: BackoffKind::Linear,
@@ -502,6 +517,7 @@ impl SimConfig {
     /// | `llc` | 64 MB, 8-way, 27 cycles | \[U\] 8 MB eDRAM L3 region per core (80 MB for 10), rounded down to a power-of-two set count |
     /// | `memory_latency` | 250 | \[est\] |
     /// | `htm.core_capacity_lines` | 64 | \[U\] the L2 TMCAM: 64 x 128-B lines (8 KB) per core, shared by its SMT threads (SPECS.md §3.1) |
+    /// | `htm.tracked_in` | l2 | \[U\] the TMCAM tracks L2 lines: a line the (write-through) L1 drops stays tracked |
     /// | `htm.policy` | requester-wins | \[U\] best-effort HTM: the conflicting access wins |
     /// | `htm.begin_cycles`, `htm.commit_penalty` | 30, 30 | \[est\] `tbegin.` / `tend.` |
     /// | `htm.suspend_cycles`, `htm.resume_cycles` | 15, 15 | \[est\] `tsuspend.` / `tresume.` |
@@ -534,6 +550,7 @@ impl SimConfig {
             ..SimConfig::default()
         };
         c.htm.core_capacity_lines = 64;
+        c.htm.tracked_in = TrackLevel::L2;
         c.htm.policy = PolicyKind::RequesterWins;
         c.htm.begin_cycles = 30;
         c.htm.commit_penalty = 30;
@@ -686,6 +703,11 @@ impl SimConfig {
             }
         }
         check_cache("llc", &self.llc, self.line_bytes)?;
+        if self.htm.tracked_in == TrackLevel::L2 && !self.l2.enabled {
+            return Err(ConfigError(
+                "htm.tracked_in = \"l2\" needs a private L2 (l2.enabled = true)".into(),
+            ));
+        }
         if self.htm.detection == Detection::Lazy && self.htm.versioning == Versioning::Eager {
             return Err(ConfigError(
                 "htm.detection = \"lazy\" needs htm.versioning = \"lazy\": eager versioning writes \

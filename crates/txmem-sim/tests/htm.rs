@@ -5,7 +5,8 @@ mod common;
 
 use common::small;
 use txmem_sim::config::{
-    BackoffKind, Capacity, Detection, Granularity, InterruptMode, PolicyKind, Versioning,
+    BackoffKind, Capacity, Detection, Granularity, InterruptMode, PolicyKind, TrackLevel,
+    Versioning,
 };
 use txmem_sim::workloads::{run, SyncKind, WorkloadConfig, WorkloadKind};
 use txmem_sim::{AbortCause, Sim, SimConfig};
@@ -404,4 +405,45 @@ fn lazy_detection_lets_the_committer_win() {
     });
     sim.run().unwrap();
     assert_eq!(sim.read(ok), 5);
+}
+
+/// With the transactional state beside the L2 (`htm.tracked_in = l2`, POWER8's TMCAM), a
+/// transaction may outgrow the L1 and commit; tracked in the L1 it aborts for capacity. Past
+/// the L2 it aborts either way.
+#[test]
+fn tracking_in_the_l2_bounds_transactions_by_the_l2() {
+    let run = |tracked_in: TrackLevel, lines: u64| {
+        let mut cfg = small(1);
+        cfg.l2.enabled = true;
+        cfg.l2.cache.size_bytes = 16 * 1024;
+        cfg.l2.cache.ways = 8;
+        cfg.htm.tracked_in = tracked_in;
+        let mut sim = Sim::new(cfg).unwrap();
+        let base = sim.alloc_lines(lines);
+        let lb = sim.config().line_bytes;
+        let out = std::rc::Rc::new(std::cell::Cell::new(None));
+        let o = out.clone();
+        sim.spawn(0, move |cpu| async move {
+            let r = cpu
+                .xbegin(|cpu| async move {
+                    for i in 0..lines {
+                        cpu.load(base + i * lb).await;
+                    }
+                })
+                .await;
+            o.set(Some(r.map_err(|st| st.cause())));
+        });
+        sim.run().unwrap();
+        out.get().unwrap()
+    };
+    // The L1 holds 32 lines (2 KB), the L2 256.
+    assert_eq!(run(TrackLevel::L1, 100), Err(AbortCause::Capacity));
+    assert_eq!(run(TrackLevel::L2, 100), Ok(()));
+    assert_eq!(run(TrackLevel::L2, 300), Err(AbortCause::Capacity));
+    let mut bad = small(1);
+    bad.htm.tracked_in = TrackLevel::L2;
+    assert!(Sim::new(bad)
+        .unwrap_err()
+        .to_string()
+        .contains("l2.enabled"));
 }

@@ -309,8 +309,9 @@ impl Machine {
     #[inline(never)]
     fn evictions(&mut self, core: usize, r: &AccessResult) -> Option<Cycle> {
         let mut extra = 0;
-        for k in 0..r.n_evicted {
-            let (e, self_abort) = self.evicted_from_core(core, r.evicted[k]);
+        let l2 = self.cfg.htm.tracked_in == crate::config::TrackLevel::L2;
+        for line in r.tracked_victims(l2) {
+            let (e, self_abort) = self.evicted_from_core(core, line);
             extra += e;
             if self_abort {
                 return None;

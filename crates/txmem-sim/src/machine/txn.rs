@@ -114,8 +114,9 @@ impl Machine {
                     self.line_written(line, now + lat);
                     let r = self.hier.access(self.core_of(core), line, true, now + lat);
                     lat += r.latency;
-                    for k in 0..r.n_evicted {
-                        let (extra, _) = self.evicted_from_core(core, r.evicted[k]);
+                    let l2 = self.cfg.htm.tracked_in == crate::config::TrackLevel::L2;
+                    for victim in r.tracked_victims(l2) {
+                        let (extra, _) = self.evicted_from_core(core, victim);
                         lat += extra;
                     }
                 }

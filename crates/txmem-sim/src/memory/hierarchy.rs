@@ -14,12 +14,24 @@ use crate::stats::CacheStats;
 pub struct AccessResult {
     /// Cycles until the data (and permission) is available.
     pub latency: Cycle,
-    /// Lines that left the requester's L1 for capacity (0, 1 or 2 of them).
+    /// Lines that left the requester's L1 or L2 for capacity (0, 1 or 2 of them).
     pub evicted: [u64; 2],
     /// How many entries of `evicted` are valid.
     pub n_evicted: usize,
+    /// Bit `k` set: `evicted[k]` left every private cache of the core (an L2 victim, or an
+    /// L1 victim when there is no L2), not just the L1.
+    pub left_core: u8,
     /// Bit mask of peer cores whose copy was invalidated.
     pub invalidated: u64,
+}
+
+impl AccessResult {
+    /// The evicted lines that matter to transactions tracked in the L2 (`l2`) or the L1.
+    pub fn tracked_victims(&self, l2: bool) -> impl Iterator<Item = u64> + '_ {
+        (0..self.n_evicted)
+            .filter(move |&k| !l2 || self.left_core & (1 << k) != 0)
+            .map(|k| self.evicted[k])
+    }
 }
 
 /// The whole cache hierarchy of the machine.
@@ -184,10 +196,13 @@ impl Hierarchy {
             if let Some(v) = l2[core].insert(line) {
                 // Inclusive L2: the victim leaves the L1 as well.
                 if self.l1[core].remove(v) {
-                    res.evicted[res.n_evicted] = v;
-                    res.n_evicted += 1;
                     self.stats.l1_evictions += 1;
                 }
+                // Reported even when the L1 had dropped it already: a transaction may still
+                // track it there (`htm.tracked_in = l2`).
+                res.evicted[res.n_evicted] = v;
+                res.left_core |= 1 << res.n_evicted;
+                res.n_evicted += 1;
                 self.proto.evict(core, v, now);
                 self.llc.insert(v);
             }
@@ -200,6 +215,9 @@ impl Hierarchy {
         if let Some(v) = self.l1[core].insert(line) {
             self.stats.l1_evictions += 1;
             res.evicted[res.n_evicted] = v;
+            if self.l2.is_none() {
+                res.left_core |= 1 << res.n_evicted;
+            }
             res.n_evicted += 1;
             if self.l2.is_none() {
                 self.proto.evict(core, v, now);
