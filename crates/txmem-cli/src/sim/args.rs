@@ -67,7 +67,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub array_size: Option<u64>,
 
-    /// Workload for `sweep`: counter, counter-array or xsync-counters.
+    /// Workload for `sweep`: counter, counter-array, xsync-counters, rwle-hashmap or rwle-app.
     #[arg(long, value_parser = parse_workload)]
     pub workload: Option<WorkloadKind>,
 
@@ -220,13 +220,14 @@ fn parse_workload(s: &str) -> Result<WorkloadKind, String> {
         WorkloadKind::CounterArray,
         WorkloadKind::XsyncCounters,
         WorkloadKind::RwleHashmap,
+        WorkloadKind::RwleApp,
     ]
     .into_iter()
     .find(|k| k.name() == s)
     .ok_or_else(|| {
         format!(
-            "unknown workload `{s}` (expected counter, counter-array, xsync-counters or \
-             rwle-hashmap)"
+            "unknown workload `{s}` (expected counter, counter-array, xsync-counters, \
+             rwle-hashmap or rwle-app)"
         )
     })
 }

@@ -142,7 +142,10 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("lock_busy_aborts", e.lock_busy_aborts.into());
         put("busy_waits", e.busy_waits.into());
     }
-    if rc.workload.kind == workloads::WorkloadKind::RwleHashmap {
+    if matches!(
+        rc.workload.kind,
+        workloads::WorkloadKind::RwleHashmap | workloads::WorkloadKind::RwleApp
+    ) {
         // Only lock-algorithm runs have these, so the other reports stay as they were.
         let l = &r.locks;
         let ops = l.sections().max(1) as f64;

@@ -265,6 +265,26 @@ pub const EXPERIMENTS: &[Experiment] = &[
         defaults: &[],
     },
     Experiment {
+        name: "rwle-app",
+        description: "RW-LE Figs 8-10: TPC-C-, STMBench7- or Kyoto-Cabinet-like applications (workload.app = tpcc, stmbench7, kyoto; the write share with workload.write_pct) behind one reader-writer lock, by thread count and lock algorithm",
+        workload: WorkloadKind::RwleApp,
+        columns: RWLE_COLUMNS,
+        plot_metric: "cycles",
+        plot_x: "threads",
+        build: || {
+            let locks = [
+                LockKind::Sgl,
+                LockKind::PthreadRw,
+                LockKind::BrLock,
+                LockKind::Tle,
+                LockKind::RwLeOpt,
+                LockKind::RwLePes,
+            ];
+            (thread_sweep(&locks), None)
+        },
+        defaults: &[],
+    },
+    Experiment {
         name: "rwle-fair",
         description: "RW-LE Fig 7: RW-LE FAIR against Algorithm 2, both without rollback-only transactions, on the high-capacity high-contention hashmap (one list of 200 items)",
         workload: WorkloadKind::RwleHashmap,

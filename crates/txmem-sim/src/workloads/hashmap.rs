@@ -158,17 +158,7 @@ async fn remove(cpu: &Cpu, head: u64, key: u64) -> bool {
 /// no duplicates, every key in its bucket, each bucket's size changed by exactly its successful
 /// inserts minus removes).
 pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult, WorkloadError> {
-    let threads = if w.threads == 0 {
-        cfg.cpus()
-    } else {
-        w.threads
-    };
-    if threads > cfg.cpus() {
-        return Err(WorkloadError::Check(format!(
-            "threads ({threads}) exceeds the machine's {} CPUs",
-            cfg.cpus()
-        )));
-    }
+    let threads = super::lock_threads(cfg, w)?;
     let (l, per) = (w.buckets, w.items_per_bucket);
     if l == 0 || per == 0 || w.write_pct > 100 {
         return Err(WorkloadError::Check(
@@ -177,21 +167,13 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
     }
     let population = l * per;
     let range = 2 * population;
-    let ops_of = |t: usize| {
-        w.total_ops / threads as u64 + u64::from((t as u64) < w.total_ops % threads as u64)
-    };
+    let ops_of = |t: usize| super::share(w.total_ops, threads, t);
     let lb = cfg.line_bytes;
     // A thread inserts on at most every other update.
     let pool = ops_of(0) / 2 + 1;
     let head_lines = (l * 8).div_ceil(lb);
     let lines = head_lines + population + threads as u64 * pool + 64;
-    let mut cfg = cfg.clone();
-    cfg.memory_bytes = cfg.memory_bytes.max(
-        lines
-            .saturating_mul(lb)
-            .saturating_mul(2)
-            .next_power_of_two(),
-    );
+    let cfg = super::with_memory_for(cfg, lines);
     let start = Instant::now();
     let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
     let heads = sim.alloc_lines(head_lines);

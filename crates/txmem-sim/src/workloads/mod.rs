@@ -2,6 +2,7 @@
 
 pub mod counter;
 pub mod hashmap;
+pub mod rwle_app;
 pub mod xsync;
 
 use crate::elision::{ElisionConfig, ElisionStats};
@@ -54,6 +55,9 @@ pub enum WorkloadKind {
     /// RW-LE's hashmap (§5.1): sorted bucket lists behind one reader-writer lock (`lock`),
     /// lookups and `write_pct`% updates, on CPUs `0..threads`.
     RwleHashmap,
+    /// RW-LE's applications (§5.2): TPC-C-, STMBench7- or Kyoto-Cabinet-like (`app`) behind
+    /// one reader-writer lock (`lock`), `write_pct`% of operations in write mode.
+    RwleApp,
 }
 
 impl WorkloadKind {
@@ -64,6 +68,7 @@ impl WorkloadKind {
             WorkloadKind::CounterArray => "counter-array",
             WorkloadKind::XsyncCounters => "xsync-counters",
             WorkloadKind::RwleHashmap => "rwle-hashmap",
+            WorkloadKind::RwleApp => "rwle-app",
         }
     }
 }
@@ -100,12 +105,14 @@ pub struct WorkloadConfig {
     /// Threads of `rwle-hashmap`, on CPUs `0..threads` (0 = every CPU); the other workloads
     /// use every CPU.
     pub threads: usize,
-    /// Operations of `rwle-hashmap` in all, split evenly over its threads (as the seed's
+    /// Operations of `rwle-hashmap` and `rwle-app` in all, split evenly over their threads (as the seed's
     /// benchmark splits them), so that time falls as threads are added where the lock scales.
     pub total_ops: u64,
     /// RW-LE's split-lock optimization (HTM writers beside a ROT writer); the seed's
     /// experiments use it.
     pub rwle_split_lock: bool,
+    /// The application of `rwle-app`.
+    pub app: rwle_app::App,
 }
 
 impl Default for WorkloadConfig {
@@ -128,6 +135,7 @@ impl Default for WorkloadConfig {
             threads: 0,
             total_ops: 4000,
             rwle_split_lock: true,
+            app: rwle_app::App::Tpcc,
         }
     }
 }
@@ -195,6 +203,37 @@ impl RunResult {
     }
 }
 
+/// The threads of a lock-algorithm workload (`threads`, 0 for every CPU), checked against the
+/// machine.
+pub(crate) fn lock_threads(cfg: &crate::SimConfig, w: &WorkloadConfig) -> Result<usize, WorkloadError> {
+    let threads = if w.threads == 0 { cfg.cpus() } else { w.threads };
+    if threads > cfg.cpus() {
+        return Err(WorkloadError::Check(format!(
+            "threads ({threads}) exceeds the machine's {} CPUs",
+            cfg.cpus()
+        )));
+    }
+    Ok(threads)
+}
+
+/// Thread `t`'s share of `total` operations split over `threads` (the first `total % threads`
+/// threads make one more).
+pub(crate) fn share(total: u64, threads: usize, t: usize) -> u64 {
+    let n = threads as u64;
+    total / n + u64::from((t as u64) < total % n)
+}
+
+/// `cfg` with enough simulated memory for `lines` cache lines (and room to spare).
+pub(crate) fn with_memory_for(cfg: &crate::SimConfig, lines: u64) -> crate::SimConfig {
+    let mut cfg = cfg.clone();
+    let needed = lines
+        .saturating_mul(cfg.line_bytes)
+        .saturating_mul(2)
+        .next_power_of_two();
+    cfg.memory_bytes = cfg.memory_bytes.max(needed);
+    cfg
+}
+
 /// Runs `sim` to the end, timing it on the host, and checks the workload's result with
 /// `check` unless the run timed out. The elision and lock counts are left for the workload.
 pub(crate) fn run_checked(
@@ -222,5 +261,6 @@ pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, Work
         WorkloadKind::CounterArray => counter::run_counter_array(sim, w),
         WorkloadKind::XsyncCounters => xsync::run_xsync_counters(sim, w),
         WorkloadKind::RwleHashmap => hashmap::run_rwle_hashmap(sim, w),
+        WorkloadKind::RwleApp => rwle_app::run_rwle_app(sim, w),
     }
 }
