@@ -205,8 +205,15 @@ impl RunResult {
 
 /// The threads of a lock-algorithm workload (`threads`, 0 for every CPU), checked against the
 /// machine.
-pub(crate) fn lock_threads(cfg: &crate::SimConfig, w: &WorkloadConfig) -> Result<usize, WorkloadError> {
-    let threads = if w.threads == 0 { cfg.cpus() } else { w.threads };
+pub(crate) fn lock_threads(
+    cfg: &crate::SimConfig,
+    w: &WorkloadConfig,
+) -> Result<usize, WorkloadError> {
+    let threads = if w.threads == 0 {
+        cfg.cpus()
+    } else {
+        w.threads
+    };
     if threads > cfg.cpus() {
         return Err(WorkloadError::Check(format!(
             "threads ({threads}) exceeds the machine's {} CPUs",

@@ -130,8 +130,12 @@ fn spawn_threads<F, Fut>(
 {
     for t in 0..threads {
         let n = super::share(w.total_ops, threads, t);
-        let (lock, total, op, write_pct) =
-            (Rc::new(RefCell::new(lock.clone())), total.clone(), op.clone(), w.write_pct);
+        let (lock, total, op, write_pct) = (
+            Rc::new(RefCell::new(lock.clone())),
+            total.clone(),
+            op.clone(),
+            w.write_pct,
+        );
         sim.spawn(t, move |cpu| async move {
             for _ in 0..n {
                 let write = cpu.random_below(100) < write_pct;
@@ -283,11 +287,15 @@ impl Tpcc {
                         }
                     }
                 } else if cpu.random_below(2) == 0 {
-                    read(&cpu, &lock, |cpu| async move { t.order_status(&cpu, wh, d, c).await })
-                        .await;
+                    read(&cpu, &lock, |cpu| async move {
+                        t.order_status(&cpu, wh, d, c).await
+                    })
+                    .await;
                 } else {
-                    read(&cpu, &lock, |cpu| async move { t.stock_level(&cpu, wh, d).await })
-                        .await;
+                    read(&cpu, &lock, |cpu| async move {
+                        t.stock_level(&cpu, wh, d).await
+                    })
+                    .await;
                 }
             }
         });
@@ -308,7 +316,11 @@ impl Tpcc {
             let s = self.stock(wh, item);
             let left = cpu.load(s).await;
             // TPC-C restocks an item that would fall below 10.
-            let next = if left >= q + 10 { left - q } else { left + 91 - q };
+            let next = if left >= q + 10 {
+                left - q
+            } else {
+                left + 91 - q
+            };
             cpu.store(s, next).await;
             let ytd = cpu.load(field(s, 1)).await;
             cpu.store(field(s, 1), ytd + q).await;
@@ -605,7 +617,10 @@ impl Stmbench7 {
             }
         }
         if dates != t.bumps {
-            return Err(format!("build dates advanced {dates} times, expected {}", t.bumps));
+            return Err(format!(
+                "build dates advanced {dates} times, expected {}",
+                t.bumps
+            ));
         }
         Ok(())
     }
@@ -684,7 +699,11 @@ impl Kyoto {
                     sim.write(link, node);
                     break;
                 }
-                let side = if keys[j] < sim.read(field(cur, KEY)) { LEFT } else { RIGHT };
+                let side = if keys[j] < sim.read(field(cur, KEY)) {
+                    LEFT
+                } else {
+                    RIGHT
+                };
                 link = field(cur, side);
             }
         }
@@ -692,28 +711,45 @@ impl Kyoto {
         let tl = tally.clone();
         // Per thread, the nodes of its pool that inserts have linked.
         let used = Rc::new(RefCell::new(vec![0u64; threads]));
-        spawn_threads(&mut sim, w, threads, &lock, total, move |cpu, lock, whole| {
-            let (tl, used) = (tl.clone(), used.clone());
-            async move {
-                if whole {
-                    let s = cpu.random_below(KSLOTS);
-                    write(&cpu, &lock, |cpu| async move { k.count_slot(&cpu, s).await }).await;
-                    return;
+        spawn_threads(
+            &mut sim,
+            w,
+            threads,
+            &lock,
+            total,
+            move |cpu, lock, whole| {
+                let (tl, used) = (tl.clone(), used.clone());
+                async move {
+                    if whole {
+                        let s = cpu.random_below(KSLOTS);
+                        write(
+                            &cpu,
+                            &lock,
+                            |cpu| async move { k.count_slot(&cpu, s).await },
+                        )
+                        .await;
+                        return;
+                    }
+                    let key = cpu.random_below(k.range);
+                    if cpu.random_below(2) == 0 {
+                        read(&cpu, &lock, |cpu| async move { k.get(&cpu, key).await }).await;
+                    } else {
+                        // A fresh node for an insert, taken from this thread's pool only if used.
+                        let me = cpu.core();
+                        let node = pools + (me as u64 * pool + used.borrow()[me]) * lb;
+                        let inserted =
+                            read(
+                                &cpu,
+                                &lock,
+                                |cpu| async move { k.set(&cpu, key, node).await },
+                            )
+                            .await;
+                        used.borrow_mut()[me] += u64::from(inserted);
+                        tl.borrow_mut().bumps += 1;
+                    }
                 }
-                let key = cpu.random_below(k.range);
-                if cpu.random_below(2) == 0 {
-                    read(&cpu, &lock, |cpu| async move { k.get(&cpu, key).await }).await;
-                } else {
-                    // A fresh node for an insert, taken from this thread's pool only if used.
-                    let me = cpu.core();
-                    let node = pools + (me as u64 * pool + used.borrow()[me]) * lb;
-                    let inserted =
-                        read(&cpu, &lock, |cpu| async move { k.set(&cpu, key, node).await }).await;
-                    used.borrow_mut()[me] += u64::from(inserted);
-                    tl.borrow_mut().bumps += 1;
-                }
-            }
-        });
+            },
+        );
         Ok((sim, Box::new(move |sim, tally| k.check(sim, tally))))
     }
 
@@ -755,7 +791,11 @@ impl Kyoto {
     async fn get(&self, cpu: &Cpu, key: u64) -> u64 {
         self.enter(cpu, key).await;
         let (_, node) = self.find(cpu, key).await;
-        let v = if node == 0 { 0 } else { cpu.load(field(node, VAL)).await };
+        let v = if node == 0 {
+            0
+        } else {
+            cpu.load(field(node, VAL)).await
+        };
         self.leave(cpu, key).await;
         v
     }
@@ -884,11 +924,21 @@ mod tests {
     fn stock_level_and_traversals_outgrow_htm_capacity() {
         // Read-only mixes under HLE: TPC-C's stock-level and STMBench7's traversals overflow
         // the 64-line capacity and fall back; Kyoto's small reads do not.
-        for (app, overflows) in [(App::Tpcc, true), (App::Stmbench7, true), (App::Kyoto, false)] {
+        for (app, overflows) in [
+            (App::Tpcc, true),
+            (App::Stmbench7, true),
+            (App::Kyoto, false),
+        ] {
             let (mut sim, w) = config(app, LockKind::Tle, 0);
             sim.threads_per_core = 1;
             let r = run(&sim, &w).unwrap();
-            assert_eq!(r.locks.aborts.capacity > 0, overflows, "{}: {:?}", app.name(), r.locks);
+            assert_eq!(
+                r.locks.aborts.capacity > 0,
+                overflows,
+                "{}: {:?}",
+                app.name(),
+                r.locks
+            );
             assert_eq!(r.locks.locked_sections > 0, overflows, "{}", app.name());
         }
     }
