@@ -16,6 +16,11 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// The JSON report a run wrote to `path`.
+fn read_json(path: &PathBuf) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -58,8 +63,7 @@ fn counter_writes_the_json_contract() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("spinlock"));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     assert_eq!(v["experiment"], "counter");
     assert!(v["version"].is_string());
     assert_eq!(v["config"]["sim"]["cores"], 2);
@@ -109,8 +113,7 @@ fn sweep_writes_table_json_and_svg() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg"));
     assert!(text.contains("linear"), "x labels are drawn");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     assert_eq!(v["experiment"], "sweep");
     assert_eq!(v["results"].as_array().unwrap().len(), 4);
     assert_eq!(v["results"][3]["params"]["cores"], 3);
@@ -151,8 +154,7 @@ fn experiments_take_values_and_array_size() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "one array size, spinlock and transaction");
     assert!(rows.iter().all(|r| r["params"]["array_size"] == 3));
@@ -194,8 +196,7 @@ fn toml_config_is_read() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     assert_eq!(v["config"]["sim"]["htm"]["policy"], "polka");
     assert_eq!(v["results"][1]["metrics"]["commits"], 21);
 }
@@ -217,8 +218,7 @@ fn presets_give_the_machine_and_xsync_counters_runs_on_it() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     assert_eq!(v["config"]["sim"]["cores"], 4);
     assert_eq!(v["config"]["sim"]["threads_per_core"], 2);
     let schemes: Vec<&str> = v["results"]
@@ -271,8 +271,7 @@ fn scenarios_shape_the_hashmap_and_set_wins_over_them() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     let w = &v["config"]["workload"];
     assert_eq!(
         (w["buckets"].as_u64(), w["items_per_bucket"].as_u64()),
@@ -303,8 +302,7 @@ fn scenarios_shape_the_hashmap_and_set_wins_over_them() {
         json.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = read_json(&json);
     assert_eq!(v["config"]["workload"]["buckets"], 3);
     assert_eq!(v["config"]["workload"]["items_per_bucket"], 200);
     let o = txmem(&["sim", "rwle-hashmap", "--scenario", "hc"]);

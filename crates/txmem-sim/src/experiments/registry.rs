@@ -69,6 +69,16 @@ const RWLE_COLUMNS: &[&str] = &[
     "host_ops_per_sec",
 ];
 
+/// The algorithms of RW-LE's figures: the four baselines, then RW-LE OPT and PES.
+const RWLE_FIGURE_LOCKS: [LockKind; 6] = [
+    LockKind::Sgl,
+    LockKind::PthreadRw,
+    LockKind::BrLock,
+    LockKind::Tle,
+    LockKind::RwLeOpt,
+    LockKind::RwLePes,
+];
+
 /// Thread counts 1 to 80 (RW-LE's x axis), one series per lock algorithm.
 fn thread_sweep(locks: &[LockKind]) -> SweepSpec {
     SweepSpec {
@@ -251,17 +261,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         columns: RWLE_COLUMNS,
         plot_metric: "cycles",
         plot_x: "threads",
-        build: || {
-            let locks = [
-                LockKind::Sgl,
-                LockKind::PthreadRw,
-                LockKind::BrLock,
-                LockKind::Tle,
-                LockKind::RwLeOpt,
-                LockKind::RwLePes,
-            ];
-            (thread_sweep(&locks), None)
-        },
+        build: || (thread_sweep(&RWLE_FIGURE_LOCKS), None),
         defaults: &[],
     },
     Experiment {
@@ -271,17 +271,7 @@ pub const EXPERIMENTS: &[Experiment] = &[
         columns: RWLE_COLUMNS,
         plot_metric: "cycles",
         plot_x: "threads",
-        build: || {
-            let locks = [
-                LockKind::Sgl,
-                LockKind::PthreadRw,
-                LockKind::BrLock,
-                LockKind::Tle,
-                LockKind::RwLeOpt,
-                LockKind::RwLePes,
-            ];
-            (thread_sweep(&locks), None)
-        },
+        build: || (thread_sweep(&RWLE_FIGURE_LOCKS), None),
         defaults: &[],
     },
     Experiment {

@@ -173,9 +173,8 @@ pub fn run_rwle_hashmap(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResult
     let pool = ops_of(0) / 2 + 1;
     let head_lines = (l * 8).div_ceil(lb);
     let lines = head_lines + population + threads as u64 * pool + 64;
-    let cfg = super::with_memory_for(cfg, lines);
     let start = Instant::now();
-    let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+    let mut sim = super::sim_with_lines(cfg, lines)?;
     let heads = sim.alloc_lines(head_lines);
     let nodes = sim.alloc_lines(population);
     let pools = sim.alloc_lines(threads as u64 * pool);

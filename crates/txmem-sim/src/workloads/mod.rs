@@ -230,15 +230,19 @@ pub(crate) fn share(total: u64, threads: usize, t: usize) -> u64 {
     total / n + u64::from((t as u64) < total % n)
 }
 
-/// `cfg` with enough simulated memory for `lines` cache lines (and room to spare).
-pub(crate) fn with_memory_for(cfg: &crate::SimConfig, lines: u64) -> crate::SimConfig {
+/// A machine configured by `cfg`, with enough simulated memory for `lines` cache lines (and
+/// room to spare).
+pub(crate) fn sim_with_lines(
+    cfg: &crate::SimConfig,
+    lines: u64,
+) -> Result<crate::engine::executor::Sim, WorkloadError> {
     let mut cfg = cfg.clone();
     let needed = lines
         .saturating_mul(cfg.line_bytes)
         .saturating_mul(2)
         .next_power_of_two();
     cfg.memory_bytes = cfg.memory_bytes.max(needed);
-    cfg
+    crate::engine::executor::Sim::new(cfg).map_err(|e| WorkloadError::Sim(e.into()))
 }
 
 /// Runs `sim` to the end, timing it on the host, and checks the workload's result with

@@ -214,8 +214,7 @@ impl Tpcc {
         tally: &Rc<RefCell<Tally>>,
     ) -> Result<(Sim, Checker), WorkloadError> {
         let lines = W + W * D + W * D * C + W * ITEMS + W * D * SLOTS * (1 + MAX_LINES) + 64;
-        let cfg = super::with_memory_for(cfg, lines);
-        let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+        let mut sim = super::sim_with_lines(cfg, lines)?;
         let lb = cfg.line_bytes;
         let t = Tpcc {
             lb,
@@ -490,8 +489,7 @@ impl Stmbench7 {
         tally: &Rc<RefCell<Tally>>,
     ) -> Result<(Sim, Checker), WorkloadError> {
         let lines = COMPLEX + BASE + 2 * COMPOSITES + COMPOSITES * ATOMS + 64;
-        let cfg = super::with_memory_for(cfg, lines);
-        let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+        let mut sim = super::sim_with_lines(cfg, lines)?;
         let lb = cfg.line_bytes;
         let g = Stmbench7 {
             lb,
@@ -672,8 +670,7 @@ impl Kyoto {
         let population = KSLOTS * KBUCKETS * KRECORDS;
         let pool = super::share(w.total_ops, threads, 0) + 1;
         let lines = 2 * KSLOTS + KSLOTS * KBUCKETS + population + threads as u64 * pool + 64;
-        let cfg = super::with_memory_for(cfg, lines);
-        let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+        let mut sim = super::sim_with_lines(cfg, lines)?;
         let lb = cfg.line_bytes;
         let k = Kyoto {
             lb,

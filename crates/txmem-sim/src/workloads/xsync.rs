@@ -27,7 +27,6 @@ use super::counter::{add_to, finish, Incrementer};
 use super::{RunResult, SyncKind, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::elision::ElisionStats;
-use crate::engine::executor::Sim;
 
 /// How the counter array is synchronized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,14 +91,8 @@ pub fn run_xsync_counters(cfg: &SimConfig, w: &WorkloadConfig) -> Result<RunResu
     let array_lines = size.div_ceil(per_line);
     // Counters, fine locks, the coarse lock on a line of its own.
     let lines = 2 * array_lines + 1;
-    let needed = lines
-        .saturating_mul(lb)
-        .saturating_mul(2)
-        .next_power_of_two();
-    let mut cfg = cfg.clone();
-    cfg.memory_bytes = cfg.memory_bytes.max(needed);
     let start = Instant::now();
-    let mut sim = Sim::new(cfg.clone()).map_err(|e| WorkloadError::Sim(e.into()))?;
+    let mut sim = super::sim_with_lines(cfg, lines)?;
     let counters = sim.alloc_lines(array_lines);
     let locks = sim.alloc_lines(array_lines);
     let coarse = sim.alloc_lines(1);
