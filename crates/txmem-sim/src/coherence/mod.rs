@@ -8,6 +8,7 @@
 //! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
 //! per implementation), so its calls are direct and can be inlined.
 
+pub mod dlcbf;
 pub mod mesi;
 
 use crate::engine::time::Cycle;
