@@ -315,6 +315,44 @@ fn scenarios_shape_the_hashmap_and_set_wins_over_them() {
 }
 
 #[test]
+fn a_checkpointed_sweep_resumes_without_running_its_points_again() {
+    let (json, ckpt) = (tmp("ckpt.json"), tmp("ckpt.jsonl"));
+    let _ = std::fs::remove_file(&ckpt);
+    let run = |values: &str, jobs: &str| {
+        let o = txmem(&[
+            "sim",
+            "sweep",
+            "--param",
+            "cores",
+            "--values",
+            values,
+            "--increments",
+            "20",
+            "-j",
+            jobs,
+            "-q",
+            "--json",
+            json.to_str().unwrap(),
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        read_json(&json)
+    };
+    let first = run("1,2", "2");
+    let lines = || std::fs::read_to_string(&ckpt).unwrap().lines().count();
+    assert_eq!(lines(), 2);
+    let all = run("1,2,4", "1");
+    assert_eq!(lines(), 3, "only the new point was run");
+    for k in 0..2 {
+        assert_eq!(first["results"][k], all["results"][k]);
+    }
+    assert_eq!(all["results"][2]["params"]["cores"], 4);
+    let o = txmem(&["sim", "counter", "-j", "0"]);
+    assert!(!o.status.success());
+}
+
+#[test]
 fn bad_arguments_fail_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["sim", "no-such-experiment"], "unknown experiment"),

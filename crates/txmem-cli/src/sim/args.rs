@@ -99,6 +99,16 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// Points to simulate at once, one per host thread (default: every host core). The rows
+    /// are the same whatever the number; the host_* metrics then include the contention.
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u64).range(1..))]
+    pub jobs: Option<u64>,
+
+    /// A JSON-lines file of finished points: points already in it are not run again, and
+    /// each point is appended as it finishes, so a rerun resumes an interrupted sweep.
+    #[arg(long, value_name = "FILE")]
+    pub checkpoint: Option<std::path::PathBuf>,
 }
 
 /// What `txmem sim` runs: a named experiment or a sweep of any parameter.

@@ -63,7 +63,8 @@ fn execute(work: &Work, settings: &SimSettings) -> Result<Outcome, String> {
     };
     let outcome = match work {
         Work::Sweep { base, spec } => {
-            let rows = sweep(base, spec, &mut progress).map_err(|e| e.to_string())?;
+            let rows =
+                sweep(base, spec, &settings.runner, &mut progress).map_err(|e| e.to_string())?;
             let metric = settings.metric.clone().unwrap_or_else(|| "cycles".into());
             let mut columns: Vec<String> = SWEEP_COLUMNS.map(String::from).to_vec();
             if !columns.contains(&metric) {
@@ -91,7 +92,7 @@ fn execute(work: &Work, settings: &SimSettings) -> Result<Outcome, String> {
             values,
         } => {
             let report = e
-                .run_values(base, values.as_deref(), &mut progress)
+                .run_values(base, values.as_deref(), &settings.runner, &mut progress)
                 .map_err(|e| e.to_string())?;
             Outcome {
                 report,

@@ -5,7 +5,7 @@
 //! validate) are rejected here, before anything runs.
 
 use txmem_sim::experiments::registry::Experiment;
-use txmem_sim::experiments::sweep::SweepSpec;
+use txmem_sim::experiments::sweep::{Runner, SweepSpec};
 use txmem_sim::experiments::RunConfig;
 
 use crate::output::OutputFile;
@@ -23,6 +23,8 @@ pub struct SimSettings {
     pub plot: Option<OutputFile>,
     /// Hide the progress bar.
     pub quiet: bool,
+    /// How the points run: how many at once, and the checkpoint file.
+    pub runner: Runner,
 }
 
 /// What a run does.
@@ -75,6 +77,10 @@ impl SimSettings {
             json: a.json,
             plot: a.plot,
             quiet: a.quiet,
+            runner: Runner {
+                jobs: a.jobs.map_or(0, |n| n as usize),
+                checkpoint: a.checkpoint,
+            },
         })
     }
 }

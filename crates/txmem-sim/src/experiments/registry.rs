@@ -1,6 +1,6 @@
 //! The named experiments of `txmem sim`.
 
-use super::sweep::{sweep, SweepSpec};
+use super::sweep::{sweep, Runner, SweepSpec};
 use super::{add_relative, report, ExperimentError, Progress, Report, RunConfig};
 use crate::config::{BackoffKind, PolicyKind};
 use crate::locks::LockKind;
@@ -302,7 +302,7 @@ impl Experiment {
 
     /// Runs it on top of `base` (its workload kind is forced to the experiment's).
     pub fn run(&self, base: &RunConfig, progress: Progress<'_>) -> Result<Report, ExperimentError> {
-        self.run_values(base, None, progress)
+        self.run_values(base, None, &Runner::parallel(), progress)
     }
 
     /// Runs it with `values` (if given) in place of the values it normally sweeps.
@@ -310,6 +310,7 @@ impl Experiment {
         &self,
         base: &RunConfig,
         values: Option<&[String]>,
+        runner: &Runner,
         progress: Progress<'_>,
     ) -> Result<Report, ExperimentError> {
         let mut base = base.clone();
@@ -329,7 +330,7 @@ impl Experiment {
         if let Some(v) = values {
             spec.values = v.to_vec();
         }
-        let mut rows = sweep(&base, &spec, progress)?;
+        let mut rows = sweep(&base, &spec, runner, progress)?;
         if let Some(b) = relative_to {
             // Relative to row `b` of each series (rows come series by series).
             let chunk = spec.values.len().max(1);
@@ -368,6 +369,67 @@ mod tests {
         assert!(matches!(find("nope"), Err(ExperimentError::Unknown(_))));
     }
 
+    /// The same rows whether the points run one at a time or four at once, and a sweep
+    /// interrupted after some points resumes from its checkpoint without running them again.
+    #[test]
+    fn parallel_and_resumed_sweeps_give_the_same_rows() {
+        let e = find("policies").unwrap();
+        let mut base = RunConfig::default();
+        base.sim.cores = 4;
+        base.workload.increments = 30;
+        let deterministic = |r: &Report| -> Vec<_> {
+            r.results
+                .iter()
+                .map(|row| {
+                    let mut m = row.metrics.clone();
+                    m.retain(|k, _| !k.starts_with("host_"));
+                    (row.params.clone(), m)
+                })
+                .collect()
+        };
+        let quiet = &mut |_: usize, _: usize, _: &str| {};
+        let one = e
+            .run_values(&base, None, &Runner::sequential(), quiet)
+            .unwrap();
+        let four = Runner {
+            jobs: 4,
+            checkpoint: None,
+        };
+        let many = e.run_values(&base, None, &four, quiet).unwrap();
+        assert_eq!(deterministic(&one), deterministic(&many));
+
+        let path =
+            std::env::temp_dir().join(format!("txmem-sim-ckpt-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let resumable = Runner {
+            jobs: 2,
+            checkpoint: Some(path.clone()),
+        };
+        // "Interrupted" after the first three policies: a sweep of only those.
+        let first: Vec<String> = e.sweep_spec().values[..3].to_vec();
+        e.run_values(&base, Some(&first), &resumable, quiet)
+            .unwrap();
+        let mut ran = Vec::new();
+        let resumed = e
+            .run_values(&base, None, &resumable, &mut |_, _, label: &str| {
+                ran.push(label.to_string())
+            })
+            .unwrap();
+        assert_eq!(deterministic(&one), deterministic(&resumed));
+        let total = e.sweep_spec().values.len();
+        assert_eq!(ran.len(), 1 + total - 3, "{ran:?}");
+        assert_eq!(ran[0], "resumed from the checkpoint");
+        // A cut-off last line is run again; any other bad line is an error.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"config\": {");
+        std::fs::write(&path, &text).unwrap();
+        e.run_values(&base, None, &resumable, quiet).unwrap();
+        std::fs::write(&path, format!("garbage\n{text}")).unwrap();
+        let err = e.run_values(&base, None, &resumable, quiet).unwrap_err();
+        assert!(err.to_string().contains("line 1"), "{err}");
+        let _ = std::fs::remove_file(&path);
+    }
+
     #[test]
     fn defaults_apply_only_where_the_user_left_the_default() {
         let e = find("rwle-hashmap").unwrap();
@@ -376,7 +438,9 @@ mod tests {
         base.workload.buckets = 4;
         base.workload.items_per_bucket = 10;
         let vals = vec!["2".to_string()];
-        let r = e.run_values(&base, Some(&vals), &mut |_, _, _| {}).unwrap();
+        let r = e
+            .run_values(&base, Some(&vals), &Runner::parallel(), &mut |_, _, _| {})
+            .unwrap();
         assert_eq!(r.results.len(), 6, "one row per lock");
         let sections = |m: &serde_json::Map<String, serde_json::Value>| {
             m["read_sections"].as_u64().unwrap() + m["write_sections"].as_u64().unwrap()
@@ -386,7 +450,7 @@ mod tests {
         let fair = find("rwle-fair").unwrap();
         base.workload.total_ops = 30;
         let r = fair
-            .run_values(&base, Some(&vals), &mut |_, _, _| {})
+            .run_values(&base, Some(&vals), &Runner::parallel(), &mut |_, _, _| {})
             .unwrap();
         assert_eq!(r.results.len(), 2);
         assert_eq!(sections(&r.results[0].metrics), 30);
@@ -398,6 +462,7 @@ mod tests {
                     ..RunConfig::default()
                 },
                 Some(&vals),
+                &Runner::sequential(),
                 &mut |_, _, _| {},
             )
             .unwrap();

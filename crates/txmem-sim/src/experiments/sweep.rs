@@ -3,7 +3,12 @@
 
 use super::{run_one, ExperimentError, Progress, Row, RunConfig};
 use crate::config::parse_scalar;
-use serde_json::Map;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 /// What to sweep.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,11 +28,93 @@ pub fn short_name(path: &str) -> &str {
     path.rsplit('.').next().unwrap_or(path)
 }
 
+/// How a sweep runs its points: how many at once, and where finished points are kept so that
+/// an interrupted sweep resumes.
+///
+/// The simulator is deterministic and each point runs on a machine of its own, so the rows
+/// are the same whatever `jobs` is, and a point read back from the checkpoint is the point
+/// that would have been run (only its `host_*` metrics, which measure the host, differ).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Runner {
+    /// Points run at once, each on a host thread of its own; 0 uses every host core. With
+    /// more than one, the `host_*` metrics include the points' contention for the host.
+    pub jobs: usize,
+    /// A JSON-lines file of finished points. Points already in it (the same full
+    /// configuration) are not run again; every point run is appended as it finishes.
+    pub checkpoint: Option<PathBuf>,
+}
+
+impl Runner {
+    /// Every host core, no checkpoint.
+    pub fn parallel() -> Runner {
+        Runner::default()
+    }
+
+    /// One point at a time (the `host_*` metrics then measure one run alone).
+    pub fn sequential() -> Runner {
+        Runner {
+            jobs: 1,
+            checkpoint: None,
+        }
+    }
+
+    fn threads(&self, points: usize) -> usize {
+        let n = match self.jobs {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        n.clamp(1, points.max(1))
+    }
+}
+
+/// One line of a checkpoint file.
+#[derive(Serialize, Deserialize)]
+struct Finished {
+    /// The point's whole configuration: what identifies it.
+    config: Value,
+    params: Map<String, Value>,
+    metrics: Map<String, Value>,
+}
+
+/// The finished points of a checkpoint file (none if it does not exist yet).
+fn read_checkpoint(path: &Path) -> Result<Vec<Finished>, ExperimentError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(ExperimentError::Run(format!(
+                "cannot read checkpoint {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    let mut done = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Finished>(line) {
+            Ok(f) => done.push(f),
+            // A line cut short by an interruption is the last one: run that point again.
+            Err(_) if i + 1 == text.lines().count() => {}
+            Err(e) => {
+                return Err(ExperimentError::Run(format!(
+                    "checkpoint {} line {}: {e}",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        }
+    }
+    Ok(done)
+}
+
 /// Runs the sweep. Every configuration is built and validated before the first run, so a
 /// bad value fails fast.
 pub fn sweep(
     base: &RunConfig,
     spec: &SweepSpec,
+    runner: &Runner,
     progress: Progress<'_>,
 ) -> Result<Vec<Row>, ExperimentError> {
     if spec.values.is_empty() {
@@ -56,16 +143,100 @@ pub fn sweep(
         }
     }
     let total = plan.len();
-    let mut rows = Vec::with_capacity(total);
-    for (i, (rc, params)) in plan.into_iter().enumerate() {
-        let label = params
+    let keys: Vec<Value> = plan
+        .iter()
+        .map(|(rc, _)| serde_json::to_value(rc).unwrap_or_default())
+        .collect();
+    let mut results: Vec<Option<Map<String, Value>>> = vec![None; total];
+    let mut log = None;
+    if let Some(path) = &runner.checkpoint {
+        for f in read_checkpoint(path)? {
+            if let Some(i) = keys.iter().position(|k| *k == f.config) {
+                results[i] = Some(f.metrics);
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| {
+                ExperimentError::Run(format!("cannot write checkpoint {}: {e}", path.display()))
+            })?;
+        log = Some(std::io::BufWriter::new(file));
+    }
+    let label = |params: &Map<String, Value>| {
+        params
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect::<Vec<_>>()
-            .join(" ");
-        let metrics = run_one(&rc).map_err(|e| ExperimentError::Run(format!("{label}: {e}")))?;
-        rows.push(Row { params, metrics });
-        progress(i + 1, total, &label);
+            .join(" ")
+    };
+    let todo: Vec<usize> = (0..total).filter(|&i| results[i].is_none()).collect();
+    let mut done = total - todo.len();
+    if done > 0 {
+        progress(done, total, "resumed from the checkpoint");
     }
-    Ok(rows)
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let (tx, rx) = mpsc::channel();
+    let mut failure = None;
+    std::thread::scope(|scope| {
+        for _ in 0..runner.threads(todo.len()) {
+            let (tx, next, stop, todo, plan) = (tx.clone(), &next, &stop, &todo, &plan);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        break;
+                    };
+                    let r = run_one(&plan[i].0);
+                    if tx.send((i, r)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            let l = label(&plan[i].1);
+            match r {
+                Ok(metrics) => {
+                    if let Some(w) = &mut log {
+                        let line = Finished {
+                            config: keys[i].clone(),
+                            params: plan[i].1.clone(),
+                            metrics: metrics.clone(),
+                        };
+                        let written = serde_json::to_writer(&mut *w, &line)
+                            .map_err(std::io::Error::from)
+                            .and_then(|()| writeln!(w))
+                            .and_then(|()| w.flush());
+                        if let Err(e) = written {
+                            failure.get_or_insert(ExperimentError::Run(format!(
+                                "cannot write checkpoint: {e}"
+                            )));
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    results[i] = Some(metrics);
+                    done += 1;
+                    progress(done, total, &l);
+                }
+                Err(e) => {
+                    failure.get_or_insert(ExperimentError::Run(format!("{l}: {e}")));
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    Ok(plan
+        .into_iter()
+        .zip(results)
+        .map(|((_, params), metrics)| Row {
+            params,
+            metrics: metrics.expect("every point ran or was read back"),
+        })
+        .collect())
 }
