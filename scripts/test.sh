@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's Quick start; `.ci/run` runs it).
 # Needs a Rust toolchain; the client tests install libmemcached's tools
-# (apt) and pymemcache (a venv under target/) through scripts/client-deps.sh.
+# (apt), pymemcache and Dask (a venv under target/) through scripts/client-deps.sh.
 # gcc with libitm enables the libitm peer rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,3 +19,6 @@ echo "== real memcached clients against txmem serve (pymemcache, libmemcached's 
 ./scripts/client-deps.sh
 cargo build -p txmem-cli
 TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-server/tests/clients
+
+echo "== a simulator sweep on a local Dask cluster (scripts/sim-dask.py)"
+TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-cli/tests/dask

@@ -353,6 +353,52 @@ fn a_checkpointed_sweep_resumes_without_running_its_points_again() {
 }
 
 #[test]
+fn plan_prints_points_that_points_runs() {
+    let bin = env!("CARGO_BIN_EXE_txmem");
+    let plan = txmem(&[
+        "sim",
+        "sweep",
+        "--param",
+        "cores",
+        "--values",
+        "1,2",
+        "--increments",
+        "10",
+        "--plan",
+    ]);
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let text = stdout(&plan);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let mut child = std::process::Command::new(bin)
+        .args(["sim", "points"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let done: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(done.len(), 2);
+    assert_eq!(done[1]["params"]["cores"], 2);
+    assert_eq!(done[1]["config"]["sim"]["cores"], 2);
+    assert!(done[1]["metrics"]["cycles"].as_u64().unwrap() > 0);
+    // An experiment's plan has its own points (the policies experiment: eight policies).
+    let e = txmem(&["sim", "policies", "--plan"]);
+    assert_eq!(stdout(&e).lines().count(), 8);
+}
+
+#[test]
 fn bad_arguments_fail_with_a_clear_message() {
     let cases: &[(&[&str], &str)] = &[
         (&["sim", "no-such-experiment"], "unknown experiment"),

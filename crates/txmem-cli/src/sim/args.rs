@@ -109,15 +109,24 @@ pub struct SimArgs {
     /// each point is appended as it finishes, so a rerun resumes an interrupted sweep.
     #[arg(long, value_name = "FILE")]
     pub checkpoint: Option<std::path::PathBuf>,
+
+    /// Print the points of the experiment or sweep (JSON lines, one configuration each) and
+    /// run nothing: for an external engine, which runs them with `txmem sim points` and
+    /// writes the checkpoint this command then reads back (see scripts/sim-dask.py).
+    #[arg(long)]
+    pub plan: bool,
 }
 
-/// What `txmem sim` runs: a named experiment or a sweep of any parameter.
+/// What `txmem sim` runs: a named experiment, a sweep of any parameter, or given points.
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
     /// An experiment of the registry.
     Experiment(&'static Experiment),
     /// `sweep`.
     Sweep,
+    /// `points`: the points on standard input (as `--plan` prints them), each finished point
+    /// printed as a checkpoint line.
+    Points,
 }
 
 impl FromStr for Target {
@@ -127,10 +136,13 @@ impl FromStr for Target {
         if s == "sweep" {
             return Ok(Target::Sweep);
         }
+        if s == "points" {
+            return Ok(Target::Points);
+        }
         registry::find(s).map(Target::Experiment).map_err(|_| {
             let names: Vec<&str> = EXPERIMENTS.iter().map(|e| e.name).collect();
             format!(
-                "unknown experiment `{s}` (expected one of: {}, or sweep)",
+                "unknown experiment `{s}` (expected one of: {}, sweep or points)",
                 names.join(", ")
             )
         })

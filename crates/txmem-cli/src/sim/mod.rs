@@ -9,8 +9,9 @@ mod plot;
 mod settings;
 mod svg;
 
+use std::io::Write;
 use txmem_sim::experiments::registry::EXPERIMENTS;
-use txmem_sim::experiments::sweep::{short_name, sweep};
+use txmem_sim::experiments::sweep::{plan, run_point, short_name, sweep, Point};
 use txmem_sim::experiments::{report, table, Report};
 
 use crate::failure::Failure;
@@ -45,12 +46,52 @@ pub fn run(args: SimArgs) -> Result<(), Failure> {
     let settings = SimSettings::new(args).map_err(Failure::Usage)?;
     let work = match &settings.job {
         Job::List => return list().map_err(Failure::Run),
+        Job::Points => return points(),
+        Job::Run(work) if settings.plan => return print_plan(work).map_err(Failure::Run),
         Job::Run(work) => work,
     };
     let outcome = execute(work, &settings).map_err(Failure::Run)?;
     check_metric(&outcome).map_err(Failure::Usage)?;
     print_table(&outcome).map_err(Failure::Run)?;
     export(&settings, &outcome).map_err(Failure::Run)
+}
+
+/// `--plan`: prints the points of the experiment or sweep, one JSON object per line.
+fn print_plan(work: &Work) -> Result<(), String> {
+    let (base, spec) = match work {
+        Work::Sweep { base, spec } => (base.clone(), spec.clone()),
+        Work::Experiment {
+            experiment,
+            base,
+            values,
+        } => experiment
+            .prepare(base, values.as_deref())
+            .map_err(|e| e.to_string())?,
+    };
+    let mut out = std::io::stdout().lock();
+    for p in plan(&base, &spec).map_err(|e| e.to_string())? {
+        serde_json::to_writer(&mut out, &p).map_err(|e| e.to_string())?;
+        writeln!(out).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// `txmem sim points`: runs each point read from standard input and prints it finished (a
+/// checkpoint line). A line that is not a point is an error naming it.
+fn points() -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    for (i, line) in std::io::stdin().lines().enumerate() {
+        let line = line.map_err(|e| Failure::Run(format!("reading points: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let p: Point = serde_json::from_str(&line)
+            .map_err(|e| Failure::Usage(format!("point on line {}: {e}", i + 1)))?;
+        let done = run_point(&p).map_err(|e| Failure::Run(format!("line {}: {e}", i + 1)))?;
+        serde_json::to_writer(&mut out, &done).map_err(|e| Failure::Run(e.to_string()))?;
+        writeln!(out).map_err(|e| Failure::Run(e.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Runs the experiment or sweep, with a progress bar unless `--quiet`.

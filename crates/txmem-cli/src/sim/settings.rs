@@ -25,6 +25,8 @@ pub struct SimSettings {
     pub quiet: bool,
     /// How the points run: how many at once, and the checkpoint file.
     pub runner: Runner,
+    /// Print the points instead of running them.
+    pub plan: bool,
 }
 
 /// What a run does.
@@ -35,6 +37,8 @@ pub enum Job {
     List,
     /// Run an experiment or a sweep.
     Run(Work),
+    /// Run the points on standard input, print them finished.
+    Points,
 }
 
 /// The simulations of a run.
@@ -68,6 +72,7 @@ impl SimSettings {
                     return Err("no experiment given; run `txmem sim --list` to see them".into())
                 }
                 Some(Target::Sweep) => Job::Run(sweep_work(&a)?),
+                Some(Target::Points) => Job::Points,
                 Some(Target::Experiment(experiment)) => Job::Run(experiment_work(&a, experiment)?),
             }
         };
@@ -81,6 +86,7 @@ impl SimSettings {
                 jobs: a.jobs.map_or(0, |n| n as usize),
                 checkpoint: a.checkpoint,
             },
+            plan: a.plan,
         })
     }
 }

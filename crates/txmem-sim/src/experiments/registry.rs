@@ -313,6 +313,26 @@ impl Experiment {
         runner: &Runner,
         progress: Progress<'_>,
     ) -> Result<Report, ExperimentError> {
+        let (base, spec) = self.prepare(base, values)?;
+        let mut rows = sweep(&base, &spec, runner, progress)?;
+        if let Some(b) = (self.build)().1 {
+            // Relative to row `b` of each series (rows come series by series).
+            let chunk = spec.values.len().max(1);
+            for group in rows.chunks_mut(chunk) {
+                let b = b.min(group.len() - 1);
+                add_relative(group, b);
+            }
+        }
+        Ok(report(self.name, self.description, &base, rows))
+    }
+
+    /// The base configuration it runs on (the experiment's workload and defaults applied to
+    /// `base`) and the sweep it performs, with `values` (if given) in place of its own.
+    pub fn prepare(
+        &self,
+        base: &RunConfig,
+        values: Option<&[String]>,
+    ) -> Result<(RunConfig, SweepSpec), ExperimentError> {
         let mut base = base.clone();
         base.workload.kind = self.workload;
         let (pristine, given) = (
@@ -326,20 +346,11 @@ impl Experiment {
             }
         }
         base.validate()?;
-        let (mut spec, relative_to) = (self.build)();
+        let mut spec = (self.build)().0;
         if let Some(v) = values {
             spec.values = v.to_vec();
         }
-        let mut rows = sweep(&base, &spec, runner, progress)?;
-        if let Some(b) = relative_to {
-            // Relative to row `b` of each series (rows come series by series).
-            let chunk = spec.values.len().max(1);
-            for group in rows.chunks_mut(chunk) {
-                let b = b.min(group.len() - 1);
-                add_relative(group, b);
-            }
-        }
-        Ok(report(self.name, self.description, &base, rows))
+        Ok((base, spec))
     }
 }
 

@@ -67,13 +67,65 @@ impl Runner {
     }
 }
 
-/// One line of a checkpoint file.
-#[derive(Serialize, Deserialize)]
-struct Finished {
+/// One point of a sweep: a whole configuration, and the swept parameters' values in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// The configuration to simulate.
+    pub config: RunConfig,
+    /// The swept parameters (short names) and their values, for the report.
+    pub params: Map<String, Value>,
+}
+
+/// A finished point, as a checkpoint file holds it (one JSON object per line).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finished {
     /// The point's whole configuration: what identifies it.
-    config: Value,
-    params: Map<String, Value>,
-    metrics: Map<String, Value>,
+    pub config: Value,
+    /// The swept parameters and their values.
+    pub params: Map<String, Value>,
+    /// What the run measured.
+    pub metrics: Map<String, Value>,
+}
+
+/// Simulates one point. An external engine (`scripts/sim-dask.py`) runs points this way,
+/// through `txmem sim points`, and its finished points make a checkpoint file.
+pub fn run_point(p: &Point) -> Result<Finished, ExperimentError> {
+    let metrics = run_one(&p.config).map_err(|e| ExperimentError::Run(e.to_string()))?;
+    Ok(Finished {
+        config: serde_json::to_value(&p.config).unwrap_or_default(),
+        params: p.params.clone(),
+        metrics,
+    })
+}
+
+/// The points of a sweep, series by series; each configuration is built and validated.
+pub fn plan(base: &RunConfig, spec: &SweepSpec) -> Result<Vec<Point>, ExperimentError> {
+    if spec.values.is_empty() {
+        return Err(ExperimentError::Run(format!(
+            "no values to sweep for `{}`",
+            spec.param
+        )));
+    }
+    let series: Vec<Option<&String>> = match &spec.series_param {
+        Some(_) if !spec.series_values.is_empty() => spec.series_values.iter().map(Some).collect(),
+        _ => vec![None],
+    };
+    let mut points = Vec::new();
+    for s in &series {
+        for v in &spec.values {
+            let mut config = base.clone();
+            let mut params = Map::new();
+            if let (Some(sp), Some(sv)) = (&spec.series_param, s) {
+                config.set(sp, sv)?;
+                params.insert(short_name(sp).to_string(), parse_scalar(sv));
+            }
+            config.set(&spec.param, v)?;
+            config.validate()?;
+            params.insert(short_name(&spec.param).to_string(), parse_scalar(v));
+            points.push(Point { config, params });
+        }
+    }
+    Ok(points)
 }
 
 /// The finished points of a checkpoint file (none if it does not exist yet).
@@ -117,31 +169,10 @@ pub fn sweep(
     runner: &Runner,
     progress: Progress<'_>,
 ) -> Result<Vec<Row>, ExperimentError> {
-    if spec.values.is_empty() {
-        return Err(ExperimentError::Run(format!(
-            "no values to sweep for `{}`",
-            spec.param
-        )));
-    }
-    let series: Vec<Option<&String>> = match &spec.series_param {
-        Some(_) if !spec.series_values.is_empty() => spec.series_values.iter().map(Some).collect(),
-        _ => vec![None],
-    };
-    let mut plan = Vec::new();
-    for s in &series {
-        for v in &spec.values {
-            let mut rc = base.clone();
-            let mut params = Map::new();
-            if let (Some(sp), Some(sv)) = (&spec.series_param, s) {
-                rc.set(sp, sv)?;
-                params.insert(short_name(sp).to_string(), parse_scalar(sv));
-            }
-            rc.set(&spec.param, v)?;
-            rc.validate()?;
-            params.insert(short_name(&spec.param).to_string(), parse_scalar(v));
-            plan.push((rc, params));
-        }
-    }
+    let plan: Vec<(RunConfig, Map<String, Value>)> = plan(base, spec)?
+        .into_iter()
+        .map(|p| (p.config, p.params))
+        .collect();
     let total = plan.len();
     let keys: Vec<Value> = plan
         .iter()
