@@ -230,6 +230,37 @@ fn tiny_two_thread_runs_have_exact_path_counts() {
         (11, 6, 6)
     );
     assert_eq!((s.uninstrumented_reads, s.quiescence_waits), (9, 4));
+    // Algorithm 2 without ROTs: 6 writers used up their 5 HTM tries (30 aborts) and took
+    // the NS path; the 5 HTM commits took 3 more aborts.
+    let s = count(LockKind::RwLeNoRot);
+    assert_eq!(
+        (s.htm_commits, s.locked_sections, s.aborts.total()),
+        (5, 6, 33)
+    );
+    assert_eq!((s.causes.htm_conflict, s.causes.non_tx), (23, 10));
+    // FAIR: 4 NS writers (20 aborts) and 7 HTM commits after 2 more.
+    let s = count(LockKind::RwLeFair);
+    assert_eq!(
+        (s.htm_commits, s.locked_sections, s.aborts.total()),
+        (7, 4, 22)
+    );
+    assert_eq!((s.causes.htm_conflict, s.causes.non_tx), (14, 8));
+    // OPT with the split lock: 2 writers reached NS after 5 HTM and 5 ROT aborts each (20),
+    // 3 committed as ROTs after 5 HTM aborts each (15) and 2 ROT aborts between them, and 6
+    // committed in HTM after 3 more aborts: 40 in all, 12 of them ROTs'.
+    let o = run_split(LockKind::RwLeOpt, true, 2, 10, 50, 1);
+    let s = &o.locks;
+    assert_eq!(o.writes, 11);
+    assert_eq!((s.htm_commits, s.rot_commits, s.locked_sections), (6, 3, 2));
+    assert_eq!((s.aborts.total(), s.rot_aborts), (40, 12));
+    assert_eq!(
+        (
+            s.causes.htm_conflict,
+            s.causes.rot_conflict,
+            s.causes.non_tx
+        ),
+        (20, 10, 10)
+    );
 }
 
 /// The torn-pair check bites: HTM writers that commit *without* RW-LE's quiescence, beside
