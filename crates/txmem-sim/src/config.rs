@@ -66,6 +66,9 @@ impl Default for PrivateL2Config {
 pub enum ProtocolKind {
     /// MESI with broadcast snooping on one shared, serialized bus.
     MesiSnooping,
+    /// MESI kept by a sparse directory, inclusive of the private caches, sized by
+    /// `directory_coverage_pct` (recalls make room).
+    SparseDirectory,
 }
 
 /// Coherence protocol and interconnect timing.
@@ -80,6 +83,13 @@ pub struct CoherenceConfig {
     pub bus_data_cycles: u64,
     /// Latency for a peer cache to supply a line it holds in M or E.
     pub cache_to_cache_latency: u64,
+    /// Sparse directory: entries as a percentage of the lines the private caches can hold
+    /// (the outermost private level of every core; Flask's "SDE": 160 down to 5).
+    pub directory_coverage_pct: u32,
+    /// Sparse directory: ways per set.
+    pub directory_ways: u32,
+    /// Sparse directory: cycles of a lookup at the home.
+    pub directory_latency: u64,
 }
 
 impl Default for CoherenceConfig {
@@ -89,6 +99,9 @@ impl Default for CoherenceConfig {
             bus_request_cycles: 2,
             bus_data_cycles: 8,
             cache_to_cache_latency: 16,
+            directory_coverage_pct: 200,
+            directory_ways: 8,
+            directory_latency: 10,
         }
     }
 }

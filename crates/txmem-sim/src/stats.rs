@@ -279,6 +279,12 @@ pub struct CoherenceStats {
     pub bus_wait_cycles: u64,
     /// Cycles the interconnect was busy.
     pub bus_busy_cycles: u64,
+    /// Directory entries evicted to make room, each recalling its line from every cache.
+    #[serde(default)]
+    pub directory_recalls: u64,
+    /// Private copies invalidated by those recalls (also counted in `invalidations`).
+    #[serde(default)]
+    pub recall_invalidations: u64,
 }
 
 /// Per-core summary.

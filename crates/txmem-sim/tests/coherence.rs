@@ -1,12 +1,13 @@
 //! Coherence invariants checked at every step (`check_invariants`): at most one writer or
-//! many readers per line, private caches agree with the protocol, and every load returns the
-//! last committed store. Random programs of loads, stores, CAS and transactions.
+//! many readers per line, private caches agree with the protocol (a sparse directory has an
+//! entry for every cached line), and every load returns the last committed store. Random
+//! programs of loads, stores, CAS and transactions, under MESI snooping or a sparse directory.
 
 mod common;
 
 use common::small;
 use proptest::prelude::*;
-use txmem_sim::config::{Detection, Granularity, Versioning};
+use txmem_sim::config::{Detection, Granularity, ProtocolKind, Versioning};
 use txmem_sim::Sim;
 
 #[derive(Clone, Debug)]
@@ -45,6 +46,7 @@ proptest! {
         mode in 0usize..3,
         word in any::<bool>(),
         l2 in any::<bool>(),
+        directory in prop_oneof![Just(None), (1u32..40, 1u32..4).prop_map(Some)],
     ) {
         let mut cfg = small(programs.len());
         (cfg.htm.versioning, cfg.htm.detection) = [
@@ -59,6 +61,12 @@ proptest! {
             cfg.l2.enabled = true;
             cfg.l2.cache.size_bytes = 4096;
             cfg.l2.cache.ways = 2;
+        }
+        if let Some((coverage, ways)) = directory {
+            // A sparse directory far smaller than the caches: recalls all the time.
+            cfg.coherence.protocol = ProtocolKind::SparseDirectory;
+            cfg.coherence.directory_coverage_pct = coverage;
+            cfg.coherence.directory_ways = ways;
         }
         let mut sim = Sim::new(cfg).unwrap();
         let base = sim.alloc(24 * 512, 512);
@@ -101,4 +109,72 @@ proptest! {
         prop_assert_eq!(sim.read(adds), expected_adds);
         prop_assert!(!s.timed_out);
     }
+}
+
+/// A sparse directory that covers a tenth of the caches' lines recalls lines all the time;
+/// the counters stay exact (the workload checks them), the invariants hold at every access,
+/// and recalls of transactional lines abort those transactions. One with twice the caches'
+/// lines never recalls here.
+#[test]
+fn a_small_sparse_directory_recalls_and_keeps_totals_exact() {
+    use txmem_sim::workloads::{run, SyncKind, WorkloadConfig, WorkloadKind};
+    for sync in [SyncKind::Spinlock, SyncKind::Tx] {
+        for coverage in [200, 10] {
+            let mut cfg = txmem_sim::SimConfig {
+                cores: 4,
+                check_invariants: true,
+                ..txmem_sim::SimConfig::default()
+            };
+            cfg.coherence.protocol = ProtocolKind::SparseDirectory;
+            cfg.coherence.directory_coverage_pct = coverage;
+            let w = WorkloadConfig {
+                kind: WorkloadKind::CounterArray,
+                sync,
+                increments: 300,
+                array_size: 1024,
+                ..WorkloadConfig::default()
+            };
+            let r = run(&cfg, &w).unwrap();
+            let c = &r.stats.coherence;
+            if coverage == 200 {
+                assert_eq!(c.directory_recalls, 0, "{sync:?}");
+            } else {
+                assert!(c.directory_recalls > 1000, "{sync:?}: {c:?}");
+                assert_eq!(c.recall_invalidations, c.directory_recalls, "one copy each");
+            }
+        }
+    }
+}
+
+/// A recall takes a line from a running transaction, which aborts for capacity: the
+/// directory here has one entry, and core 1's access needs it while core 0's transaction
+/// holds the line it tracks.
+#[test]
+fn a_recall_aborts_the_transaction_that_tracked_the_line() {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    let mut cfg = small(2);
+    cfg.coherence.protocol = ProtocolKind::SparseDirectory;
+    cfg.coherence.directory_coverage_pct = 1;
+    cfg.coherence.directory_ways = 1;
+    let mut sim = Sim::new(cfg).unwrap();
+    let (a, b) = (sim.alloc_lines(1), sim.alloc_lines(1));
+    let cause = Rc::new(Cell::new(None));
+    let seen = cause.clone();
+    sim.spawn(0, move |cpu| async move {
+        let r = cpu
+            .xbegin(|cpu| async move {
+                cpu.load(a).await;
+                cpu.compute(5_000).await;
+            })
+            .await;
+        seen.set(Some(r.map_err(|st| st.cause())));
+    });
+    sim.spawn(1, move |cpu| async move {
+        cpu.compute(1_000).await;
+        cpu.load(b).await;
+    });
+    let s = sim.run().unwrap();
+    assert_eq!(cause.get(), Some(Err(txmem_sim::AbortCause::Capacity)));
+    assert_eq!(s.coherence.directory_recalls, 1);
 }

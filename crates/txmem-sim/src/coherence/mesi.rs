@@ -1,22 +1,10 @@
 //! MESI coherence with broadcast snooping on one shared, serialized bus.
 
+use super::lines::{Dropped, LineTable};
 use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
 use crate::stats::CoherenceStats;
-
-const NO_OWNER: u8 = u8::MAX;
-
-/// Coherence state of one line across all cores.
-#[derive(Clone, Copy, Debug)]
-struct Line {
-    /// Cores holding a valid copy.
-    holders: u64,
-    /// The core holding it in E or M, or `NO_OWNER`.
-    owner: u8,
-    /// Whether the owner's copy is Modified.
-    dirty: bool,
-}
 
 /// MESI snooping protocol. Every request is a bus tenure that every other cache snoops; the
 /// bus is one resource, so requests queue behind each other. Lines held in M or E are
@@ -26,7 +14,7 @@ struct Line {
 pub struct MesiSnooping {
     cores: usize,
     cfg: CoherenceConfig,
-    lines: Vec<Line>,
+    lines: LineTable,
     bus_free_at: Cycle,
     stats: CoherenceStats,
 }
@@ -37,14 +25,7 @@ impl MesiSnooping {
         MesiSnooping {
             cores,
             cfg,
-            lines: vec![
-                Line {
-                    holders: 0,
-                    owner: NO_OWNER,
-                    dirty: false
-                };
-                lines
-            ],
+            lines: LineTable::new(cores, lines),
             bus_free_at: 0,
             stats: CoherenceStats::default(),
         }
@@ -70,30 +51,15 @@ impl CoherenceProtocol for MesiSnooping {
 
     #[inline]
     fn state(&self, core: usize, line: u64) -> LineState {
-        let l = &self.lines[line as usize];
-        if l.holders & (1 << core) == 0 {
-            LineState::Invalid
-        } else if l.owner as usize == core {
-            if l.dirty {
-                LineState::Modified
-            } else {
-                LineState::Exclusive
-            }
-        } else {
-            LineState::Shared
-        }
+        self.lines.state(core, line)
     }
 
     #[inline]
     fn request(&mut self, req: Request) -> Response {
         let me = 1u64 << req.core;
-        let l = self.lines[req.line as usize];
+        let l = self.lines.get(req.line);
         let others = l.holders & !me;
-        let owner = if l.owner != NO_OWNER && l.owner as usize != req.core {
-            Some(l.owner as usize)
-        } else {
-            None
-        };
+        let owner = l.owner_other_than(req.core);
         let c = self.cfg.clone();
         match req.kind {
             RequestKind::GetS => {
@@ -116,23 +82,14 @@ impl CoherenceProtocol for MesiSnooping {
                         (DataSource::Shared, 0, 0)
                     }
                 };
-                let line = &mut self.lines[req.line as usize];
-                let granted = if others == 0 {
-                    line.owner = req.core as u8;
-                    line.dirty = false;
-                    LineState::Exclusive
-                } else {
-                    line.owner = NO_OWNER;
-                    line.dirty = false;
-                    LineState::Shared
-                };
-                line.holders |= me;
+                let granted = self.lines.grant_read(req.core, req.line);
                 Response {
                     latency: wait + c.bus_request_cycles + c.bus_data_cycles + latency,
                     source,
                     invalidated: 0,
                     downgraded,
                     granted,
+                    recalled: None,
                 }
             }
             RequestKind::GetM | RequestKind::Upgrade => {
@@ -159,47 +116,34 @@ impl CoherenceProtocol for MesiSnooping {
                     self.stats.from_shared += 1;
                     (DataSource::Shared, 0)
                 };
-                let line = &mut self.lines[req.line as usize];
-                line.holders = me;
-                line.owner = req.core as u8;
-                line.dirty = true;
+                self.lines.grant_write(req.core, req.line);
                 Response {
                     latency: wait + occupancy + extra,
                     source,
                     invalidated,
                     downgraded: 0,
                     granted: LineState::Modified,
+                    recalled: None,
                 }
             }
         }
     }
 
     fn silent_upgrade(&mut self, core: usize, line: u64) {
-        let l = &mut self.lines[line as usize];
-        debug_assert_eq!(l.owner as usize, core);
-        l.dirty = true;
+        self.lines.silent_upgrade(core, line);
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
-        let l = self.lines[line as usize];
-        let me = 1u64 << core;
-        if l.holders & me == 0 {
-            return 0;
-        }
-        let entry = &mut self.lines[line as usize];
-        entry.holders &= !me;
-        if l.owner as usize == core {
-            entry.owner = NO_OWNER;
-            entry.dirty = false;
-            if l.dirty {
+        match self.lines.drop_copy(core, line) {
+            Dropped::Absent => {}
+            Dropped::Dirty => {
                 self.stats.writebacks += 1;
                 self.stats.messages += 1;
                 let cycles = self.cfg.bus_request_cycles + self.cfg.bus_data_cycles;
                 self.bus(now, cycles);
-                return 0;
             }
+            Dropped::Clean => self.stats.clean_evictions += 1,
         }
-        self.stats.clean_evictions += 1;
         0
     }
 
@@ -208,30 +152,11 @@ impl CoherenceProtocol for MesiSnooping {
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
-        let l = &self.lines[line as usize];
-        if l.owner != NO_OWNER {
-            let o = l.owner as usize;
-            if l.holders != 1u64 << o {
-                return Err(format!(
-                    "line {line}: core {o} holds it in {} but holder mask is {:#b}",
-                    if l.dirty { "M" } else { "E" },
-                    l.holders
-                ));
-            }
-        } else if l.dirty {
-            return Err(format!("line {line}: dirty without an owner"));
-        }
-        if self.cores < 64 && l.holders >> self.cores != 0 {
-            return Err(format!(
-                "line {line}: holder mask {:#b} names a core that does not exist",
-                l.holders
-            ));
-        }
-        Ok(())
+        self.lines.check(line)
     }
 
     fn holders(&self, line: u64) -> u64 {
-        self.lines[line as usize].holders
+        self.lines.get(line).holders
     }
 }
 

@@ -4,11 +4,14 @@
 //! when it lacks it; the protocol answers with the latency it costs on its interconnect, where
 //! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
 //! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
-//! [`mesi::MesiSnooping`]; directory, token and Flask protocols can implement the same trait.
+//! [`mesi::MesiSnooping`], a sparse directory [`directory::SparseDirectory`]; token and Flask
+//! protocols can implement the same trait.
 //! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
 //! per implementation), so its calls are direct and can be inlined.
 
+pub mod directory;
 pub mod dlcbf;
+mod lines;
 pub mod mesi;
 
 use crate::engine::time::Cycle;
@@ -90,6 +93,9 @@ pub struct Response {
     pub downgraded: u64,
     /// State granted to the requester.
     pub granted: LineState,
+    /// A line the protocol took from every private cache to make room for this request's
+    /// bookkeeping (a sparse directory's evicted entry), with the cores that held it.
+    pub recalled: Option<(u64, u64)>,
 }
 
 /// A cache-coherence protocol.
@@ -127,12 +133,15 @@ pub trait CoherenceProtocol {
 pub enum Protocol {
     /// MESI snooping on a serialized bus.
     MesiSnooping(mesi::MesiSnooping),
+    /// MESI kept by a sparse, inclusive directory.
+    SparseDirectory(directory::SparseDirectory),
 }
 
 macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
             Protocol::MesiSnooping($p) => $e,
+            Protocol::SparseDirectory($p) => $e,
         }
     };
 }

@@ -24,6 +24,24 @@ impl Machine {
         (extra, self_abort)
     }
 
+    /// The protocol recalled `line` from the physical cores in `holders` (a sparse directory
+    /// making room) while `actor` was executing: to a transaction that tracked it, that is an
+    /// eviction like any other. Returns whether `actor`'s own active transaction aborted.
+    #[inline(never)]
+    pub(super) fn recalled(&mut self, actor: usize, line: u64, holders: u64) -> bool {
+        let tpc = self.cfg.threads_per_core;
+        let mut self_abort = false;
+        let mut h = holders;
+        while h != 0 {
+            let d = h.trailing_zeros() as usize;
+            h &= h - 1;
+            for cpu in d * tpc..(d + 1) * tpc {
+                self_abort |= self.evicted(actor, cpu, line).1;
+            }
+        }
+        self_abort
+    }
+
     /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
     /// latency (overflow penalty) and whether `actor`'s own active transaction aborted.
     pub(super) fn evicted(&mut self, actor: usize, core: usize, line: u64) -> (Cycle, bool) {
@@ -205,6 +223,10 @@ impl Machine {
                 None => return Outcome::Aborted,
             }
         }
+        if let Some((v, holders)) = r.recalled {
+            // Outside a transaction: only other CPUs' transactions can abort.
+            self.recalled(core, v, holders);
+        }
         let checks = self.cfg.check_invariants;
         if checks {
             self.check_access(core, line, &r);
@@ -243,6 +265,11 @@ impl Machine {
             match self.evictions(core, &r) {
                 Some(e) => extra = e,
                 None => return Outcome::Aborted,
+            }
+        }
+        if let Some((v, holders)) = r.recalled {
+            if self.recalled(core, v, holders) {
+                return Outcome::Aborted;
             }
         }
         let checks = self.cfg.check_invariants;

@@ -34,6 +34,9 @@ impl Machine {
         for k in 0..r.n_evicted {
             self.check_after_access(core, r.evicted[k]);
         }
+        if let Some((v, _)) = r.recalled {
+            self.check_after_access(core, v);
+        }
     }
 
     /// Transactional single-writer invariant for one word (eager detection): at most one

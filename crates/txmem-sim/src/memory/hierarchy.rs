@@ -2,6 +2,7 @@
 //! the coherence protocol that keeps the private caches consistent.
 
 use super::cache::SetAssocCache;
+use crate::coherence::directory::SparseDirectory;
 use crate::coherence::mesi::MesiSnooping;
 use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
@@ -23,6 +24,9 @@ pub struct AccessResult {
     pub left_core: u8,
     /// Bit mask of peer cores whose copy was invalidated.
     pub invalidated: u64,
+    /// A line the protocol recalled from every private cache (a sparse directory making
+    /// room), and the cores that lost it.
+    pub recalled: Option<(u64, u64)>,
 }
 
 impl AccessResult {
@@ -70,6 +74,23 @@ impl Hierarchy {
         let proto = match cfg.coherence.protocol {
             ProtocolKind::MesiSnooping => {
                 Protocol::MesiSnooping(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
+            }
+            ProtocolKind::SparseDirectory => {
+                // Coverage is of the outermost private level (inclusive of the L1).
+                let private = if cfg.l2.enabled {
+                    cfg.l2.cache.size_bytes
+                } else {
+                    cfg.l1.size_bytes
+                } / lb;
+                let entries = (private as usize * cfg.cores)
+                    .saturating_mul(cfg.coherence.directory_coverage_pct as usize)
+                    / 100;
+                Protocol::SparseDirectory(SparseDirectory::new(
+                    cfg.cores,
+                    lines,
+                    entries,
+                    cfg.coherence.clone(),
+                ))
             }
         };
         Hierarchy {
@@ -181,6 +202,20 @@ impl Hierarchy {
                 self.llc.insert(line);
             }
             DataSource::None => {}
+        }
+        if let Some((v, holders)) = r.recalled {
+            // Every copy of the recalled line goes (its dirty data went home).
+            let mut h = holders;
+            while h != 0 {
+                let d = h.trailing_zeros() as usize;
+                h &= h - 1;
+                self.l1[d].remove(v);
+                if let Some(l2) = &mut self.l2 {
+                    l2[d].remove(v);
+                }
+            }
+            self.llc.insert(v);
+            res.recalled = r.recalled;
         }
         let mut inv = r.invalidated;
         res.invalidated = inv;

@@ -1,0 +1,284 @@
+//! A sparse directory: MESI kept by a set-associative directory at the home of each line,
+//! inclusive of the private caches, with point-to-point messages instead of broadcasts.
+//!
+//! Every line some private cache holds has an entry naming its holders, so a request goes to
+//! the home, which forwards it to the owner or invalidates exactly the sharers. The directory
+//! is smaller than the private caches it covers can be (its size is a share of their lines,
+//! `directory_coverage_pct`, the "SDE" of Flask's figures): a line that needs an entry when its
+//! set is full takes the least recently used entry, and the line that entry tracked is
+//! *recalled*: every private copy is invalidated (and a dirty one written back) before the
+//! request goes on. Those recalls are what makes a small sparse directory slow, and they can
+//! take a line from a running transaction, which then aborts as on any other eviction.
+//!
+//! Timing: a request costs `directory_latency` at the home; a forward to an owner or a round
+//! of invalidations costs `cache_to_cache_latency`; a recall costs one more invalidation
+//! round. The interconnect is not modelled as a shared resource here.
+
+use super::lines::{Dropped, LineTable};
+use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
+use crate::config::CoherenceConfig;
+use crate::engine::time::Cycle;
+use crate::stats::CoherenceStats;
+
+/// An empty directory way.
+const EMPTY: u64 = u64::MAX;
+
+/// The sparse directory protocol. See the module docs.
+#[derive(Debug)]
+pub struct SparseDirectory {
+    cfg: CoherenceConfig,
+    lines: LineTable,
+    sets: usize,
+    ways: usize,
+    /// Per set and way: the line tracked, or [`EMPTY`].
+    tags: Vec<u64>,
+    /// Per set and way: when it was last used (for LRU).
+    used: Vec<u64>,
+    clock: u64,
+    stats: CoherenceStats,
+}
+
+impl SparseDirectory {
+    /// A directory of `entries` entries (at least one set of `cfg.directory_ways` ways) for
+    /// `cores` cores and `lines` memory lines.
+    pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
+        let ways = (cfg.directory_ways as usize).max(1);
+        let sets = (entries / ways).max(1);
+        SparseDirectory {
+            lines: LineTable::new(cores, lines),
+            sets,
+            ways,
+            tags: vec![EMPTY; sets * ways],
+            used: vec![0; sets * ways],
+            clock: 0,
+            stats: CoherenceStats::default(),
+            cfg,
+        }
+    }
+
+    /// Directory entries.
+    pub fn entries(&self) -> usize {
+        self.sets * self.ways
+    }
+
+    fn set_of(&self, line: u64) -> usize {
+        (line % self.sets as u64) as usize * self.ways
+    }
+
+    fn find(&self, line: u64) -> Option<usize> {
+        let s = self.set_of(line);
+        (s..s + self.ways).find(|&k| self.tags[k] == line)
+    }
+
+    /// Finds or allocates `line`'s entry. Returns the line recalled to make room, with its
+    /// holders, if any.
+    fn entry(&mut self, line: u64) -> Option<(u64, u64)> {
+        self.clock += 1;
+        if let Some(k) = self.find(line) {
+            self.used[k] = self.clock;
+            return None;
+        }
+        let s = self.set_of(line);
+        let k = (s..s + self.ways)
+            .find(|&k| self.tags[k] == EMPTY)
+            .unwrap_or_else(|| {
+                (s..s + self.ways)
+                    .min_by_key(|&k| self.used[k])
+                    .unwrap_or(s)
+            });
+        let recalled = (self.tags[k] != EMPTY).then(|| {
+            let victim = self.tags[k];
+            let (holders, dirty) = self.lines.drop_all(victim);
+            let n = u64::from(holders.count_ones());
+            self.stats.directory_recalls += 1;
+            self.stats.invalidations += n;
+            self.stats.recall_invalidations += n;
+            self.stats.snoops += n;
+            // An invalidation and an acknowledgement per copy; the dirty data goes home.
+            self.stats.messages += 2 * n + u64::from(dirty);
+            self.stats.writebacks += u64::from(dirty);
+            (victim, holders)
+        });
+        self.tags[k] = line;
+        self.used[k] = self.clock;
+        recalled
+    }
+
+    /// Frees `line`'s entry (no core holds it any more).
+    fn free(&mut self, line: u64) {
+        if let Some(k) = self.find(line) {
+            self.tags[k] = EMPTY;
+        }
+    }
+}
+
+impl CoherenceProtocol for SparseDirectory {
+    fn name(&self) -> &'static str {
+        "sparse-directory"
+    }
+
+    #[inline]
+    fn state(&self, core: usize, line: u64) -> LineState {
+        self.lines.state(core, line)
+    }
+
+    fn request(&mut self, req: Request) -> Response {
+        let c = (self.cfg.directory_latency, self.cfg.cache_to_cache_latency);
+        let recalled = self.entry(req.line);
+        let mut latency = c.0 + if recalled.is_some() { c.1 } else { 0 };
+        let me = 1u64 << req.core;
+        let l = self.lines.get(req.line);
+        let others = l.holders & !me;
+        let owner = l.owner_other_than(req.core);
+        self.stats.messages += 1; // the request to the home
+        let (source, invalidated, downgraded, granted) = match req.kind {
+            RequestKind::GetS => {
+                self.stats.get_s += 1;
+                let source = match owner {
+                    Some(o) => {
+                        // Forward, data to the requester (and home, if dirty).
+                        self.stats.cache_to_cache += 1;
+                        self.stats.snoops += 1;
+                        self.stats.messages += 2 + u64::from(l.dirty);
+                        self.stats.writebacks += u64::from(l.dirty);
+                        latency += c.1;
+                        DataSource::Peer(o)
+                    }
+                    None => {
+                        self.stats.from_shared += 1;
+                        self.stats.messages += 1;
+                        DataSource::Shared
+                    }
+                };
+                let granted = self.lines.grant_read(req.core, req.line);
+                let downgraded = owner.map_or(0, |o| 1u64 << o);
+                (source, 0, downgraded, granted)
+            }
+            RequestKind::GetM | RequestKind::Upgrade => {
+                let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
+                if upgrade {
+                    self.stats.upgrades += 1;
+                } else {
+                    self.stats.get_m += 1;
+                }
+                let n = u64::from(others.count_ones());
+                self.stats.invalidations += n;
+                self.stats.snoops += n;
+                self.stats.messages += 2 * n;
+                if n > 0 {
+                    latency += c.1;
+                }
+                let source = if upgrade {
+                    DataSource::None
+                } else if let Some(o) = owner {
+                    self.stats.cache_to_cache += 1;
+                    self.stats.messages += 1;
+                    DataSource::Peer(o)
+                } else {
+                    self.stats.from_shared += 1;
+                    self.stats.messages += 1;
+                    DataSource::Shared
+                };
+                self.lines.grant_write(req.core, req.line);
+                (source, others, 0, LineState::Modified)
+            }
+        };
+        Response {
+            latency,
+            source,
+            invalidated,
+            downgraded,
+            granted,
+            recalled,
+        }
+    }
+
+    fn silent_upgrade(&mut self, core: usize, line: u64) {
+        self.lines.silent_upgrade(core, line);
+    }
+
+    fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
+        match self.lines.drop_copy(core, line) {
+            Dropped::Absent => return 0,
+            Dropped::Dirty => {
+                self.stats.writebacks += 1;
+                self.stats.messages += 1;
+            }
+            Dropped::Clean => {
+                // The home is told, so that it can free the entry.
+                self.stats.clean_evictions += 1;
+                self.stats.messages += 1;
+            }
+        }
+        if self.lines.get(line).holders == 0 {
+            self.free(line);
+        }
+        0
+    }
+
+    fn stats(&self) -> &CoherenceStats {
+        &self.stats
+    }
+
+    fn check_line(&self, line: u64) -> Result<(), String> {
+        self.lines.check(line)?;
+        if self.lines.get(line).holders != 0 && self.find(line).is_none() {
+            return Err(format!(
+                "line {line} is cached but has no directory entry (the directory is inclusive)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn holders(&self, line: u64) -> u64 {
+        self.lines.get(line).holders
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(core: usize, line: u64, kind: RequestKind) -> Request {
+        Request {
+            core,
+            line,
+            kind,
+            now: 0,
+        }
+    }
+
+    #[test]
+    fn a_full_set_recalls_its_least_recently_used_line() {
+        let cfg = CoherenceConfig {
+            directory_ways: 2,
+            ..CoherenceConfig::default()
+        };
+        // One set of two ways.
+        let mut d = SparseDirectory::new(4, 64, 2, cfg.clone());
+        assert_eq!(d.request(req(0, 1, RequestKind::GetS)).recalled, None);
+        assert_eq!(d.request(req(1, 1, RequestKind::GetS)).recalled, None);
+        let r = d.request(req(2, 2, RequestKind::GetM));
+        assert_eq!((r.recalled, r.latency), (None, cfg.directory_latency));
+        // Line 1 was used least recently: the third line takes its entry, from both sharers.
+        let r = d.request(req(3, 3, RequestKind::GetS));
+        assert_eq!(r.recalled, Some((1, 0b11)));
+        assert_eq!(
+            r.latency,
+            cfg.directory_latency + cfg.cache_to_cache_latency
+        );
+        assert_eq!(d.state(0, 1), LineState::Invalid);
+        assert_eq!(d.stats().recall_invalidations, 2);
+        for line in 0..4 {
+            d.check_line(line).unwrap();
+        }
+        // Evicting the last copy frees the entry: no recall for the next line.
+        d.evict(3, 3, 0);
+        assert_eq!(d.request(req(0, 5, RequestKind::GetS)).recalled, None);
+        // A write invalidates exactly the other holders.
+        d.request(req(1, 5, RequestKind::GetS));
+        let r = d.request(req(2, 5, RequestKind::GetM));
+        assert_eq!(r.invalidated, 0b11);
+        assert_eq!(d.state(2, 5), LineState::Modified);
+    }
+}
