@@ -23,11 +23,10 @@ use crate::stats::CoherenceStats;
 /// An empty directory way.
 const EMPTY: u64 = u64::MAX;
 
-/// The sparse directory protocol. See the module docs.
+/// A set-associative array of directory entries with LRU replacement: which lines have an
+/// entry. Sparse directories and Flask's shared-block directory are both one.
 #[derive(Debug)]
-pub struct SparseDirectory {
-    cfg: CoherenceConfig,
-    lines: LineTable,
+pub(crate) struct EntryArray {
     sets: usize,
     ways: usize,
     /// Per set and way: the line tracked, or [`EMPTY`].
@@ -35,29 +34,24 @@ pub struct SparseDirectory {
     /// Per set and way: when it was last used (for LRU).
     used: Vec<u64>,
     clock: u64,
-    stats: CoherenceStats,
 }
 
-impl SparseDirectory {
-    /// A directory of `entries` entries (at least one set of `cfg.directory_ways` ways) for
-    /// `cores` cores and `lines` memory lines.
-    pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
-        let ways = (cfg.directory_ways as usize).max(1);
+impl EntryArray {
+    /// `entries` entries (at least one set) of `ways` ways.
+    pub fn new(entries: usize, ways: usize) -> Self {
+        let ways = ways.max(1);
         let sets = (entries / ways).max(1);
-        SparseDirectory {
-            lines: LineTable::new(cores, lines),
+        EntryArray {
             sets,
             ways,
             tags: vec![EMPTY; sets * ways],
             used: vec![0; sets * ways],
             clock: 0,
-            stats: CoherenceStats::default(),
-            cfg,
         }
     }
 
-    /// Directory entries.
-    pub fn entries(&self) -> usize {
+    /// Entries in all.
+    pub fn len(&self) -> usize {
         self.sets * self.ways
     }
 
@@ -70,45 +64,88 @@ impl SparseDirectory {
         (s..s + self.ways).find(|&k| self.tags[k] == line)
     }
 
-    /// Finds or allocates `line`'s entry. Returns the line recalled to make room, with its
-    /// holders, if any.
-    fn entry(&mut self, line: u64) -> Option<(u64, u64)> {
+    /// Whether `line` has an entry.
+    pub fn contains(&self, line: u64) -> bool {
+        self.find(line).is_some()
+    }
+
+    /// Marks `line`'s entry used; false if it has none.
+    pub fn touch(&mut self, line: u64) -> bool {
         self.clock += 1;
-        if let Some(k) = self.find(line) {
-            self.used[k] = self.clock;
-            return None;
+        match self.find(line) {
+            Some(k) => {
+                self.used[k] = self.clock;
+                true
+            }
+            None => false,
         }
+    }
+
+    /// Gives `line` an entry (it has none), taking a free way or the least recently used
+    /// one; returns the line whose entry was taken, if any.
+    pub fn allocate(&mut self, line: u64) -> Option<u64> {
+        self.clock += 1;
         let s = self.set_of(line);
         let k = (s..s + self.ways)
             .find(|&k| self.tags[k] == EMPTY)
-            .unwrap_or_else(|| {
-                (s..s + self.ways)
-                    .min_by_key(|&k| self.used[k])
-                    .unwrap_or(s)
-            });
-        let recalled = (self.tags[k] != EMPTY).then(|| {
-            let victim = self.tags[k];
-            let (holders, dirty) = self.lines.drop_all(victim);
-            let n = u64::from(holders.count_ones());
-            self.stats.directory_recalls += 1;
-            self.stats.invalidations += n;
-            self.stats.recall_invalidations += n;
-            self.stats.snoops += n;
-            // An invalidation and an acknowledgement per copy; the dirty data goes home.
-            self.stats.messages += 2 * n + u64::from(dirty);
-            self.stats.writebacks += u64::from(dirty);
-            (victim, holders)
-        });
+            .unwrap_or_else(|| (s..s + self.ways).min_by_key(|&k| self.used[k]).unwrap_or(s));
+        let victim = (self.tags[k] != EMPTY).then_some(self.tags[k]);
         self.tags[k] = line;
         self.used[k] = self.clock;
-        recalled
+        victim
     }
 
-    /// Frees `line`'s entry (no core holds it any more).
-    fn free(&mut self, line: u64) {
+    /// Frees `line`'s entry, if it has one.
+    pub fn free(&mut self, line: u64) {
         if let Some(k) = self.find(line) {
             self.tags[k] = EMPTY;
         }
+    }
+}
+
+/// The sparse directory protocol. See the module docs.
+#[derive(Debug)]
+pub struct SparseDirectory {
+    cfg: CoherenceConfig,
+    lines: LineTable,
+    entries: EntryArray,
+    stats: CoherenceStats,
+}
+
+impl SparseDirectory {
+    /// A directory of `entries` entries (at least one set of `cfg.directory_ways` ways) for
+    /// `cores` cores and `lines` memory lines.
+    pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
+        SparseDirectory {
+            lines: LineTable::new(cores, lines),
+            entries: EntryArray::new(entries, cfg.directory_ways as usize),
+            stats: CoherenceStats::default(),
+            cfg,
+        }
+    }
+
+    /// Directory entries.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Finds or allocates `line`'s entry. Returns the line recalled to make room, with its
+    /// holders, if any.
+    fn entry(&mut self, line: u64) -> Option<(u64, u64)> {
+        if self.entries.touch(line) {
+            return None;
+        }
+        let victim = self.entries.allocate(line)?;
+        let (holders, dirty) = self.lines.drop_all(victim);
+        let n = u64::from(holders.count_ones());
+        self.stats.directory_recalls += 1;
+        self.stats.invalidations += n;
+        self.stats.recall_invalidations += n;
+        self.stats.snoops += n;
+        // An invalidation and an acknowledgement per copy; the dirty data goes home.
+        self.stats.messages += 2 * n + u64::from(dirty);
+        self.stats.writebacks += u64::from(dirty);
+        Some((victim, holders))
     }
 }
 
@@ -211,7 +248,7 @@ impl CoherenceProtocol for SparseDirectory {
             }
         }
         if self.lines.get(line).holders == 0 {
-            self.free(line);
+            self.entries.free(line);
         }
         0
     }
@@ -222,7 +259,7 @@ impl CoherenceProtocol for SparseDirectory {
 
     fn check_line(&self, line: u64) -> Result<(), String> {
         self.lines.check(line)?;
-        if self.lines.get(line).holders != 0 && self.find(line).is_none() {
+        if self.lines.get(line).holders != 0 && !self.entries.contains(line) {
             return Err(format!(
                 "line {line} is cached but has no directory entry (the directory is inclusive)"
             ));
