@@ -69,6 +69,9 @@ pub enum ProtocolKind {
     /// MESI kept by a sparse directory, inclusive of the private caches, sized by
     /// `directory_coverage_pct` (recalls make room).
     SparseDirectory,
+    /// Flask: a directory (sized by `directory_coverage_pct`) of actively shared lines only,
+    /// and a d-left counting Bloom filter of every line on chip.
+    Flask,
 }
 
 /// Coherence protocol and interconnect timing.

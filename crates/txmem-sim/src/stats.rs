@@ -285,6 +285,24 @@ pub struct CoherenceStats {
     /// Private copies invalidated by those recalls (also counted in `invalidations`).
     #[serde(default)]
     pub recall_invalidations: u64,
+    /// Flask: directory entries evicted (which invalidates nothing).
+    #[serde(default)]
+    pub directory_evictions: u64,
+    /// Flask: multicasts to find a line's holders after a directory miss and a filter hit.
+    #[serde(default)]
+    pub reconstructions: u64,
+    /// Flask: reconstructions of a line that was on chip.
+    #[serde(default)]
+    pub multicasts_true: u64,
+    /// Flask: reconstructions of a line on no chip cache (the filter's false positives).
+    #[serde(default)]
+    pub multicasts_false: u64,
+    /// Flask: filter inserts that left a counter at its maximum.
+    #[serde(default)]
+    pub filter_saturations: u64,
+    /// Flask: lines that did not fit in the filter (kept exactly on the side).
+    #[serde(default)]
+    pub filter_overflows: u64,
 }
 
 /// Per-core summary.

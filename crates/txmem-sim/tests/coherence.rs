@@ -1,7 +1,8 @@
 //! Coherence invariants checked at every step (`check_invariants`): at most one writer or
 //! many readers per line, private caches agree with the protocol (a sparse directory has an
-//! entry for every cached line), and every load returns the last committed store. Random
-//! programs of loads, stores, CAS and transactions, under MESI snooping or a sparse directory.
+//! entry for every cached line, Flask's filter has no false negative), and every load returns
+//! the last committed store. Random programs of loads, stores, CAS and transactions, under
+//! MESI snooping, a sparse directory or Flask.
 
 mod common;
 
@@ -46,7 +47,7 @@ proptest! {
         mode in 0usize..3,
         word in any::<bool>(),
         l2 in any::<bool>(),
-        directory in prop_oneof![Just(None), (1u32..40, 1u32..4).prop_map(Some)],
+        directory in prop_oneof![Just(None), (any::<bool>(), 1u32..40, 1u32..4).prop_map(Some)],
     ) {
         let mut cfg = small(programs.len());
         (cfg.htm.versioning, cfg.htm.detection) = [
@@ -62,9 +63,14 @@ proptest! {
             cfg.l2.cache.size_bytes = 4096;
             cfg.l2.cache.ways = 2;
         }
-        if let Some((coverage, ways)) = directory {
-            // A sparse directory far smaller than the caches: recalls all the time.
-            cfg.coherence.protocol = ProtocolKind::SparseDirectory;
+        if let Some((flask, coverage, ways)) = directory {
+            // A directory far smaller than the caches: a sparse one recalls all the time,
+            // Flask's loses entries and reconstructs them.
+            cfg.coherence.protocol = if flask {
+                ProtocolKind::Flask
+            } else {
+                ProtocolKind::SparseDirectory
+            };
             cfg.coherence.directory_coverage_pct = coverage;
             cfg.coherence.directory_ways = ways;
         }
@@ -177,4 +183,31 @@ fn a_recall_aborts_the_transaction_that_tracked_the_line() {
     let s = sim.run().unwrap();
     assert_eq!(cause.get(), Some(Err(txmem_sim::AbortCause::Capacity)));
     assert_eq!(s.coherence.directory_recalls, 1);
+}
+
+/// Flask keeps its counters exact and its filter free of false negatives (checked at every
+/// access) with a directory of 5% of the caches' lines; it reconstructs shared lines instead
+/// of recalling them, and its reconstructions mostly find the line on chip.
+#[test]
+fn flask_with_a_tiny_directory_never_recalls() {
+    use txmem_sim::workloads::{run, SyncKind, WorkloadConfig, WorkloadKind};
+    let mut cfg = txmem_sim::SimConfig {
+        cores: 4,
+        check_invariants: true,
+        ..txmem_sim::SimConfig::default()
+    };
+    cfg.coherence.protocol = ProtocolKind::Flask;
+    cfg.coherence.directory_coverage_pct = 5;
+    let w = WorkloadConfig {
+        kind: WorkloadKind::CounterArray,
+        sync: SyncKind::Tx,
+        increments: 300,
+        array_size: 1024,
+        ..WorkloadConfig::default()
+    };
+    let c = run(&cfg, &w).unwrap().stats.coherence;
+    assert_eq!((c.directory_recalls, c.filter_overflows), (0, 0));
+    assert!(c.reconstructions > 0, "{c:?}");
+    assert_eq!(c.reconstructions, c.multicasts_true + c.multicasts_false);
+    assert!(c.multicasts_false * 10 < c.reconstructions, "{c:?}");
 }

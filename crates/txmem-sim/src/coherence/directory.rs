@@ -88,7 +88,11 @@ impl EntryArray {
         let s = self.set_of(line);
         let k = (s..s + self.ways)
             .find(|&k| self.tags[k] == EMPTY)
-            .unwrap_or_else(|| (s..s + self.ways).min_by_key(|&k| self.used[k]).unwrap_or(s));
+            .unwrap_or_else(|| {
+                (s..s + self.ways)
+                    .min_by_key(|&k| self.used[k])
+                    .unwrap_or(s)
+            });
         let victim = (self.tags[k] != EMPTY).then_some(self.tags[k]);
         self.tags[k] = line;
         self.used[k] = self.clock;

@@ -4,13 +4,15 @@
 //! when it lacks it; the protocol answers with the latency it costs on its interconnect, where
 //! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
 //! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
-//! [`mesi::MesiSnooping`], a sparse directory [`directory::SparseDirectory`]; token and Flask
-//! protocols can implement the same trait.
+//! [`mesi::MesiSnooping`], a sparse directory [`directory::SparseDirectory`], Flask's
+//! shared-block directory and filter [`flask::Flask`]; a token protocol can implement the
+//! same trait.
 //! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
 //! per implementation), so its calls are direct and can be inlined.
 
 pub mod directory;
 pub mod dlcbf;
+pub mod flask;
 mod lines;
 pub mod mesi;
 
@@ -135,6 +137,8 @@ pub enum Protocol {
     MesiSnooping(mesi::MesiSnooping),
     /// MESI kept by a sparse, inclusive directory.
     SparseDirectory(directory::SparseDirectory),
+    /// Flask: a directory of shared lines and a filter of lines on chip.
+    Flask(flask::Flask),
 }
 
 macro_rules! dispatch {
@@ -142,6 +146,7 @@ macro_rules! dispatch {
         match $self {
             Protocol::MesiSnooping($p) => $e,
             Protocol::SparseDirectory($p) => $e,
+            Protocol::Flask($p) => $e,
         }
     };
 }

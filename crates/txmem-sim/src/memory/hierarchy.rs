@@ -3,6 +3,7 @@
 
 use super::cache::SetAssocCache;
 use crate::coherence::directory::SparseDirectory;
+use crate::coherence::flask::Flask;
 use crate::coherence::mesi::MesiSnooping;
 use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
@@ -75,22 +76,22 @@ impl Hierarchy {
             ProtocolKind::MesiSnooping => {
                 Protocol::MesiSnooping(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
             }
-            ProtocolKind::SparseDirectory => {
+            ProtocolKind::SparseDirectory | ProtocolKind::Flask => {
                 // Coverage is of the outermost private level (inclusive of the L1).
-                let private = if cfg.l2.enabled {
-                    cfg.l2.cache.size_bytes
+                let private = cfg.cores
+                    * (if cfg.l2.enabled {
+                        cfg.l2.cache.size_bytes
+                    } else {
+                        cfg.l1.size_bytes
+                    } / lb) as usize;
+                let entries =
+                    private.saturating_mul(cfg.coherence.directory_coverage_pct as usize) / 100;
+                let c = cfg.coherence.clone();
+                if cfg.coherence.protocol == ProtocolKind::Flask {
+                    Protocol::Flask(Flask::new(cfg.cores, lines, entries, private, c))
                 } else {
-                    cfg.l1.size_bytes
-                } / lb;
-                let entries = (private as usize * cfg.cores)
-                    .saturating_mul(cfg.coherence.directory_coverage_pct as usize)
-                    / 100;
-                Protocol::SparseDirectory(SparseDirectory::new(
-                    cfg.cores,
-                    lines,
-                    entries,
-                    cfg.coherence.clone(),
-                ))
+                    Protocol::SparseDirectory(SparseDirectory::new(cfg.cores, lines, entries, c))
+                }
             }
         };
         Hierarchy {
