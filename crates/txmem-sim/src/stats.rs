@@ -288,6 +288,9 @@ pub struct CoherenceStats {
     /// Flask: directory entries evicted (which invalidates nothing).
     #[serde(default)]
     pub directory_evictions: u64,
+    /// Flask: directory misses, each of which asked the filter.
+    #[serde(default)]
+    pub filter_lookups: u64,
     /// Flask: multicasts to find a line's holders after a directory miss and a filter hit.
     #[serde(default)]
     pub reconstructions: u64,

@@ -131,7 +131,9 @@ impl CoherenceProtocol for Flask {
         let owner = l.owner_other_than(req.core);
         let mut latency = lookup;
         self.stats.messages += 1; // the request to the home
-        if !self.shared.touch(req.line) && self.may_be_on_chip(req.line) {
+        let directory_miss = !self.shared.touch(req.line);
+        self.stats.filter_lookups += u64::from(directory_miss);
+        if directory_miss && self.may_be_on_chip(req.line) {
             // Reconstruction: every other core answers.
             let peers = self.cores as u64 - 1;
             self.stats.reconstructions += 1;

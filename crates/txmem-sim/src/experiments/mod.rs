@@ -128,6 +128,25 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
     put("snoops", s.coherence.snoops.into());
     put("invalidations", s.coherence.invalidations.into());
     put("mem_ops", s.mem_ops.into());
+    if rc.sim.coherence.protocol != crate::config::ProtocolKind::MesiSnooping {
+        // Only directory protocols have these, so MESI reports stay as they were.
+        let c = &s.coherence;
+        put("directory_recalls", c.directory_recalls.into());
+        put("recall_invalidations", c.recall_invalidations.into());
+        put("directory_evictions", c.directory_evictions.into());
+        put("reconstructions", c.reconstructions.into());
+        put("multicasts_true", c.multicasts_true.into());
+        put("multicasts_false", c.multicasts_false.into());
+        // The filter's false-positive rate: of the lookups for lines on no chip cache, the
+        // share it answered "maybe" (the seed's metric).
+        let absent = c.filter_lookups.saturating_sub(c.multicasts_true);
+        put(
+            "false_positive_rate",
+            (c.multicasts_false as f64 / absent.max(1) as f64).into(),
+        );
+        put("filter_saturations", c.filter_saturations.into());
+        put("filter_overflows", c.filter_overflows.into());
+    }
     if rc.workload.elides() {
         // Only elided runs have these, so the other rows' reports stay as they were.
         let e = &r.elision;
