@@ -153,6 +153,101 @@ impl SparseDirectory {
     }
 }
 
+/// Serves `req` at its home once the home knows the line's holders, point to point: a read
+/// is forwarded to the owner (whose dirty data also goes home) or served by the shared
+/// levels; a write invalidates exactly the other holders. Applies the transition and counts
+/// the messages. The response's latency is what this adds to the home's own: a forward or an
+/// invalidation round costs `round`.
+pub(crate) fn serve_at_home(
+    lines: &mut LineTable,
+    stats: &mut CoherenceStats,
+    req: Request,
+    round: Cycle,
+) -> Response {
+    let me = 1u64 << req.core;
+    let l = lines.get(req.line);
+    let others = l.holders & !me;
+    let owner = l.owner_other_than(req.core);
+    let mut latency = 0;
+    stats.messages += 1; // the request to the home
+    let (source, invalidated, downgraded, granted) = match req.kind {
+        RequestKind::GetS => {
+            stats.get_s += 1;
+            let source = match owner {
+                Some(o) => {
+                    // Forward, data to the requester (and home, if dirty).
+                    stats.cache_to_cache += 1;
+                    stats.snoops += 1;
+                    stats.messages += 2 + u64::from(l.dirty);
+                    stats.writebacks += u64::from(l.dirty);
+                    latency += round;
+                    DataSource::Peer(o)
+                }
+                None => {
+                    stats.from_shared += 1;
+                    stats.messages += 1;
+                    DataSource::Shared
+                }
+            };
+            let granted = lines.grant_read(req.core, req.line);
+            (source, 0, owner.map_or(0, |o| 1u64 << o), granted)
+        }
+        RequestKind::GetM | RequestKind::Upgrade => {
+            let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
+            if upgrade {
+                stats.upgrades += 1;
+            } else {
+                stats.get_m += 1;
+            }
+            let n = u64::from(others.count_ones());
+            stats.invalidations += n;
+            stats.snoops += n;
+            stats.messages += 2 * n;
+            if n > 0 {
+                latency += round;
+            }
+            let source = if upgrade {
+                DataSource::None
+            } else if let Some(o) = owner {
+                stats.cache_to_cache += 1;
+                stats.messages += 1;
+                DataSource::Peer(o)
+            } else {
+                stats.from_shared += 1;
+                stats.messages += 1;
+                DataSource::Shared
+            };
+            lines.grant_write(req.core, req.line);
+            (source, others, 0, LineState::Modified)
+        }
+    };
+    Response {
+        latency,
+        source,
+        invalidated,
+        downgraded,
+        granted,
+        recalled: None,
+    }
+}
+
+/// `core` drops its copy of `line` and tells the home (a writeback if it was dirty); true if
+/// no private copy is left.
+pub(crate) fn drop_at_home(
+    lines: &mut LineTable,
+    stats: &mut CoherenceStats,
+    core: usize,
+    line: u64,
+) -> bool {
+    match lines.drop_copy(core, line) {
+        Dropped::Absent => return false,
+        Dropped::Dirty => stats.writebacks += 1,
+        Dropped::Clean => stats.clean_evictions += 1,
+    }
+    stats.messages += 1;
+    lines.get(line).holders == 0
+}
+
 impl CoherenceProtocol for SparseDirectory {
     fn name(&self) -> &'static str {
         "sparse-directory"
@@ -164,74 +259,19 @@ impl CoherenceProtocol for SparseDirectory {
     }
 
     fn request(&mut self, req: Request) -> Response {
-        let c = (self.cfg.directory_latency, self.cfg.cache_to_cache_latency);
         let recalled = self.entry(req.line);
-        let mut latency = c.0 + if recalled.is_some() { c.1 } else { 0 };
-        let me = 1u64 << req.core;
-        let l = self.lines.get(req.line);
-        let others = l.holders & !me;
-        let owner = l.owner_other_than(req.core);
-        self.stats.messages += 1; // the request to the home
-        let (source, invalidated, downgraded, granted) = match req.kind {
-            RequestKind::GetS => {
-                self.stats.get_s += 1;
-                let source = match owner {
-                    Some(o) => {
-                        // Forward, data to the requester (and home, if dirty).
-                        self.stats.cache_to_cache += 1;
-                        self.stats.snoops += 1;
-                        self.stats.messages += 2 + u64::from(l.dirty);
-                        self.stats.writebacks += u64::from(l.dirty);
-                        latency += c.1;
-                        DataSource::Peer(o)
-                    }
-                    None => {
-                        self.stats.from_shared += 1;
-                        self.stats.messages += 1;
-                        DataSource::Shared
-                    }
-                };
-                let granted = self.lines.grant_read(req.core, req.line);
-                let downgraded = owner.map_or(0, |o| 1u64 << o);
-                (source, 0, downgraded, granted)
-            }
-            RequestKind::GetM | RequestKind::Upgrade => {
-                let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
-                if upgrade {
-                    self.stats.upgrades += 1;
-                } else {
-                    self.stats.get_m += 1;
-                }
-                let n = u64::from(others.count_ones());
-                self.stats.invalidations += n;
-                self.stats.snoops += n;
-                self.stats.messages += 2 * n;
-                if n > 0 {
-                    latency += c.1;
-                }
-                let source = if upgrade {
-                    DataSource::None
-                } else if let Some(o) = owner {
-                    self.stats.cache_to_cache += 1;
-                    self.stats.messages += 1;
-                    DataSource::Peer(o)
-                } else {
-                    self.stats.from_shared += 1;
-                    self.stats.messages += 1;
-                    DataSource::Shared
-                };
-                self.lines.grant_write(req.core, req.line);
-                (source, others, 0, LineState::Modified)
-            }
-        };
-        Response {
-            latency,
-            source,
-            invalidated,
-            downgraded,
-            granted,
-            recalled,
+        let mut r = serve_at_home(
+            &mut self.lines,
+            &mut self.stats,
+            req,
+            self.cfg.cache_to_cache_latency,
+        );
+        r.latency += self.cfg.directory_latency;
+        if recalled.is_some() {
+            r.latency += self.cfg.cache_to_cache_latency;
         }
+        r.recalled = recalled;
+        r
     }
 
     fn silent_upgrade(&mut self, core: usize, line: u64) {
@@ -239,19 +279,7 @@ impl CoherenceProtocol for SparseDirectory {
     }
 
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
-        match self.lines.drop_copy(core, line) {
-            Dropped::Absent => return 0,
-            Dropped::Dirty => {
-                self.stats.writebacks += 1;
-                self.stats.messages += 1;
-            }
-            Dropped::Clean => {
-                // The home is told, so that it can free the entry.
-                self.stats.clean_evictions += 1;
-                self.stats.messages += 1;
-            }
-        }
-        if self.lines.get(line).holders == 0 {
+        if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
             self.entries.free(line);
         }
         0

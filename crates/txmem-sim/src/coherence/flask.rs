@@ -29,10 +29,10 @@
 
 use std::collections::HashMap;
 
-use super::directory::EntryArray;
+use super::directory::{drop_at_home, serve_at_home, EntryArray};
 use super::dlcbf::{Dlcbf, DlcbfConfig, Inserted};
-use super::lines::{Dropped, LineTable};
-use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
+use super::lines::LineTable;
+use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
 use crate::stats::CoherenceStats;
@@ -124,13 +124,10 @@ impl CoherenceProtocol for Flask {
     }
 
     fn request(&mut self, req: Request) -> Response {
-        let (lookup, round) = (self.cfg.directory_latency, self.cfg.cache_to_cache_latency);
-        let me = 1u64 << req.core;
+        let round = self.cfg.cache_to_cache_latency;
         let l = self.lines.get(req.line);
-        let others = l.holders & !me;
-        let owner = l.owner_other_than(req.core);
-        let mut latency = lookup;
-        self.stats.messages += 1; // the request to the home
+        let others = l.holders & !(1u64 << req.core);
+        let mut latency = self.cfg.directory_latency;
         let directory_miss = !self.shared.touch(req.line);
         self.stats.filter_lookups += u64::from(directory_miss);
         if directory_miss && self.may_be_on_chip(req.line) {
@@ -152,67 +149,12 @@ impl CoherenceProtocol for Flask {
                 }
             }
         }
-        let on_chip = l.holders != 0;
-        let (source, invalidated, downgraded, granted) = match req.kind {
-            RequestKind::GetS => {
-                self.stats.get_s += 1;
-                let source = match owner {
-                    Some(o) => {
-                        self.stats.cache_to_cache += 1;
-                        self.stats.messages += 2 + u64::from(l.dirty);
-                        self.stats.writebacks += u64::from(l.dirty);
-                        latency += round;
-                        DataSource::Peer(o)
-                    }
-                    None => {
-                        self.stats.from_shared += 1;
-                        self.stats.messages += 1;
-                        DataSource::Shared
-                    }
-                };
-                let granted = self.lines.grant_read(req.core, req.line);
-                (source, 0, owner.map_or(0, |o| 1u64 << o), granted)
-            }
-            RequestKind::GetM | RequestKind::Upgrade => {
-                let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
-                if upgrade {
-                    self.stats.upgrades += 1;
-                } else {
-                    self.stats.get_m += 1;
-                }
-                let n = u64::from(others.count_ones());
-                self.stats.invalidations += n;
-                self.stats.snoops += n;
-                self.stats.messages += 2 * n;
-                if n > 0 {
-                    latency += round;
-                }
-                let source = if upgrade {
-                    DataSource::None
-                } else if let Some(o) = owner {
-                    self.stats.cache_to_cache += 1;
-                    self.stats.messages += 1;
-                    DataSource::Peer(o)
-                } else {
-                    self.stats.from_shared += 1;
-                    self.stats.messages += 1;
-                    DataSource::Shared
-                };
-                self.lines.grant_write(req.core, req.line);
-                (source, others, 0, LineState::Modified)
-            }
-        };
-        if !on_chip {
+        let mut r = serve_at_home(&mut self.lines, &mut self.stats, req, round);
+        r.latency += latency;
+        if l.holders == 0 {
             self.arrived(req.line);
         }
-        Response {
-            latency,
-            source,
-            invalidated,
-            downgraded,
-            granted,
-            recalled: None,
-        }
+        r
     }
 
     fn silent_upgrade(&mut self, core: usize, line: u64) {
@@ -220,18 +162,7 @@ impl CoherenceProtocol for Flask {
     }
 
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
-        match self.lines.drop_copy(core, line) {
-            Dropped::Absent => return 0,
-            Dropped::Dirty => {
-                self.stats.writebacks += 1;
-                self.stats.messages += 1;
-            }
-            Dropped::Clean => {
-                self.stats.clean_evictions += 1;
-                self.stats.messages += 1;
-            }
-        }
-        if self.lines.get(line).holders == 0 {
+        if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
             self.left(line);
         }
         0
@@ -259,6 +190,7 @@ impl CoherenceProtocol for Flask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coherence::{DataSource, RequestKind};
 
     fn req(core: usize, line: u64, kind: RequestKind) -> Request {
         Request {
