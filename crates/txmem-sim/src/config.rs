@@ -72,6 +72,12 @@ pub enum ProtocolKind {
     /// Flask: a directory (sized by `directory_coverage_pct`) of actively shared lines only,
     /// and a d-left counting Bloom filter of every line on chip.
     Flask,
+    /// MOSAIC: a non-inclusive directory (sized by `directory_coverage_pct`) that gives every
+    /// miss an entry and multicasts to rebuild a missing one.
+    Mosaic,
+    /// TokenB: no directory; every miss is broadcast to every core.
+    #[serde(rename = "tokenb")]
+    TokenB,
 }
 
 /// Coherence protocol and interconnect timing.

@@ -2,7 +2,7 @@
 //! many readers per line, private caches agree with the protocol (a sparse directory has an
 //! entry for every cached line, Flask's filter has no false negative), and every load returns
 //! the last committed store. Random programs of loads, stores, CAS and transactions, under
-//! MESI snooping, a sparse directory or Flask.
+//! MESI snooping, a sparse directory, Flask, MOSAIC or TokenB.
 
 mod common;
 
@@ -47,7 +47,7 @@ proptest! {
         mode in 0usize..3,
         word in any::<bool>(),
         l2 in any::<bool>(),
-        directory in prop_oneof![Just(None), (any::<bool>(), 1u32..40, 1u32..4).prop_map(Some)],
+        directory in prop_oneof![Just(None), (0usize..4, 1u32..40, 1u32..4).prop_map(Some)],
     ) {
         let mut cfg = small(programs.len());
         (cfg.htm.versioning, cfg.htm.detection) = [
@@ -63,14 +63,15 @@ proptest! {
             cfg.l2.cache.size_bytes = 4096;
             cfg.l2.cache.ways = 2;
         }
-        if let Some((flask, coverage, ways)) = directory {
+        if let Some((protocol, coverage, ways)) = directory {
             // A directory far smaller than the caches: a sparse one recalls all the time,
-            // Flask's loses entries and reconstructs them.
-            cfg.coherence.protocol = if flask {
-                ProtocolKind::Flask
-            } else {
-                ProtocolKind::SparseDirectory
-            };
+            // Flask's and MOSAIC's lose entries and reconstruct them (TokenB has none).
+            cfg.coherence.protocol = [
+                ProtocolKind::SparseDirectory,
+                ProtocolKind::Flask,
+                ProtocolKind::Mosaic,
+                ProtocolKind::TokenB,
+            ][protocol];
             cfg.coherence.directory_coverage_pct = coverage;
             cfg.coherence.directory_ways = ways;
         }

@@ -4,9 +4,9 @@
 //! when it lacks it; the protocol answers with the latency it costs on its interconnect, where
 //! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
 //! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
-//! [`mesi::MesiSnooping`], a sparse directory [`directory::SparseDirectory`], Flask's
-//! shared-block directory and filter [`flask::Flask`]; a token protocol can implement the
-//! same trait.
+//! [`mesi::MesiSnooping`]; over point-to-point messages there are a sparse directory
+//! [`directory::SparseDirectory`], Flask's shared-block directory and filter
+//! [`flask::Flask`], MOSAIC [`mosaic::Mosaic`] and TokenB [`tokenb::TokenB`].
 //! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
 //! per implementation), so its calls are direct and can be inlined.
 
@@ -15,6 +15,8 @@ pub mod dlcbf;
 pub mod flask;
 mod lines;
 pub mod mesi;
+pub mod mosaic;
+pub mod tokenb;
 
 use crate::engine::time::Cycle;
 use crate::stats::CoherenceStats;
@@ -139,6 +141,10 @@ pub enum Protocol {
     SparseDirectory(directory::SparseDirectory),
     /// Flask: a directory of shared lines and a filter of lines on chip.
     Flask(flask::Flask),
+    /// MOSAIC: a non-inclusive directory for every line, reconstructed by multicast.
+    Mosaic(mosaic::Mosaic),
+    /// TokenB: every miss broadcast, no directory.
+    TokenB(tokenb::TokenB),
 }
 
 macro_rules! dispatch {
@@ -147,6 +153,8 @@ macro_rules! dispatch {
             Protocol::MesiSnooping($p) => $e,
             Protocol::SparseDirectory($p) => $e,
             Protocol::Flask($p) => $e,
+            Protocol::Mosaic($p) => $e,
+            Protocol::TokenB($p) => $e,
         }
     };
 }

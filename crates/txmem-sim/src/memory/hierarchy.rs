@@ -5,6 +5,8 @@ use super::cache::SetAssocCache;
 use crate::coherence::directory::SparseDirectory;
 use crate::coherence::flask::Flask;
 use crate::coherence::mesi::MesiSnooping;
+use crate::coherence::mosaic::Mosaic;
+use crate::coherence::tokenb::TokenB;
 use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
 use crate::engine::per_core::PerCore;
@@ -76,7 +78,10 @@ impl Hierarchy {
             ProtocolKind::MesiSnooping => {
                 Protocol::MesiSnooping(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
             }
-            ProtocolKind::SparseDirectory | ProtocolKind::Flask => {
+            ProtocolKind::TokenB => {
+                Protocol::TokenB(TokenB::new(cfg.cores, lines, cfg.coherence.clone()))
+            }
+            ProtocolKind::SparseDirectory | ProtocolKind::Flask | ProtocolKind::Mosaic => {
                 // Coverage is of the outermost private level (inclusive of the L1).
                 let private = cfg.cores
                     * (if cfg.l2.enabled {
@@ -87,10 +92,16 @@ impl Hierarchy {
                 let entries =
                     private.saturating_mul(cfg.coherence.directory_coverage_pct as usize) / 100;
                 let c = cfg.coherence.clone();
-                if cfg.coherence.protocol == ProtocolKind::Flask {
-                    Protocol::Flask(Flask::new(cfg.cores, lines, entries, private, c))
-                } else {
-                    Protocol::SparseDirectory(SparseDirectory::new(cfg.cores, lines, entries, c))
+                match cfg.coherence.protocol {
+                    ProtocolKind::Flask => {
+                        Protocol::Flask(Flask::new(cfg.cores, lines, entries, private, c))
+                    }
+                    ProtocolKind::Mosaic => {
+                        Protocol::Mosaic(Mosaic::new(cfg.cores, lines, entries, c))
+                    }
+                    _ => Protocol::SparseDirectory(SparseDirectory::new(
+                        cfg.cores, lines, entries, c,
+                    )),
                 }
             }
         };
