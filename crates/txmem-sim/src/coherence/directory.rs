@@ -253,10 +253,7 @@ impl CoherenceProtocol for SparseDirectory {
         "sparse-directory"
     }
 
-    #[inline]
-    fn state(&self, core: usize, line: u64) -> LineState {
-        self.lines.state(core, line)
-    }
+    super::line_table_queries!();
 
     fn request(&mut self, req: Request) -> Response {
         let recalled = self.entry(req.line);
@@ -274,19 +271,11 @@ impl CoherenceProtocol for SparseDirectory {
         r
     }
 
-    fn silent_upgrade(&mut self, core: usize, line: u64) {
-        self.lines.silent_upgrade(core, line);
-    }
-
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
         if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
             self.entries.free(line);
         }
         0
-    }
-
-    fn stats(&self) -> &CoherenceStats {
-        &self.stats
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
@@ -297,10 +286,6 @@ impl CoherenceProtocol for SparseDirectory {
             ));
         }
         Ok(())
-    }
-
-    fn holders(&self, line: u64) -> u64 {
-        self.lines.get(line).holders
     }
 }
 

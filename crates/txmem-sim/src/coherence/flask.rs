@@ -118,10 +118,7 @@ impl CoherenceProtocol for Flask {
         "flask"
     }
 
-    #[inline]
-    fn state(&self, core: usize, line: u64) -> LineState {
-        self.lines.state(core, line)
-    }
+    super::line_table_queries!();
 
     fn request(&mut self, req: Request) -> Response {
         let round = self.cfg.cache_to_cache_latency;
@@ -157,19 +154,11 @@ impl CoherenceProtocol for Flask {
         r
     }
 
-    fn silent_upgrade(&mut self, core: usize, line: u64) {
-        self.lines.silent_upgrade(core, line);
-    }
-
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
         if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
             self.left(line);
         }
         0
-    }
-
-    fn stats(&self) -> &CoherenceStats {
-        &self.stats
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
@@ -180,10 +169,6 @@ impl CoherenceProtocol for Flask {
             ));
         }
         Ok(())
-    }
-
-    fn holders(&self, line: u64) -> u64 {
-        self.lines.get(line).holders
     }
 }
 

@@ -49,10 +49,7 @@ impl CoherenceProtocol for MesiSnooping {
         "mesi-snooping"
     }
 
-    #[inline]
-    fn state(&self, core: usize, line: u64) -> LineState {
-        self.lines.state(core, line)
-    }
+    super::line_table_queries!();
 
     #[inline]
     fn request(&mut self, req: Request) -> Response {
@@ -129,10 +126,6 @@ impl CoherenceProtocol for MesiSnooping {
         }
     }
 
-    fn silent_upgrade(&mut self, core: usize, line: u64) {
-        self.lines.silent_upgrade(core, line);
-    }
-
     fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
         match self.lines.drop_copy(core, line) {
             Dropped::Absent => {}
@@ -147,16 +140,8 @@ impl CoherenceProtocol for MesiSnooping {
         0
     }
 
-    fn stats(&self) -> &CoherenceStats {
-        &self.stats
-    }
-
     fn check_line(&self, line: u64) -> Result<(), String> {
         self.lines.check(line)
-    }
-
-    fn holders(&self, line: u64) -> u64 {
-        self.lines.get(line).holders
     }
 }
 

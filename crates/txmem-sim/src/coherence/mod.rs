@@ -130,6 +130,30 @@ pub trait CoherenceProtocol {
     fn holders(&self, line: u64) -> u64;
 }
 
+/// The [`CoherenceProtocol`] methods every protocol answers the same way, from its line table
+/// (`self.lines`) and its counters (`self.stats`).
+macro_rules! line_table_queries {
+    () => {
+        #[inline]
+        fn state(&self, core: usize, line: u64) -> LineState {
+            self.lines.state(core, line)
+        }
+
+        fn silent_upgrade(&mut self, core: usize, line: u64) {
+            self.lines.silent_upgrade(core, line);
+        }
+
+        fn stats(&self) -> &CoherenceStats {
+            &self.stats
+        }
+
+        fn holders(&self, line: u64) -> u64 {
+            self.lines.get(line).holders
+        }
+    };
+}
+pub(crate) use line_table_queries;
+
 /// The configured coherence protocol, one variant per implementation. It implements
 /// [`CoherenceProtocol`] by dispatching to the variant: a `match` the compiler can inline
 /// instead of a virtual call on every cache access.

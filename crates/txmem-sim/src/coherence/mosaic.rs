@@ -41,10 +41,7 @@ impl CoherenceProtocol for Mosaic {
         "mosaic"
     }
 
-    #[inline]
-    fn state(&self, core: usize, line: u64) -> LineState {
-        self.lines.state(core, line)
-    }
+    super::line_table_queries!();
 
     fn request(&mut self, req: Request) -> Response {
         let round = self.cfg.cache_to_cache_latency;
@@ -69,10 +66,6 @@ impl CoherenceProtocol for Mosaic {
         r
     }
 
-    fn silent_upgrade(&mut self, core: usize, line: u64) {
-        self.lines.silent_upgrade(core, line);
-    }
-
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
         if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
             self.entries.free(line);
@@ -80,16 +73,8 @@ impl CoherenceProtocol for Mosaic {
         0
     }
 
-    fn stats(&self) -> &CoherenceStats {
-        &self.stats
-    }
-
     fn check_line(&self, line: u64) -> Result<(), String> {
         self.lines.check(line)
-    }
-
-    fn holders(&self, line: u64) -> u64 {
-        self.lines.get(line).holders
     }
 }
 

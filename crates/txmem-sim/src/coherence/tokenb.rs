@@ -41,10 +41,7 @@ impl CoherenceProtocol for TokenB {
         "tokenb"
     }
 
-    #[inline]
-    fn state(&self, core: usize, line: u64) -> LineState {
-        self.lines.state(core, line)
-    }
+    super::line_table_queries!();
 
     fn request(&mut self, req: Request) -> Response {
         // The broadcast: one request per other core, each looked up; the request to a home
@@ -60,25 +57,13 @@ impl CoherenceProtocol for TokenB {
         )
     }
 
-    fn silent_upgrade(&mut self, core: usize, line: u64) {
-        self.lines.silent_upgrade(core, line);
-    }
-
     fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
         drop_at_home(&mut self.lines, &mut self.stats, core, line);
         0
     }
 
-    fn stats(&self) -> &CoherenceStats {
-        &self.stats
-    }
-
     fn check_line(&self, line: u64) -> Result<(), String> {
         self.lines.check(line)
-    }
-
-    fn holders(&self, line: u64) -> u64 {
-        self.lines.get(line).holders
     }
 }
 
