@@ -138,11 +138,15 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("multicasts_true", c.multicasts_true.into());
         put("multicasts_false", c.multicasts_false.into());
         // The filter's false-positive rate: of the lookups for lines on no chip cache, the
-        // share it answered "maybe" (the seed's metric).
+        // share it answered "maybe" (the seed's metric); null for protocols without a filter.
         let absent = c.filter_lookups.saturating_sub(c.multicasts_true);
         put(
             "false_positive_rate",
-            (c.multicasts_false as f64 / absent.max(1) as f64).into(),
+            if c.filter_lookups > 0 {
+                (c.multicasts_false as f64 / absent.max(1) as f64).into()
+            } else {
+                Value::Null
+            },
         );
         put("filter_saturations", c.filter_saturations.into());
         put("filter_overflows", c.filter_overflows.into());

@@ -284,6 +284,41 @@ pub const EXPERIMENTS: &[Experiment] = &[
         build: || (thread_sweep(&[LockKind::RwLeNoRot, LockKind::RwLeFair]), None),
         defaults: &[("workload.buckets", "1"), ("workload.items_per_bucket", "200")],
     },
+    Experiment {
+        name: "flask",
+        description: "Flask Fig 3, a first look: directory size (SDE) 160% down to 5% of the private caches' lines for TokenB, a sparse directory, MOSAIC and Flask, on 8 cores incrementing random counters among 8,192 (the seed's workloads and mesh are not modelled yet)",
+        workload: WorkloadKind::CounterArray,
+        columns: &[
+            "cycles",
+            "relative_time",
+            "coherence_messages",
+            "directory_recalls",
+            "reconstructions",
+            "false_positive_rate",
+            "host_ops_per_sec",
+        ],
+        plot_metric: "cycles",
+        plot_x: "directory_coverage_pct",
+        build: || {
+            (
+                SweepSpec {
+                    param: "coherence.directory_coverage_pct".into(),
+                    values: ["160", "80", "40", "20", "10", "5"].map(String::from).to_vec(),
+                    series_param: Some("coherence.protocol".into()),
+                    series_values: ["tokenb", "sparse-directory", "mosaic", "flask"]
+                        .map(String::from)
+                        .to_vec(),
+                },
+                Some(0),
+            )
+        },
+        defaults: &[
+            ("cores", "8"),
+            ("workload.array_size", "8192"),
+            ("workload.increments", "2000"),
+            ("workload.sync", "spinlock"),
+        ],
+    },
 ];
 
 /// Looks an experiment up by name.
@@ -439,6 +474,37 @@ mod tests {
         let err = e.run_values(&base, None, &resumable, quiet).unwrap_err();
         assert!(err.to_string().contains("line 1"), "{err}");
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// The Flask experiment: Flask's cycles barely move from 160% to 5% while the sparse
+    /// directory's grow, and only Flask reports a false-positive rate.
+    #[test]
+    fn the_flask_experiment_shows_its_figure_s_shape() {
+        let e = find("flask").unwrap();
+        let mut base = RunConfig::default();
+        base.workload.increments = 300;
+        let vals = vec!["160".to_string(), "5".to_string()];
+        let r = e
+            .run_values(&base, Some(&vals), &Runner::parallel(), &mut |_, _, _| {})
+            .unwrap();
+        let row = |protocol: &str, pct: u64| {
+            r.results
+                .iter()
+                .find(|x| {
+                    x.params["protocol"] == protocol && x.params["directory_coverage_pct"] == pct
+                })
+                .unwrap()
+                .metrics
+                .clone()
+        };
+        let cycles = |m: &serde_json::Map<String, serde_json::Value>| m["cycles"].as_f64().unwrap();
+        let (s160, s5) = (row("sparse-directory", 160), row("sparse-directory", 5));
+        let (f160, f5) = (row("flask", 160), row("flask", 5));
+        assert!(cycles(&s5) > 1.03 * cycles(&s160), "{s5:?}");
+        assert!(cycles(&f5) < 1.01 * cycles(&f160), "{f5:?}");
+        assert!(f5["false_positive_rate"].as_f64().is_some());
+        assert!(s5["false_positive_rate"].is_null());
+        assert_eq!(r.config["sim"]["cores"], 8);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 fn cell(v: Option<&Value>) -> String {
     match v {
-        None => "-".into(),
+        None | Some(Value::Null) => "-".into(),
         Some(Value::Number(n)) if n.is_f64() => {
             let f = n.as_f64().unwrap_or(0.0);
             if f.abs() >= 1000.0 {
