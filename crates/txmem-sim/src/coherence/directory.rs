@@ -292,15 +292,7 @@ impl CoherenceProtocol for SparseDirectory {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn req(core: usize, line: u64, kind: RequestKind) -> Request {
-        Request {
-            core,
-            line,
-            kind,
-            now: 0,
-        }
-    }
+    use crate::coherence::request_now as req;
 
     #[test]
     fn a_full_set_recalls_its_least_recently_used_line() {

@@ -175,16 +175,8 @@ impl CoherenceProtocol for Flask {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coherence::request_now as req;
     use crate::coherence::{DataSource, RequestKind};
-
-    fn req(core: usize, line: u64, kind: RequestKind) -> Request {
-        Request {
-            core,
-            line,
-            kind,
-            now: 0,
-        }
-    }
 
     #[test]
     fn private_lines_skip_the_directory_and_shared_ones_get_an_entry() {

@@ -148,15 +148,7 @@ impl CoherenceProtocol for MesiSnooping {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn req(core: usize, line: u64, kind: RequestKind) -> Request {
-        Request {
-            core,
-            line,
-            kind,
-            now: 0,
-        }
-    }
+    use crate::coherence::request_now as req;
 
     #[test]
     fn mesi_transitions() {

@@ -102,6 +102,17 @@ pub struct Response {
     pub recalled: Option<(u64, u64)>,
 }
 
+/// A request at time 0, for the protocols' unit tests.
+#[cfg(test)]
+pub(crate) fn request_now(core: usize, line: u64, kind: RequestKind) -> Request {
+    Request {
+        core,
+        line,
+        kind,
+        now: 0,
+    }
+}
+
 /// A cache-coherence protocol.
 pub trait CoherenceProtocol {
     /// Short name, e.g. `"mesi-snooping"`.

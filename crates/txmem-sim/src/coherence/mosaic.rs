@@ -81,17 +81,12 @@ impl CoherenceProtocol for Mosaic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coherence::RequestKind;
+    use crate::coherence::{request_now, RequestKind};
 
     #[test]
     fn every_directory_miss_multicasts_and_allocates() {
         let mut m = Mosaic::new(4, 64, 16, CoherenceConfig::default());
-        let req = |core, line| Request {
-            core,
-            line,
-            kind: RequestKind::GetS,
-            now: 0,
-        };
+        let req = |core, line| request_now(core, line, RequestKind::GetS);
         // A line on no chip cache: a multicast anyway (a "false" one), then an entry.
         m.request(req(0, 5));
         assert_eq!(

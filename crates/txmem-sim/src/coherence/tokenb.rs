@@ -70,18 +70,13 @@ impl CoherenceProtocol for TokenB {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coherence::{DataSource, RequestKind};
+    use crate::coherence::{request_now, DataSource, RequestKind};
 
     #[test]
     fn every_miss_is_broadcast() {
         let cfg = CoherenceConfig::default();
         let mut t = TokenB::new(8, 64, cfg.clone());
-        let req = |core, kind| Request {
-            core,
-            line: 3,
-            kind,
-            now: 0,
-        };
+        let req = |core, kind| request_now(core, 3, kind);
         // From memory: 7 requests, 7 lookups, one data response; no round to a holder.
         let r = t.request(req(0, RequestKind::GetM));
         assert_eq!((r.source, r.latency), (DataSource::Shared, 0));

@@ -169,14 +169,11 @@ pub fn sweep(
     runner: &Runner,
     progress: Progress<'_>,
 ) -> Result<Vec<Row>, ExperimentError> {
-    let plan: Vec<(RunConfig, Map<String, Value>)> = plan(base, spec)?
-        .into_iter()
-        .map(|p| (p.config, p.params))
-        .collect();
+    let plan = plan(base, spec)?;
     let total = plan.len();
     let keys: Vec<Value> = plan
         .iter()
-        .map(|(rc, _)| serde_json::to_value(rc).unwrap_or_default())
+        .map(|p| serde_json::to_value(&p.config).unwrap_or_default())
         .collect();
     let mut results: Vec<Option<Map<String, Value>>> = vec![None; total];
     let mut log = None;
@@ -219,7 +216,7 @@ pub fn sweep(
                     let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let r = run_one(&plan[i].0);
+                    let r = run_one(&plan[i].config);
                     if tx.send((i, r)).is_err() {
                         break;
                     }
@@ -228,13 +225,13 @@ pub fn sweep(
         }
         drop(tx);
         for (i, r) in rx {
-            let l = label(&plan[i].1);
+            let l = label(&plan[i].params);
             match r {
                 Ok(metrics) => {
                     if let Some(w) = &mut log {
                         let line = Finished {
                             config: keys[i].clone(),
-                            params: plan[i].1.clone(),
+                            params: plan[i].params.clone(),
                             metrics: metrics.clone(),
                         };
                         let written = serde_json::to_writer(&mut *w, &line)
@@ -265,7 +262,7 @@ pub fn sweep(
     Ok(plan
         .into_iter()
         .zip(results)
-        .map(|((_, params), metrics)| Row {
+        .map(|(Point { params, .. }, metrics)| Row {
             params,
             metrics: metrics.expect("every point ran or was read back"),
         })
