@@ -460,6 +460,9 @@ pub struct SimConfig {
     /// same simulated time except where requests of the same cycle are ordered differently;
     /// the memory operations counted differ (the skipped re-reads are not counted).
     pub park_spinners: bool,
+    /// Overlapped accesses ([`crate::Cpu::load_overlapped`]) one hardware thread may have in
+    /// flight: its memory-level parallelism (at least 1).
+    pub max_outstanding: u32,
 }
 
 impl Default for SimConfig {
@@ -485,6 +488,7 @@ impl Default for SimConfig {
             max_cycles: 1 << 40,
             check_invariants: false,
             park_spinners: true,
+            max_outstanding: 16,
         }
     }
 }
@@ -741,6 +745,9 @@ impl SimConfig {
             return Err(ConfigError(
                 "htm.stall_retry_cycles must be at least 1".into(),
             ));
+        }
+        if self.max_outstanding == 0 {
+            return Err(ConfigError("max_outstanding must be at least 1".into()));
         }
         if self.htm.max_nesting == 0 {
             return Err(ConfigError("htm.max_nesting must be at least 1".into()));

@@ -222,6 +222,38 @@ impl Cpu {
         self.op(OpKind::Store(addr, value))
     }
 
+    /// Loads the word at `addr` without waiting for the access to complete: the core goes on
+    /// with up to [`crate::SimConfig::max_outstanding`] such accesses in flight, as an
+    /// out-of-order core overlaps independent misses. The value is the one at issue (every
+    /// access takes effect when issued); use it freely, the time model only hides the
+    /// latency. [`Cpu::fence`] and the end of the thread wait for the accesses in flight.
+    /// Inside a transaction this is [`Cpu::load`].
+    ///
+    /// ```
+    /// use txmem_sim::{Sim, SimConfig};
+    /// let mut sim = Sim::new(SimConfig { cores: 1, ..SimConfig::default() }).unwrap();
+    /// let a = sim.alloc_lines(8);
+    /// sim.spawn(0, move |cpu| async move {
+    ///     for i in 0..8 {
+    ///         cpu.load_overlapped(a + 64 * i).await;
+    ///     }
+    ///     cpu.fence().await;
+    /// });
+    /// let stats = sim.run().unwrap();
+    /// // Eight misses to memory overlap: far less than eight memory latencies.
+    /// assert!(stats.total_cycles < 2 * 300);
+    /// assert_eq!(stats.overlapped, 8);
+    /// ```
+    pub fn load_overlapped(&self, addr: u64) -> Op<'_, u64> {
+        self.op(OpKind::LoadOverlapped(addr))
+    }
+
+    /// Stores `value` at `addr` without waiting for the access to complete, as
+    /// [`Cpu::load_overlapped`] loads.
+    pub fn store_overlapped(&self, addr: u64, value: u64) -> Op<'_, ()> {
+        self.op(OpKind::StoreOverlapped(addr, value))
+    }
+
     /// Atomically replaces the word at `addr` by `new` if it equals `expected`; yields the
     /// old value.
     pub fn cas(&self, addr: u64, expected: u64, new: u64) -> Op<'_, u64> {
@@ -287,7 +319,8 @@ impl Cpu {
         self.op(OpKind::WaitChange(pair))
     }
 
-    /// A memory fence (accesses are sequentially consistent already; costs an L1 hit).
+    /// A memory fence: waits until the core's overlapped accesses have completed (accesses
+    /// are sequentially consistent already; costs at least an L1 hit).
     pub fn fence(&self) -> Op<'_, ()> {
         self.op(OpKind::Fence)
     }

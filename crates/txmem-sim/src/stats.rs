@@ -368,6 +368,12 @@ pub struct Stats {
     /// Simulated cycles cores spent asleep in those spin-waits (all cores).
     #[serde(default)]
     pub parked_cycles: u64,
+    /// Overlapped accesses ([`crate::Cpu::load_overlapped`]) that went into a core's window.
+    #[serde(default)]
+    pub overlapped: u64,
+    /// Times an overlapped access waited because its core's window was full.
+    #[serde(default)]
+    pub window_full_waits: u64,
 }
 
 impl std::ops::AddAssign<&AbortCounts> for AbortCounts {

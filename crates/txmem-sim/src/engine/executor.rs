@@ -321,6 +321,8 @@ impl Sim {
                     let mut m = machine(&self.shared);
                     let core = &mut m.cores[c];
                     core.finished = true;
+                    // The thread ends when its overlapped accesses have completed.
+                    core.now = core.window.drained(core.now);
                     core.stats.cycles = core.now;
                     Polled::Finished
                 }

@@ -25,6 +25,7 @@ mod access;
 mod check;
 mod park;
 mod txn;
+mod window;
 use crate::stats::{CoreStats, FootprintRuns, Stats};
 use std::cell::Cell;
 use std::rc::Rc;
@@ -36,6 +37,10 @@ pub enum OpKind {
     Load(u64),
     /// Store a value at an address.
     Store(u64, u64),
+    /// Load whose latency overlaps with what follows ([`window`]).
+    LoadOverlapped(u64),
+    /// Store whose latency overlaps with what follows ([`window`]).
+    StoreOverlapped(u64, u64),
     /// Compare-and-swap (address, expected, new); returns the old value.
     Cas(u64, u64, u64),
     /// Fetch-and-add (address, delta); returns the old value.
@@ -128,6 +133,8 @@ pub struct CoreState {
     pub poll_cycles: Cycle,
     /// Per-core counters.
     pub stats: CoreStats,
+    /// Overlapped accesses in flight.
+    pub window: window::MissWindow,
 }
 
 impl CoreState {
@@ -151,6 +158,7 @@ impl CoreState {
             parked_since: None,
             poll_cycles: 0,
             stats: CoreStats::default(),
+            window: window::MissWindow::default(),
         }
     }
 }
@@ -283,6 +291,8 @@ impl Machine {
             OpKind::Store(a, v) => self.mem_op(core, a, MemKind::Store(v), retrying),
             OpKind::Cas(a, e, n) => self.mem_op(core, a, MemKind::Cas(e, n), retrying),
             OpKind::FetchAdd(a, d) => self.mem_op(core, a, MemKind::FetchAdd(d), retrying),
+            OpKind::LoadOverlapped(a) => self.overlapped(core, a, MemKind::Load, retrying),
+            OpKind::StoreOverlapped(a, v) => self.overlapped(core, a, MemKind::Store(v), retrying),
             OpKind::Compute(n) => Outcome::Done(0, n),
             OpKind::Backoff(n) => {
                 self.stats.tx.backoff_cycles += n;
@@ -295,6 +305,21 @@ impl Machine {
             _ => self.issue_other(core, op),
         };
         self.finish(core, out)
+    }
+
+    /// An overlapped access: blocking inside a transaction; otherwise it waits only for room
+    /// in the core's window.
+    #[inline]
+    fn overlapped(&mut self, core: usize, addr: u64, kind: MemKind, retrying: bool) -> Outcome {
+        if self.htm.active(core).is_some() {
+            return self.mem_op(core, addr, kind, retrying);
+        }
+        if let Some(wait) = self.window_full(core) {
+            return Outcome::Stall(wait);
+        }
+        let already_counted = retrying && !self.take_window_wait(core);
+        let out = self.mem_op(core, addr, kind, already_counted);
+        self.overlap(core, out)
     }
 
     /// When and how an issued operation completes: at once when nothing else can happen
@@ -327,7 +352,7 @@ impl Machine {
                 self.stats.fences += 1;
                 self.stats.mem_ops += 1;
                 self.cores[core].stats.mem_ops += 1;
-                Outcome::Done(0, self.cfg.l1.latency)
+                Outcome::Done(0, self.fence_cycles(core))
             }
             OpKind::XAbort(code) => match self.htm.active(core) {
                 Some(idx) => {
@@ -386,6 +411,8 @@ impl Machine {
             OpKind::WaitChange(watched) => self.wait_change(core, watched),
             OpKind::Load(_)
             | OpKind::Store(..)
+            | OpKind::LoadOverlapped(_)
+            | OpKind::StoreOverlapped(..)
             | OpKind::Cas(..)
             | OpKind::FetchAdd(..)
             | OpKind::Compute(_)
