@@ -45,6 +45,11 @@ pub struct PrivateL2Config {
     pub enabled: bool,
     /// Geometry and latency of the private L2.
     pub cache: CacheConfig,
+    /// Exclusive of the L1 (a victim cache): a line is in the L1 or the L2, never both; an
+    /// L2 hit moves the line into the L1 and the L1's victim into the L2. Otherwise (the
+    /// default) the L2 includes the L1.
+    #[serde(default)]
+    pub exclusive: bool,
 }
 
 impl Default for PrivateL2Config {
@@ -56,6 +61,7 @@ impl Default for PrivateL2Config {
                 ways: 8,
                 latency: 8,
             },
+            exclusive: false,
         }
     }
 }
@@ -111,6 +117,57 @@ impl Default for CoherenceConfig {
             directory_coverage_pct: 200,
             directory_ways: 8,
             directory_latency: 10,
+        }
+    }
+}
+
+/// How the tiles of a point-to-point protocol are connected ([`crate::network`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// Every message takes `ideal_latency` cycles; nothing is shared.
+    Ideal,
+    /// A 2-D mesh with X-Y routing, shared links and routers, and multicast.
+    Mesh,
+}
+
+/// The on-chip network of the point-to-point protocols (MESI snooping uses its bus).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkConfig {
+    /// Topology.
+    pub topology: Topology,
+    /// Ideal topology: cycles every message takes.
+    pub ideal_latency: u64,
+    /// Mesh: routers per row.
+    pub mesh_width: u32,
+    /// Mesh: rows. `mesh_width * mesh_height` tiles, at least one per core.
+    pub mesh_height: u32,
+    /// Mesh: cycles for a message's head to cross a router.
+    pub router_latency: u64,
+    /// Mesh: cycles for a message's head to cross a link.
+    pub link_latency: u64,
+    /// Mesh: bytes a link carries per cycle (a flit).
+    pub link_bytes: u64,
+    /// Bytes of a message's header (a control message is only a header; a data message is a
+    /// header and a line).
+    pub control_bytes: u64,
+    /// Memory controllers, spread over the tiles.
+    pub memory_controllers: u32,
+}
+
+impl Default for NetworkConfig {
+    fn default() -> Self {
+        NetworkConfig {
+            topology: Topology::Ideal,
+            ideal_latency: 8,
+            mesh_width: 4,
+            mesh_height: 4,
+            router_latency: 2,
+            link_latency: 1,
+            link_bytes: 16,
+            control_bytes: 8,
+            memory_controllers: 4,
         }
     }
 }
@@ -438,12 +495,17 @@ pub struct SimConfig {
     pub l1: CacheConfig,
     /// Optional private L2.
     pub l2: PrivateL2Config,
-    /// Shared last-level cache.
+    /// Shared last-level cache (all banks together).
     pub llc: CacheConfig,
+    /// Banks of the last-level cache, interleaved by line address; a point-to-point
+    /// protocol finds a line's bank at its home tile.
+    pub llc_banks: u32,
     /// Cycles to main memory, added after an LLC miss.
     pub memory_latency: u64,
     /// Coherence protocol and interconnect.
     pub coherence: CoherenceConfig,
+    /// On-chip network of the point-to-point protocols.
+    pub network: NetworkConfig,
     /// Hardware transactional memory.
     pub htm: HtmConfig,
     /// Timer interrupts.
@@ -480,8 +542,10 @@ impl Default for SimConfig {
                 ways: 8,
                 latency: 16,
             },
+            llc_banks: 1,
             memory_latency: 200,
             coherence: CoherenceConfig::default(),
+            network: NetworkConfig::default(),
             htm: HtmConfig::default(),
             interrupts: InterruptConfig::default(),
             tlb: TlbConfig::default(),
@@ -566,6 +630,7 @@ impl SimConfig {
                     ways: 8,
                     latency: 13,
                 },
+                exclusive: false,
             },
             llc: CacheConfig {
                 size_bytes: 64 << 20,
@@ -634,6 +699,7 @@ impl SimConfig {
                     ways: 8,
                     latency: 12,
                 },
+                exclusive: false,
             },
             llc: CacheConfig {
                 size_bytes: 8 << 20,
@@ -722,13 +788,45 @@ impl SimConfig {
         check_cache("l1", &self.l1, self.line_bytes)?;
         if self.l2.enabled {
             check_cache("l2.cache", &self.l2.cache, self.line_bytes)?;
-            if self.l2.cache.size_bytes < self.l1.size_bytes {
+            if !self.l2.exclusive && self.l2.cache.size_bytes < self.l1.size_bytes {
                 return Err(ConfigError(
                     "l2.cache must be at least as large as l1 (it is inclusive)".into(),
                 ));
             }
         }
         check_cache("llc", &self.llc, self.line_bytes)?;
+        let llc_lines = self.llc.size_bytes / self.line_bytes;
+        if self.llc_banks == 0
+            || !self.llc_banks.is_power_of_two()
+            || !llc_lines.is_multiple_of(u64::from(self.llc_banks) * u64::from(self.llc.ways))
+        {
+            return Err(ConfigError(format!(
+                "llc_banks must be a power of two dividing the LLC into banks of whole sets \
+                 (got {} banks for {llc_lines} lines of {} ways)",
+                self.llc_banks, self.llc.ways
+            )));
+        }
+        if self.network.topology == Topology::Mesh {
+            let n = &self.network;
+            let tiles = u64::from(n.mesh_width) * u64::from(n.mesh_height);
+            if tiles < self.cores as u64 || tiles > MAX_CORES as u64 {
+                return Err(ConfigError(format!(
+                    "a {}x{} mesh has {tiles} tiles; it needs one per core ({}) and at most \
+                     {MAX_CORES}",
+                    n.mesh_width, n.mesh_height, self.cores
+                )));
+            }
+            if self.coherence.protocol == ProtocolKind::MesiSnooping {
+                return Err(ConfigError(
+                    "network.topology = \"mesh\" needs a point-to-point protocol: MESI \
+                     snooping runs on its own bus"
+                        .into(),
+                ));
+            }
+            if n.link_bytes == 0 || n.link_bytes > 8 * 64 {
+                return Err(ConfigError("network.link_bytes must be in 1..=512".into()));
+            }
+        }
         if self.htm.tracked_in == TrackLevel::L2 && !self.l2.enabled {
             return Err(ConfigError(
                 "htm.tracked_in = \"l2\" needs a private L2 (l2.enabled = true)".into(),

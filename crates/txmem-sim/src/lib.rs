@@ -52,6 +52,7 @@ pub mod htm;
 pub mod locks;
 pub mod machine;
 pub mod memory;
+pub mod network;
 pub mod stats;
 pub mod workloads;
 

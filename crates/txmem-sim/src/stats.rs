@@ -248,6 +248,19 @@ pub struct CacheStats {
     pub llc: LevelStats,
     /// Lines evicted from L1s.
     pub l1_evictions: u64,
+    /// Accesses to the hierarchy (every load, store and read-modify-write that reached it).
+    #[serde(default)]
+    pub accesses: u64,
+    /// Their latencies summed: over `accesses`, the average memory access time.
+    #[serde(default)]
+    pub access_cycles: u64,
+    /// Accesses whose line came from memory.
+    #[serde(default)]
+    pub offchip: u64,
+    /// Their latencies, from the core's request to the data: over `offchip`, the off-chip
+    /// access latency.
+    #[serde(default)]
+    pub offchip_cycles: u64,
 }
 
 /// Coherence traffic, counted honestly for the protocol in use.
@@ -308,6 +321,25 @@ pub struct CoherenceStats {
     pub filter_overflows: u64,
 }
 
+/// What crossed the on-chip network ([`crate::network`]) of a point-to-point protocol.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkStats {
+    /// Messages injected (a multicast is one).
+    pub messages: u64,
+    /// Messages delivered (a multicast counts each destination).
+    pub deliveries: u64,
+    /// Bytes of control messages injected.
+    pub control_bytes: u64,
+    /// Bytes of data messages injected.
+    pub data_bytes: u64,
+    /// Flits times links crossed.
+    pub flit_hops: u64,
+    /// Flits times routers crossed.
+    pub router_flits: u64,
+    /// Cycles deliveries waited for taken links, beyond an unloaded network's latency.
+    pub contention_cycles: u64,
+}
+
 /// Per-core summary.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoreStats {
@@ -356,6 +388,9 @@ pub struct Stats {
     pub cache: CacheStats,
     /// Coherence traffic.
     pub coherence: CoherenceStats,
+    /// What crossed the on-chip network (point-to-point protocols).
+    #[serde(default)]
+    pub network: NetworkStats,
     /// TLB hits (all hardware threads; 0 unless `tlb.enabled`).
     #[serde(default)]
     pub tlb_hits: u64,

@@ -1,14 +1,15 @@
 //! Coherence invariants checked at every step (`check_invariants`): at most one writer or
 //! many readers per line, private caches agree with the protocol (a sparse directory has an
 //! entry for every cached line, Flask's filter has no false negative), and every load returns
-//! the last committed store. Random programs of loads, stores, CAS and transactions, under
-//! MESI snooping, a sparse directory, Flask, MOSAIC or TokenB.
+//! the last committed store. Random programs of loads, stores (plain or overlapped), CAS and
+//! transactions, under MESI snooping, a sparse directory, Flask, MOSAIC or TokenB (on an ideal
+//! network or a mesh), with an inclusive or exclusive L2 or none.
 
 mod common;
 
 use common::small;
 use proptest::prelude::*;
-use txmem_sim::config::{Detection, Granularity, ProtocolKind, Versioning};
+use txmem_sim::config::{Detection, Granularity, ProtocolKind, Topology, Versioning};
 use txmem_sim::Sim;
 
 #[derive(Clone, Debug)]
@@ -46,8 +47,10 @@ proptest! {
         programs in proptest::collection::vec(proptest::collection::vec(step(), 1..25), 2..5),
         mode in 0usize..3,
         word in any::<bool>(),
-        l2 in any::<bool>(),
+        l2 in 0usize..3,
         directory in prop_oneof![Just(None), (0usize..4, 1u32..40, 1u32..4).prop_map(Some)],
+        mesh in any::<bool>(),
+        overlapped in any::<bool>(),
     ) {
         let mut cfg = small(programs.len());
         (cfg.htm.versioning, cfg.htm.detection) = [
@@ -58,10 +61,12 @@ proptest! {
         if word {
             cfg.htm.granularity = Granularity::Word;
         }
-        if l2 {
+        if l2 > 0 {
+            // Inclusive of the L1, or its victim cache.
             cfg.l2.enabled = true;
             cfg.l2.cache.size_bytes = 4096;
             cfg.l2.cache.ways = 2;
+            cfg.l2.exclusive = l2 == 2;
         }
         if let Some((protocol, coverage, ways)) = directory {
             // A directory far smaller than the caches: a sparse one recalls all the time,
@@ -74,6 +79,11 @@ proptest! {
             ][protocol];
             cfg.coherence.directory_coverage_pct = coverage;
             cfg.coherence.directory_ways = ways;
+            if mesh {
+                cfg.network.topology = Topology::Mesh;
+                (cfg.network.mesh_width, cfg.network.mesh_height) = (2, 2);
+                cfg.llc_banks = 4;
+            }
         }
         let mut sim = Sim::new(cfg).unwrap();
         let base = sim.alloc(24 * 512, 512);
@@ -84,6 +94,13 @@ proptest! {
             sim.spawn(core, move |cpu| async move {
                 for s in prog {
                     match s {
+                        // Overlapped accesses take effect when issued, like the others.
+                        Step::Load(a) if overlapped => {
+                            cpu.load_overlapped(addr_of(base, a)).await;
+                        }
+                        Step::Store(a, v) if overlapped => {
+                            cpu.store_overlapped(addr_of(base, a), v).await;
+                        }
                         Step::Load(a) => { cpu.load(addr_of(base, a)).await; }
                         Step::Store(a, v) => cpu.store(addr_of(base, a), v).await,
                         Step::Cas(a, v) => { cpu.cas(addr_of(base, a), v, v + 1).await; }

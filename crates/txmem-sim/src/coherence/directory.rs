@@ -10,14 +10,17 @@
 //! request goes on. Those recalls are what makes a small sparse directory slow, and they can
 //! take a line from a running transaction, which then aborts as on any other eviction.
 //!
-//! Timing: a request costs `directory_latency` at the home; a forward to an owner or a round
-//! of invalidations costs `cache_to_cache_latency`; a recall costs one more invalidation
-//! round. The interconnect is not modelled as a shared resource here.
+//! Timing: every message crosses the network ([`crate::network`]): the request to the home,
+//! `directory_latency` there, a forward to the owner or invalidations to the sharers (each
+//! answering `cache_to_cache_latency` cycles after it hears), the data or acknowledgements
+//! to the requester. A recall is a round of invalidations from the home that the request
+//! waits for.
 
 use super::lines::{Dropped, LineTable};
 use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
+use crate::network::{Network, Payload};
 use crate::stats::CoherenceStats;
 
 /// An empty directory way.
@@ -133,64 +136,109 @@ impl SparseDirectory {
         self.entries.len()
     }
 
-    /// Finds or allocates `line`'s entry. Returns the line recalled to make room, with its
-    /// holders, if any.
-    fn entry(&mut self, line: u64) -> Option<(u64, u64)> {
+    /// Finds or allocates `line`'s entry at its home, looked up at `at`. Returns when the
+    /// entry is ready, and the line recalled to make room with its holders, if any: the home
+    /// invalidates every copy of it and waits for the acknowledgements (the dirty copy's with
+    /// its data).
+    fn entry(&mut self, net: &mut Network, line: u64, at: Cycle) -> (Cycle, Option<(u64, u64)>) {
         if self.entries.touch(line) {
-            return None;
+            return (at, None);
         }
-        let victim = self.entries.allocate(line)?;
+        let Some(victim) = self.entries.allocate(line) else {
+            return (at, None);
+        };
         let (holders, dirty) = self.lines.drop_all(victim);
         let n = u64::from(holders.count_ones());
         self.stats.directory_recalls += 1;
         self.stats.invalidations += n;
         self.stats.recall_invalidations += n;
         self.stats.snoops += n;
-        // An invalidation and an acknowledgement per copy; the dirty data goes home.
-        self.stats.messages += 2 * n + u64::from(dirty);
         self.stats.writebacks += u64::from(dirty);
-        Some((victim, holders))
+        let home = net.home(line);
+        let answer = if dirty {
+            Payload::Data
+        } else {
+            Payload::Control
+        };
+        let think = self.cfg.cache_to_cache_latency;
+        let ready = net.round(home, holders, at, think, home, answer);
+        (ready, Some((victim, holders)))
     }
 }
 
-/// Serves `req` at its home once the home knows the line's holders, point to point: a read
-/// is forwarded to the owner (whose dirty data also goes home) or served by the shared
-/// levels; a write invalidates exactly the other holders. Applies the transition and counts
-/// the messages. The response's latency is what this adds to the home's own: a forward or an
-/// invalidation round costs `round`.
-pub(crate) fn serve_at_home(
+/// What a request does to its line, decided where the line's holders are known (its home,
+/// or every core for a broadcast): the data's source, the copies that go or drop to Shared,
+/// the state granted. Applies it to `lines` and counts the request and the copies touched.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Transition {
+    /// Where the data comes from.
+    pub source: DataSource,
+    /// Other holders whose copies go (a write), the supplying owner among them.
+    pub invalidated: u64,
+    /// The owner that drops to Shared (a read of a line held exclusively).
+    pub downgraded: u64,
+    /// State granted to the requester.
+    pub granted: LineState,
+    /// The supplying owner's copy was dirty: its data also goes home.
+    pub dirty: bool,
+}
+
+impl Transition {
+    /// The copies invalidated that do not supply the data: each only acknowledges.
+    pub fn acknowledgers(&self) -> u64 {
+        match self.source {
+            DataSource::Peer(o) => self.invalidated & !(1u64 << o),
+            _ => self.invalidated,
+        }
+    }
+
+    /// The response to the hierarchy, with its timing.
+    pub fn response(&self, latency: Cycle, acks: Cycle) -> Response {
+        Response {
+            latency,
+            acks,
+            source: self.source,
+            invalidated: self.invalidated,
+            downgraded: self.downgraded,
+            granted: self.granted,
+            recalled: None,
+        }
+    }
+}
+
+/// Decides and applies `req` (see [`Transition`]).
+pub(crate) fn transition(
     lines: &mut LineTable,
     stats: &mut CoherenceStats,
     req: Request,
-    round: Cycle,
-) -> Response {
+) -> Transition {
     let me = 1u64 << req.core;
     let l = lines.get(req.line);
     let others = l.holders & !me;
     let owner = l.owner_other_than(req.core);
-    let mut latency = 0;
-    stats.messages += 1; // the request to the home
-    let (source, invalidated, downgraded, granted) = match req.kind {
+    match req.kind {
         RequestKind::GetS => {
             stats.get_s += 1;
             let source = match owner {
                 Some(o) => {
-                    // Forward, data to the requester (and home, if dirty).
                     stats.cache_to_cache += 1;
                     stats.snoops += 1;
-                    stats.messages += 2 + u64::from(l.dirty);
                     stats.writebacks += u64::from(l.dirty);
-                    latency += round;
                     DataSource::Peer(o)
                 }
                 None => {
                     stats.from_shared += 1;
-                    stats.messages += 1;
                     DataSource::Shared
                 }
             };
             let granted = lines.grant_read(req.core, req.line);
-            (source, 0, owner.map_or(0, |o| 1u64 << o), granted)
+            Transition {
+                source,
+                invalidated: 0,
+                downgraded: owner.map_or(0, |o| 1u64 << o),
+                granted,
+                dirty: owner.is_some() && l.dirty,
+            }
         }
         RequestKind::GetM | RequestKind::Upgrade => {
             let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
@@ -202,50 +250,100 @@ pub(crate) fn serve_at_home(
             let n = u64::from(others.count_ones());
             stats.invalidations += n;
             stats.snoops += n;
-            stats.messages += 2 * n;
-            if n > 0 {
-                latency += round;
-            }
             let source = if upgrade {
                 DataSource::None
             } else if let Some(o) = owner {
                 stats.cache_to_cache += 1;
-                stats.messages += 1;
                 DataSource::Peer(o)
             } else {
                 stats.from_shared += 1;
-                stats.messages += 1;
                 DataSource::Shared
             };
             lines.grant_write(req.core, req.line);
-            (source, others, 0, LineState::Modified)
+            Transition {
+                source,
+                invalidated: others,
+                downgraded: 0,
+                granted: LineState::Modified,
+                dirty: false,
+            }
         }
-    };
-    Response {
-        latency,
-        source,
-        invalidated,
-        downgraded,
-        granted,
-        recalled: None,
     }
 }
 
-/// `core` drops its copy of `line` and tells the home (a writeback if it was dirty); true if
-/// no private copy is left.
+/// Serves `req` at its home, which knows the line's holders at `at_home`: a read is forwarded
+/// to the owner (whose dirty data also goes home) or served by the shared levels; a write
+/// invalidates exactly the other holders, which acknowledge to the requester; an upgrade
+/// without other holders is granted by the home. A peer answers `think` cycles after a
+/// message reaches it. Applies the transition and sends its messages over `net`.
+pub(crate) fn serve_at_home(
+    lines: &mut LineTable,
+    stats: &mut CoherenceStats,
+    net: &mut Network,
+    req: Request,
+    at_home: Cycle,
+    think: Cycle,
+) -> Response {
+    let tr = transition(lines, stats, req);
+    let (home, me) = (net.home(req.line), req.core);
+    let acks = net.round(
+        home,
+        tr.acknowledgers(),
+        at_home,
+        think,
+        me,
+        Payload::Control,
+    );
+    let done = match tr.source {
+        DataSource::Shared => {
+            let acks = if tr.acknowledgers() == 0 {
+                0
+            } else {
+                acks - req.now
+            };
+            return tr.response(at_home - req.now, acks);
+        }
+        DataSource::Peer(o) => {
+            let heard = net.send(home, o, Payload::Control, at_home) + think;
+            if tr.dirty {
+                net.send(o, home, Payload::Data, heard);
+            }
+            net.send(o, me, Payload::Data, heard)
+        }
+        DataSource::None => net.send(home, me, Payload::Control, at_home),
+    };
+    tr.response(done.max(acks) - req.now, 0)
+}
+
+/// `core` drops its copy of `line` and tells the home at `now` (a writeback with the data if
+/// it was dirty); true if no private copy is left.
 pub(crate) fn drop_at_home(
     lines: &mut LineTable,
     stats: &mut CoherenceStats,
+    net: &mut Network,
     core: usize,
     line: u64,
+    now: Cycle,
 ) -> bool {
-    match lines.drop_copy(core, line) {
+    let payload = match lines.drop_copy(core, line) {
         Dropped::Absent => return false,
-        Dropped::Dirty => stats.writebacks += 1,
-        Dropped::Clean => stats.clean_evictions += 1,
-    }
-    stats.messages += 1;
+        Dropped::Dirty => {
+            stats.writebacks += 1;
+            Payload::Data
+        }
+        Dropped::Clean => {
+            stats.clean_evictions += 1;
+            Payload::Control
+        }
+    };
+    net.send(core, net.home(line), payload, now);
     lines.get(line).holders == 0
+}
+
+/// The time a request from `req.core` has been looked up at its line's home: the request's
+/// trip there and `lookup` cycles.
+pub(crate) fn at_home(net: &mut Network, req: Request, lookup: Cycle) -> Cycle {
+    net.send(req.core, net.home(req.line), Payload::Control, req.now) + lookup
 }
 
 impl CoherenceProtocol for SparseDirectory {
@@ -255,24 +353,17 @@ impl CoherenceProtocol for SparseDirectory {
 
     super::line_table_queries!();
 
-    fn request(&mut self, req: Request) -> Response {
-        let recalled = self.entry(req.line);
-        let mut r = serve_at_home(
-            &mut self.lines,
-            &mut self.stats,
-            req,
-            self.cfg.cache_to_cache_latency,
-        );
-        r.latency += self.cfg.directory_latency;
-        if recalled.is_some() {
-            r.latency += self.cfg.cache_to_cache_latency;
-        }
+    fn request(&mut self, req: Request, net: &mut Network) -> Response {
+        let looked_up = at_home(net, req, self.cfg.directory_latency);
+        let (ready, recalled) = self.entry(net, req.line, looked_up);
+        let think = self.cfg.cache_to_cache_latency;
+        let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
         r.recalled = recalled;
         r
     }
 
-    fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
+        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
             self.entries.free(line);
         }
         0
@@ -293,6 +384,7 @@ impl CoherenceProtocol for SparseDirectory {
 mod tests {
     use super::*;
     use crate::coherence::request_now as req;
+    use crate::config::NetworkConfig;
 
     #[test]
     fn a_full_set_recalls_its_least_recently_used_line() {
@@ -302,16 +394,20 @@ mod tests {
         };
         // One set of two ways.
         let mut d = SparseDirectory::new(4, 64, 2, cfg.clone());
-        assert_eq!(d.request(req(0, 1, RequestKind::GetS)).recalled, None);
-        assert_eq!(d.request(req(1, 1, RequestKind::GetS)).recalled, None);
-        let r = d.request(req(2, 2, RequestKind::GetM));
+        let hop = NetworkConfig::default().ideal_latency;
+        let net = &mut Network::new(&NetworkConfig::default(), 4, 64);
+        assert_eq!(d.request(req(0, 1, RequestKind::GetS), net).recalled, None);
+        assert_eq!(d.request(req(1, 1, RequestKind::GetS), net).recalled, None);
+        let r = d.request(req(2, 2, RequestKind::GetM), net);
         assert_eq!((r.recalled, r.latency), (None, cfg.directory_latency));
-        // Line 1 was used least recently: the third line takes its entry, from both sharers.
-        let r = d.request(req(3, 3, RequestKind::GetS));
+        // (Lines 2 and 3 have their home on their requester's tile: no trip there.)
+        // Line 1 was used least recently: the third line takes its entry, from both sharers,
+        // and waits for their acknowledgements.
+        let r = d.request(req(3, 3, RequestKind::GetS), net);
         assert_eq!(r.recalled, Some((1, 0b11)));
         assert_eq!(
             r.latency,
-            cfg.directory_latency + cfg.cache_to_cache_latency
+            cfg.directory_latency + hop + cfg.cache_to_cache_latency + hop
         );
         assert_eq!(d.state(0, 1), LineState::Invalid);
         assert_eq!(d.stats().recall_invalidations, 2);
@@ -319,11 +415,11 @@ mod tests {
             d.check_line(line).unwrap();
         }
         // Evicting the last copy frees the entry: no recall for the next line.
-        d.evict(3, 3, 0);
-        assert_eq!(d.request(req(0, 5, RequestKind::GetS)).recalled, None);
+        d.evict(3, 3, 0, net);
+        assert_eq!(d.request(req(0, 5, RequestKind::GetS), net).recalled, None);
         // A write invalidates exactly the other holders.
-        d.request(req(1, 5, RequestKind::GetS));
-        let r = d.request(req(2, 5, RequestKind::GetM));
+        d.request(req(1, 5, RequestKind::GetS), net);
+        let r = d.request(req(2, 5, RequestKind::GetM), net);
         assert_eq!(r.invalidated, 0b11);
         assert_eq!(d.state(2, 5), LineState::Modified);
     }

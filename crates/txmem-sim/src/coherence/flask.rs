@@ -24,17 +24,19 @@
 //! tokens only show up as the messages they cost. The LLC is inclusive as everywhere in the
 //! simulator (the seed's is not), and "leaving the chip" means leaving the private caches.
 //!
-//! Timing: as [`super::directory::SparseDirectory`] (a lookup at the home; a forward or an
-//! invalidation round), plus one round for a reconstruction.
+//! Timing: as [`super::directory::SparseDirectory`] (the trip to the home and a lookup there;
+//! a forward or an invalidation round), plus the reconstruction's round: a multicast from the
+//! home to every other core and an answer from each.
 
 use std::collections::HashMap;
 
-use super::directory::{drop_at_home, serve_at_home, EntryArray};
+use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
 use super::dlcbf::{Dlcbf, DlcbfConfig, Inserted};
 use super::lines::LineTable;
 use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
+use crate::network::{Network, Payload};
 use crate::stats::CoherenceStats;
 
 /// The Flask protocol. See the module docs.
@@ -120,20 +122,16 @@ impl CoherenceProtocol for Flask {
 
     super::line_table_queries!();
 
-    fn request(&mut self, req: Request) -> Response {
-        let round = self.cfg.cache_to_cache_latency;
+    fn request(&mut self, req: Request, net: &mut Network) -> Response {
+        let think = self.cfg.cache_to_cache_latency;
         let l = self.lines.get(req.line);
         let others = l.holders & !(1u64 << req.core);
-        let mut latency = self.cfg.directory_latency;
+        let mut ready = at_home(net, req, self.cfg.directory_latency);
         let directory_miss = !self.shared.touch(req.line);
         self.stats.filter_lookups += u64::from(directory_miss);
         if directory_miss && self.may_be_on_chip(req.line) {
-            // Reconstruction: every other core answers.
-            let peers = self.cores as u64 - 1;
-            self.stats.reconstructions += 1;
-            self.stats.messages += 2 * peers;
-            self.stats.snoops += peers;
-            latency += round;
+            // Reconstruction: every other core answers the home, holder or not.
+            ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
             if l.holders == 0 {
                 self.stats.multicasts_false += 1;
             } else {
@@ -146,16 +144,15 @@ impl CoherenceProtocol for Flask {
                 }
             }
         }
-        let mut r = serve_at_home(&mut self.lines, &mut self.stats, req, round);
-        r.latency += latency;
+        let r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
         if l.holders == 0 {
             self.arrived(req.line);
         }
         r
     }
 
-    fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
+        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
             self.left(line);
         }
         0
@@ -172,6 +169,30 @@ impl CoherenceProtocol for Flask {
     }
 }
 
+/// A reconstruction of `req.line`'s holders, whose home is ready at `at`: a multicast to
+/// every core but the requester, each answering the home `think` cycles after it hears.
+/// Returns when the last answer is in.
+pub(crate) fn reconstruct(
+    net: &mut Network,
+    stats: &mut CoherenceStats,
+    cores: usize,
+    req: Request,
+    at: Cycle,
+    think: Cycle,
+) -> Cycle {
+    let peers = cores as u64 - 1;
+    stats.reconstructions += 1;
+    stats.snoops += peers;
+    let everyone = if cores == 64 {
+        u64::MAX
+    } else {
+        (1u64 << cores) - 1
+    };
+    let home = net.home(req.line);
+    let to = everyone & !(1u64 << req.core);
+    net.round(home, to, at, think, home, Payload::Control)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,29 +203,32 @@ mod tests {
     fn private_lines_skip_the_directory_and_shared_ones_get_an_entry() {
         let cfg = CoherenceConfig::default();
         let mut f = Flask::new(4, 1024, 8, 256, cfg.clone());
-        // A private line: filter miss, straight to memory, no entry.
-        let r = f.request(req(0, 7, RequestKind::GetS));
+        let net = &mut Network::new(&crate::config::NetworkConfig::default(), 4, 64);
+        let hop = crate::config::NetworkConfig::default().ideal_latency;
+        // A private line: filter miss, straight to the shared levels, no entry (line 7's home
+        // is tile 3).
+        let r = f.request(req(0, 7, RequestKind::GetS), net);
         assert_eq!(
             (r.latency, r.source),
-            (cfg.directory_latency, DataSource::Shared)
+            (hop + cfg.directory_latency, DataSource::Shared)
         );
         assert_eq!(f.stats().reconstructions, 0);
         assert!(!f.shared.contains(7));
         // A second core: the filter hits, a reconstruction finds core 0, an entry follows.
-        let r = f.request(req(1, 7, RequestKind::GetS));
+        let r = f.request(req(1, 7, RequestKind::GetS), net);
         assert_eq!(f.stats().reconstructions, 1);
         assert_eq!(f.stats().multicasts_true, 1);
         assert_eq!(r.source, DataSource::Peer(0));
         assert!(f.shared.contains(7));
         // Now a directory hit: no multicast.
-        f.request(req(2, 7, RequestKind::GetM));
+        f.request(req(2, 7, RequestKind::GetM), net);
         assert_eq!(f.stats().reconstructions, 1);
         assert_eq!(f.state(2, 7), LineState::Modified);
         // The last copy leaves: out of the filter and the directory; the next miss is a
         // filter miss again.
-        f.evict(2, 7, 0);
+        f.evict(2, 7, 0, net);
         assert!(!f.shared.contains(7) && !f.filter.contains(7));
-        f.request(req(3, 7, RequestKind::GetS));
+        f.request(req(3, 7, RequestKind::GetS), net);
         assert_eq!(f.stats().reconstructions, 1);
         for line in 0..16 {
             f.check_line(line).unwrap();

@@ -4,6 +4,7 @@ use super::lines::{Dropped, LineTable};
 use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
+use crate::network::Network;
 use crate::stats::CoherenceStats;
 
 /// MESI snooping protocol. Every request is a bus tenure that every other cache snoops; the
@@ -52,7 +53,7 @@ impl CoherenceProtocol for MesiSnooping {
     super::line_table_queries!();
 
     #[inline]
-    fn request(&mut self, req: Request) -> Response {
+    fn request(&mut self, req: Request, _net: &mut Network) -> Response {
         let me = 1u64 << req.core;
         let l = self.lines.get(req.line);
         let others = l.holders & !me;
@@ -86,7 +87,7 @@ impl CoherenceProtocol for MesiSnooping {
                     invalidated: 0,
                     downgraded,
                     granted,
-                    recalled: None,
+                    ..Response::default()
                 }
             }
             RequestKind::GetM | RequestKind::Upgrade => {
@@ -120,13 +121,13 @@ impl CoherenceProtocol for MesiSnooping {
                     invalidated,
                     downgraded: 0,
                     granted: LineState::Modified,
-                    recalled: None,
+                    ..Response::default()
                 }
             }
         }
     }
 
-    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, _net: &mut Network) -> Cycle {
         match self.lines.drop_copy(core, line) {
             Dropped::Absent => {}
             Dropped::Dirty => {
@@ -153,19 +154,19 @@ mod tests {
     #[test]
     fn mesi_transitions() {
         let mut p = MesiSnooping::new(4, 8, CoherenceConfig::default());
-        let r = p.request(req(0, 3, RequestKind::GetS));
+        let r = p.request(req(0, 3, RequestKind::GetS), &mut Network::free(4));
         assert_eq!(r.granted, LineState::Exclusive);
         assert_eq!(r.source, DataSource::Shared);
         p.silent_upgrade(0, 3);
         assert_eq!(p.state(0, 3), LineState::Modified);
-        let r = p.request(req(1, 3, RequestKind::GetS));
+        let r = p.request(req(1, 3, RequestKind::GetS), &mut Network::free(4));
         assert_eq!(r.source, DataSource::Peer(0));
         assert_eq!(r.downgraded, 1);
         assert_eq!(
             (p.state(0, 3), p.state(1, 3)),
             (LineState::Shared, LineState::Shared)
         );
-        let r = p.request(req(1, 3, RequestKind::Upgrade));
+        let r = p.request(req(1, 3, RequestKind::Upgrade), &mut Network::free(4));
         assert_eq!(r.invalidated, 1);
         assert_eq!(r.source, DataSource::None);
         assert_eq!(
@@ -174,7 +175,7 @@ mod tests {
         );
         p.check_line(3).unwrap();
         assert_eq!(p.stats().writebacks, 1);
-        p.evict(1, 3, 100);
+        p.evict(1, 3, 100, &mut Network::free(4));
         assert_eq!(p.state(1, 3), LineState::Invalid);
         assert_eq!(p.stats().writebacks, 2);
         p.check_line(3).unwrap();
@@ -184,8 +185,8 @@ mod tests {
     fn bus_serializes_requests() {
         let cfg = CoherenceConfig::default();
         let mut p = MesiSnooping::new(2, 8, cfg.clone());
-        let a = p.request(req(0, 1, RequestKind::GetM));
-        let b = p.request(req(1, 2, RequestKind::GetM));
+        let a = p.request(req(0, 1, RequestKind::GetM), &mut Network::free(4));
+        let b = p.request(req(1, 2, RequestKind::GetM), &mut Network::free(4));
         let occ = cfg.bus_request_cycles + cfg.bus_data_cycles;
         assert_eq!(a.latency, occ);
         assert_eq!(b.latency, 2 * occ);

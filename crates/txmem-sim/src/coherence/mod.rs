@@ -1,10 +1,11 @@
 //! Cache coherence behind a protocol trait.
 //!
 //! The private hierarchy of each core (L1 and optional L2) asks the protocol for permission
-//! when it lacks it; the protocol answers with the latency it costs on its interconnect, where
-//! the data comes from, and which peer copies must be invalidated or downgraded. The protocol
-//! owns the coherence state of every line and its traffic counters. MESI snooping on a bus is
-//! [`mesi::MesiSnooping`]; over point-to-point messages there are a sparse directory
+//! when it lacks it; the protocol answers with the time it costs, where the data comes from,
+//! and which peer copies must be invalidated or downgraded. The protocol owns the coherence
+//! state of every line and its counters. MESI snooping on a bus is [`mesi::MesiSnooping`];
+//! the point-to-point protocols send their messages over the on-chip network
+//! ([`crate::network`]), which times them: a sparse directory
 //! [`directory::SparseDirectory`], Flask's shared-block directory and filter
 //! [`flask::Flask`], MOSAIC [`mosaic::Mosaic`] and TokenB [`tokenb::TokenB`].
 //! The hierarchy holds the configured protocol as a [`Protocol`] (an enum with one variant
@@ -19,12 +20,14 @@ pub mod mosaic;
 pub mod tokenb;
 
 use crate::engine::time::Cycle;
+use crate::network::Network;
 use crate::stats::CoherenceStats;
 
 /// Stable state of a line in one core's private hierarchy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LineState {
     /// Not present.
+    #[default]
     Invalid,
     /// Read-only, possibly shared.
     Shared,
@@ -73,9 +76,10 @@ pub struct Request {
 }
 
 /// Where the data of a response comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DataSource {
     /// No data moves (upgrade).
+    #[default]
     None,
     /// A peer cache supplies the line.
     Peer(usize),
@@ -84,11 +88,16 @@ pub enum DataSource {
 }
 
 /// The protocol's answer to a [`Request`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Response {
-    /// Cycles spent in the protocol and interconnect (queueing, transfer, peer latency),
-    /// excluding the shared levels' latency when `source` is [`DataSource::Shared`].
+    /// Cycles from the request until the requester has the data and permission, every
+    /// acknowledgement included. When `source` is [`DataSource::Shared`]: until the line's
+    /// home may read it from the shared levels, which the hierarchy then times (and `acks`
+    /// says when the acknowledgements are in).
     pub latency: Cycle,
+    /// With [`DataSource::Shared`]: cycles from the request until the last invalidation
+    /// acknowledgement reaches the requester (0 if none was needed).
+    pub acks: Cycle,
     /// Where the data comes from.
     pub source: DataSource,
     /// Cores whose copies must be invalidated (bit per core).
@@ -121,15 +130,23 @@ pub trait CoherenceProtocol {
     /// State of `line` in `core`'s private hierarchy.
     fn state(&self, core: usize, line: u64) -> LineState;
 
-    /// Serves a request, updating the protocol state and counters.
-    fn request(&mut self, req: Request) -> Response;
+    /// Serves a request, updating the protocol state and counters; its messages go over
+    /// `net`, which times them.
+    fn request(&mut self, req: Request, net: &mut Network) -> Response;
 
     /// A store hit a line held Exclusive: it becomes Modified without traffic.
     fn silent_upgrade(&mut self, core: usize, line: u64);
 
     /// `core`'s private hierarchy dropped `line` for capacity; returns cycles the core waits
-    /// (0 when the writeback is buffered).
-    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle;
+    /// (0 when the writeback is buffered). A notice or writeback goes over `net`.
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle;
+
+    /// Whether a line filled from memory is also kept in the last-level cache (the default).
+    /// A protocol whose LLC is non-inclusive keeps lines there only as the private caches
+    /// evict them.
+    fn llc_allocates_on_fill(&self) -> bool {
+        true
+    }
 
     /// Traffic counters so far.
     fn stats(&self) -> &CoherenceStats;
@@ -205,8 +222,8 @@ impl CoherenceProtocol for Protocol {
     }
 
     #[inline]
-    fn request(&mut self, req: Request) -> Response {
-        dispatch!(self, p => p.request(req))
+    fn request(&mut self, req: Request, net: &mut Network) -> Response {
+        dispatch!(self, p => p.request(req, net))
     }
 
     #[inline]
@@ -215,8 +232,12 @@ impl CoherenceProtocol for Protocol {
     }
 
     #[inline]
-    fn evict(&mut self, core: usize, line: u64, now: Cycle) -> Cycle {
-        dispatch!(self, p => p.evict(core, line, now))
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
+        dispatch!(self, p => p.evict(core, line, now, net))
+    }
+
+    fn llc_allocates_on_fill(&self) -> bool {
+        dispatch!(self, p => p.llc_allocates_on_fill())
     }
 
     fn stats(&self) -> &CoherenceStats {

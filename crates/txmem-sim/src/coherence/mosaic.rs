@@ -6,11 +6,13 @@
 //! lines compete with shared ones for entries). Timing and messages as in
 //! [`super::flask::Flask`].
 
-use super::directory::{drop_at_home, serve_at_home, EntryArray};
+use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
+use super::flask::reconstruct;
 use super::lines::LineTable;
 use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
+use crate::network::Network;
 use crate::stats::CoherenceStats;
 
 /// The MOSAIC protocol. See the module docs.
@@ -43,15 +45,11 @@ impl CoherenceProtocol for Mosaic {
 
     super::line_table_queries!();
 
-    fn request(&mut self, req: Request) -> Response {
-        let round = self.cfg.cache_to_cache_latency;
-        let mut latency = self.cfg.directory_latency;
+    fn request(&mut self, req: Request, net: &mut Network) -> Response {
+        let think = self.cfg.cache_to_cache_latency;
+        let mut ready = at_home(net, req, self.cfg.directory_latency);
         if !self.entries.touch(req.line) {
-            let peers = self.cores as u64 - 1;
-            self.stats.reconstructions += 1;
-            self.stats.messages += 2 * peers;
-            self.stats.snoops += peers;
-            latency += round;
+            ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
             if self.lines.get(req.line).holders == 0 {
                 self.stats.multicasts_false += 1;
             } else {
@@ -61,13 +59,11 @@ impl CoherenceProtocol for Mosaic {
                 self.stats.directory_evictions += 1;
             }
         }
-        let mut r = serve_at_home(&mut self.lines, &mut self.stats, req, round);
-        r.latency += latency;
-        r
+        serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think)
     }
 
-    fn evict(&mut self, core: usize, line: u64, _now: Cycle) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, core, line) {
+    fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
+        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
             self.entries.free(line);
         }
         0
@@ -86,15 +82,16 @@ mod tests {
     #[test]
     fn every_directory_miss_multicasts_and_allocates() {
         let mut m = Mosaic::new(4, 64, 16, CoherenceConfig::default());
+        let net = &mut Network::free(4);
         let req = |core, line| request_now(core, line, RequestKind::GetS);
         // A line on no chip cache: a multicast anyway (a "false" one), then an entry.
-        m.request(req(0, 5));
+        m.request(req(0, 5), net);
         assert_eq!(
             (m.stats().reconstructions, m.stats().multicasts_false),
             (1, 1)
         );
         // Its entry serves the next core without a multicast.
-        m.request(req(1, 5));
+        m.request(req(1, 5), net);
         assert_eq!(m.stats().reconstructions, 1);
         assert_eq!(m.state(1, 5), LineState::Shared);
         m.check_line(5).unwrap();

@@ -511,6 +511,9 @@ impl Machine {
         s.total_cycles = s.per_core.iter().map(|c| c.cycles).max().unwrap_or(0);
         s.cache = self.hier.stats.clone();
         s.coherence = self.hier.proto.stats().clone();
+        s.network = self.hier.net.stats.clone();
+        // A point-to-point protocol's messages are the network's deliveries.
+        s.coherence.messages += s.network.deliveries;
         s
     }
 }

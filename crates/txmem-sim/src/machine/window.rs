@@ -53,7 +53,11 @@ impl Machine {
         if c.window.retire(c.now) < max {
             return None;
         }
-        let Reverse(t) = *c.window.in_flight.peek().expect("a full window is not empty");
+        let Reverse(t) = *c
+            .window
+            .in_flight
+            .peek()
+            .expect("a full window is not empty");
         c.window.waited = true;
         self.stats.window_full_waits += 1;
         Some(t - c.now)

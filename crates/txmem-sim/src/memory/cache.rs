@@ -148,3 +148,69 @@ mod tests {
         assert_eq!(c.victim(6), None);
     }
 }
+
+/// A cache split into banks interleaved by line address (bank `line % banks`), each a
+/// [`SetAssocCache`] indexed by the rest of the address, so every set of every bank is used.
+#[derive(Clone, Debug)]
+pub struct BankedCache {
+    banks: Vec<SetAssocCache>,
+    shift: u32,
+}
+
+impl BankedCache {
+    /// `banks` banks (a power of two) sharing `lines` lines in `ways`-way sets.
+    pub fn new(lines: usize, ways: usize, banks: usize) -> Self {
+        debug_assert!(banks.is_power_of_two());
+        BankedCache {
+            banks: (0..banks)
+                .map(|_| SetAssocCache::new(lines / banks, ways))
+                .collect(),
+            shift: banks.trailing_zeros(),
+        }
+    }
+
+    #[inline]
+    fn split(&self, line: u64) -> (usize, u64) {
+        let mask = (1u64 << self.shift) - 1;
+        ((line & mask) as usize, line >> self.shift)
+    }
+
+    /// Looks `line` up and marks it most recently used on a hit.
+    #[inline]
+    pub fn touch(&mut self, line: u64) -> bool {
+        let (b, key) = self.split(line);
+        self.banks[b].touch(key)
+    }
+
+    /// Inserts `line` as most recently used; returns the evicted line, if any.
+    #[inline]
+    pub fn insert(&mut self, line: u64) -> Option<u64> {
+        let (b, key) = self.split(line);
+        self.banks[b]
+            .insert(key)
+            .map(|k| (k << self.shift) | b as u64)
+    }
+
+    /// Whether `line` is present (no LRU update).
+    pub fn contains(&self, line: u64) -> bool {
+        let (b, key) = self.split(line);
+        self.banks[b].contains(key)
+    }
+}
+
+#[cfg(test)]
+mod banked_tests {
+    use super::*;
+
+    #[test]
+    fn banks_interleave_by_line_and_use_every_set() {
+        // 4 banks of 2 sets x 1 way.
+        let mut c = BankedCache::new(8, 1, 4);
+        for line in 0..8 {
+            assert_eq!(c.insert(line), None, "line {line} has a set of its own");
+        }
+        // Line 8 shares bank 0 and set 0 with line 0 only.
+        assert_eq!(c.insert(8), Some(0));
+        assert!(c.contains(8) && c.contains(4) && !c.contains(0));
+    }
+}

@@ -1,7 +1,15 @@
-//! Per-core private caches (L1, optional L2), the shared last-level cache, main memory, and
-//! the coherence protocol that keeps the private caches consistent.
+//! Per-core private caches (L1, optional L2), the shared last-level cache, main memory, the
+//! coherence protocol that keeps the private caches consistent, and the on-chip network its
+//! messages cross.
+//!
+//! The L2 either includes the L1 or is its victim cache (`l2.exclusive`). The last-level
+//! cache is banked by line address and holds what the private caches evict; whether a line
+//! read from memory is also kept there is the protocol's choice
+//! ([`CoherenceProtocol::llc_allocates_on_fill`]). A line read from the shared levels is read
+//! at its home tile and sent to the requester over the network; one read from memory goes
+//! from the home to the line's memory controller, which sends the data to the requester.
 
-use super::cache::SetAssocCache;
+use super::cache::{BankedCache, SetAssocCache};
 use crate::coherence::directory::SparseDirectory;
 use crate::coherence::flask::Flask;
 use crate::coherence::mesi::MesiSnooping;
@@ -11,6 +19,7 @@ use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Reque
 use crate::config::{ProtocolKind, SimConfig};
 use crate::engine::per_core::PerCore;
 use crate::engine::time::Cycle;
+use crate::network::{Network, Payload};
 use crate::stats::CacheStats;
 
 /// Result of one access to the hierarchy.
@@ -47,11 +56,15 @@ pub struct Hierarchy {
     l1_latency: Cycle,
     l2: Option<Vec<SetAssocCache>>,
     l2_latency: Cycle,
-    llc: SetAssocCache,
+    l2_exclusive: bool,
+    llc: BankedCache,
     llc_latency: Cycle,
+    llc_fill: bool,
     memory_latency: Cycle,
     /// The coherence protocol.
     pub proto: Protocol,
+    /// The network the protocol's messages cross.
+    pub net: Network,
     /// Hit and miss counters.
     pub stats: CacheStats,
 }
@@ -82,13 +95,14 @@ impl Hierarchy {
                 Protocol::TokenB(TokenB::new(cfg.cores, lines, cfg.coherence.clone()))
             }
             ProtocolKind::SparseDirectory | ProtocolKind::Flask | ProtocolKind::Mosaic => {
-                // Coverage is of the outermost private level (inclusive of the L1).
-                let private = cfg.cores
-                    * (if cfg.l2.enabled {
-                        cfg.l2.cache.size_bytes
-                    } else {
-                        cfg.l1.size_bytes
-                    } / lb) as usize;
+                // Coverage is of what the private caches can hold: the outermost level, and
+                // the L1 too beside an exclusive L2.
+                let bytes = match (cfg.l2.enabled, cfg.l2.exclusive) {
+                    (false, _) => cfg.l1.size_bytes,
+                    (true, false) => cfg.l2.cache.size_bytes,
+                    (true, true) => cfg.l2.cache.size_bytes + cfg.l1.size_bytes,
+                };
+                let private = cfg.cores * (bytes / lb) as usize;
                 let entries =
                     private.saturating_mul(cfg.coherence.directory_coverage_pct as usize) / 100;
                 let c = cfg.coherence.clone();
@@ -105,7 +119,13 @@ impl Hierarchy {
                 }
             }
         };
+        let net = match cfg.coherence.protocol {
+            ProtocolKind::MesiSnooping => Network::free(cfg.cores),
+            _ => Network::new(&cfg.network, cfg.cores, lb),
+        };
         Hierarchy {
+            llc_fill: proto.llc_allocates_on_fill(),
+            net,
             l1: PerCore::new(
                 cfg.cores,
                 |_| cache(cfg.l1.size_bytes, cfg.l1.ways, lb),
@@ -118,7 +138,12 @@ impl Hierarchy {
                     .collect()
             }),
             l2_latency: cfg.l2.cache.latency,
-            llc: cache(cfg.llc.size_bytes, cfg.llc.ways, lb),
+            l2_exclusive: cfg.l2.exclusive,
+            llc: BankedCache::new(
+                (cfg.llc.size_bytes / lb) as usize,
+                cfg.llc.ways as usize,
+                cfg.llc_banks as usize,
+            ),
             llc_latency: cfg.llc.latency,
             memory_latency: cfg.memory_latency,
             proto,
@@ -148,12 +173,17 @@ impl Hierarchy {
             if write && st == LineState::Exclusive {
                 self.proto.silent_upgrade(core, line);
             }
+            self.stats.accesses += 1;
+            self.stats.access_cycles += self.l1_latency;
             return AccessResult {
                 latency: self.l1_latency,
                 ..AccessResult::default()
             };
         }
-        self.l1_miss(core, line, write, now, st, permitted)
+        let res = self.l1_miss(core, line, write, now, st, permitted);
+        self.stats.accesses += 1;
+        self.stats.access_cycles += res.latency;
+        res
     }
 
     /// The rest of [`Hierarchy::access`] after an L1 miss (or a hit without permission).
@@ -176,6 +206,10 @@ impl Hierarchy {
             res.latency += self.l2_latency;
             if l2[core].touch(line) && permitted {
                 self.stats.l2.hits += 1;
+                if self.l2_exclusive {
+                    // The line moves up; the L1's victim takes its place.
+                    l2[core].remove(line);
+                }
                 if write && st == LineState::Exclusive {
                     self.proto.silent_upgrade(core, line);
                 }
@@ -191,30 +225,33 @@ impl Hierarchy {
         } else {
             RequestKind::GetM
         };
-        let r = self.proto.request(Request {
-            core,
-            line,
-            kind,
-            now: now + res.latency,
-        });
-        res.latency += r.latency;
-        match r.source {
+        let asked = now + res.latency;
+        let r = self.proto.request(
+            Request {
+                core,
+                line,
+                kind,
+                now: asked,
+            },
+            &mut self.net,
+        );
+        let mut offchip = false;
+        let done = match r.source {
             DataSource::Shared => {
-                if self.llc.touch(line) {
-                    self.stats.llc.hits += 1;
-                    res.latency += self.llc_latency;
-                } else {
-                    self.stats.llc.misses += 1;
-                    res.latency += self.llc_latency + self.memory_latency;
-                    self.llc.insert(line);
-                }
+                let (data, memory) = self.read_shared(core, line, asked + r.latency);
+                offchip = memory;
+                data.max(asked + r.acks)
             }
             DataSource::Peer(_) => {
                 // A dirty owner's data is written back to the shared level as it moves.
-                self.llc.insert(line);
+                if self.llc_fill {
+                    self.llc.insert(line);
+                }
+                asked + r.latency
             }
-            DataSource::None => {}
-        }
+            DataSource::None => asked + r.latency,
+        };
+        res.latency = done - now;
         if let Some((v, holders)) = r.recalled {
             // Every copy of the recalled line goes (its dirty data went home).
             let mut h = holders;
@@ -239,36 +276,81 @@ impl Hierarchy {
                 l2[d].remove(line);
             }
         }
-        if let Some(l2) = &mut self.l2 {
-            if let Some(v) = l2[core].insert(line) {
-                // Inclusive L2: the victim leaves the L1 as well.
-                if self.l1[core].remove(v) {
-                    self.stats.l1_evictions += 1;
-                }
-                // Reported even when the L1 had dropped it already: a transaction may still
-                // track it there (`htm.tracked_in = l2`).
-                res.evicted[res.n_evicted] = v;
-                res.left_core |= 1 << res.n_evicted;
-                res.n_evicted += 1;
-                self.proto.evict(core, v, now);
-                self.llc.insert(v);
+        match &mut self.l2 {
+            Some(l2) if self.l2_exclusive => {
+                // An upgraded line held in the L2 moves up.
+                l2[core].remove(line);
             }
+            Some(l2) => {
+                if let Some(v) = l2[core].insert(line) {
+                    // Inclusive L2: the victim leaves the L1 as well.
+                    if self.l1[core].remove(v) {
+                        self.stats.l1_evictions += 1;
+                    }
+                    // Reported even when the L1 had dropped it already: a transaction may
+                    // still track it there (`htm.tracked_in = l2`).
+                    self.left_core(core, v, now, &mut res);
+                }
+            }
+            None => {}
         }
         self.fill_l1(core, line, now, &mut res);
+        if offchip {
+            self.stats.offchip += 1;
+            self.stats.offchip_cycles += res.latency;
+        }
         res
     }
 
+    /// Reads `line` for `core` from the shared levels, at its home from `at`: the LLC bank
+    /// there, or memory through the line's controller. Returns when the data reaches the core,
+    /// and whether it came from memory.
+    fn read_shared(&mut self, core: usize, line: u64, at: Cycle) -> (Cycle, bool) {
+        let home = self.net.home(line);
+        let read = at + self.llc_latency;
+        if self.llc.touch(line) {
+            self.stats.llc.hits += 1;
+            return (self.net.send(home, core, Payload::Data, read), false);
+        }
+        self.stats.llc.misses += 1;
+        if self.llc_fill {
+            self.llc.insert(line);
+        }
+        let controller = self.net.memory_tile(line);
+        let asked = self.net.send(home, controller, Payload::Control, read);
+        let data = self
+            .net
+            .send(controller, core, Payload::Data, asked + self.memory_latency);
+        (data, true)
+    }
+
+    /// `v` left every private cache of `core`: the protocol is told and the LLC keeps it.
+    fn left_core(&mut self, core: usize, v: u64, now: Cycle, res: &mut AccessResult) {
+        res.evicted[res.n_evicted] = v;
+        res.left_core |= 1 << res.n_evicted;
+        res.n_evicted += 1;
+        self.proto.evict(core, v, now, &mut self.net);
+        self.llc.insert(v);
+    }
+
     fn fill_l1(&mut self, core: usize, line: u64, now: Cycle, res: &mut AccessResult) {
-        if let Some(v) = self.l1[core].insert(line) {
-            self.stats.l1_evictions += 1;
-            res.evicted[res.n_evicted] = v;
-            if self.l2.is_none() {
-                res.left_core |= 1 << res.n_evicted;
+        let Some(v) = self.l1[core].insert(line) else {
+            return;
+        };
+        self.stats.l1_evictions += 1;
+        match &mut self.l2 {
+            None => self.left_core(core, v, now, res),
+            Some(l2) if self.l2_exclusive => {
+                // The victim goes down to the L2, which may push its own out of the core.
+                res.evicted[res.n_evicted] = v;
+                res.n_evicted += 1;
+                if let Some(v2) = l2[core].insert(v) {
+                    self.left_core(core, v2, now, res);
+                }
             }
-            res.n_evicted += 1;
-            if self.l2.is_none() {
-                self.proto.evict(core, v, now);
-                self.llc.insert(v);
+            Some(_) => {
+                res.evicted[res.n_evicted] = v;
+                res.n_evicted += 1;
             }
         }
     }
