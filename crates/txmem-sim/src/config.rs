@@ -105,6 +105,13 @@ pub struct CoherenceConfig {
     pub directory_ways: u32,
     /// Sparse directory: cycles of a lookup at the home.
     pub directory_latency: u64,
+    /// Flask: of every 8 units of the controller's storage (the SDE budget), how many are
+    /// directory ways; the rest are filter sub-tables. 4 (half and half) is the seed's
+    /// default; 1 suits private and numerical workloads, 7 commercial ones.
+    pub flask_directory_units: u32,
+    /// Flask: let the split move a unit between directory and filter as the workload runs
+    /// (see [`crate::coherence::flask`]).
+    pub flask_adaptive: bool,
 }
 
 impl Default for CoherenceConfig {
@@ -117,6 +124,8 @@ impl Default for CoherenceConfig {
             directory_coverage_pct: 200,
             directory_ways: 8,
             directory_latency: 10,
+            flask_directory_units: 4,
+            flask_adaptive: false,
         }
     }
 }
@@ -843,6 +852,12 @@ impl SimConfig {
             return Err(ConfigError(
                 "htm.stall_retry_cycles must be at least 1".into(),
             ));
+        }
+        if !(1..=7).contains(&self.coherence.flask_directory_units) {
+            return Err(ConfigError(format!(
+                "coherence.flask_directory_units must be in 1..=7 (of 8 storage units; got {})",
+                self.coherence.flask_directory_units
+            )));
         }
         if self.max_outstanding == 0 {
             return Err(ConfigError("max_outstanding must be at least 1".into()));

@@ -316,9 +316,17 @@ pub struct CoherenceStats {
     /// Flask: filter inserts that left a counter at its maximum.
     #[serde(default)]
     pub filter_saturations: u64,
-    /// Flask: lines that did not fit in the filter (kept exactly on the side).
+    /// Flask: filter inserts that found every candidate bucket full (or a counter at its
+    /// maximum).
     #[serde(default)]
     pub filter_overflows: u64,
+    /// Flask: private copies invalidated to empty a filter bucket after a saturation or an
+    /// overflow (also counted in `invalidations`).
+    #[serde(default)]
+    pub filter_invalidations: u64,
+    /// Flask: changes of the directory/filter split by the adaptive policy.
+    #[serde(default)]
+    pub split_changes: u64,
 }
 
 /// What crossed the on-chip network ([`crate::network`]) of a point-to-point protocol.

@@ -102,6 +102,11 @@ impl EntryArray {
         victim
     }
 
+    /// The lines that have an entry.
+    pub fn lines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.tags.iter().copied().filter(|&t| t != EMPTY)
+    }
+
     /// Frees `line`'s entry, if it has one.
     pub fn free(&mut self, line: u64) {
         if let Some(k) = self.find(line) {
@@ -117,6 +122,8 @@ pub struct SparseDirectory {
     lines: LineTable,
     entries: EntryArray,
     stats: CoherenceStats,
+    /// The line the last request recalled, with its holders.
+    recall: Option<(u64, u64)>,
 }
 
 impl SparseDirectory {
@@ -127,6 +134,7 @@ impl SparseDirectory {
             lines: LineTable::new(cores, lines),
             entries: EntryArray::new(entries, cfg.directory_ways as usize),
             stats: CoherenceStats::default(),
+            recall: None,
             cfg,
         }
     }
@@ -201,7 +209,7 @@ impl Transition {
             invalidated: self.invalidated,
             downgraded: self.downgraded,
             granted: self.granted,
-            recalled: None,
+            recalled: false,
         }
     }
 }
@@ -358,8 +366,13 @@ impl CoherenceProtocol for SparseDirectory {
         let (ready, recalled) = self.entry(net, req.line, looked_up);
         let think = self.cfg.cache_to_cache_latency;
         let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
-        r.recalled = recalled;
+        r.recalled = recalled.is_some();
+        self.recall = recalled;
         r
+    }
+
+    fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
+        into.extend(self.recall.take());
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
@@ -396,15 +409,17 @@ mod tests {
         let mut d = SparseDirectory::new(4, 64, 2, cfg.clone());
         let hop = NetworkConfig::default().ideal_latency;
         let net = &mut Network::new(&NetworkConfig::default(), 4, 64);
-        assert_eq!(d.request(req(0, 1, RequestKind::GetS), net).recalled, None);
-        assert_eq!(d.request(req(1, 1, RequestKind::GetS), net).recalled, None);
+        assert!(!d.request(req(0, 1, RequestKind::GetS), net).recalled);
+        assert!(!d.request(req(1, 1, RequestKind::GetS), net).recalled);
         let r = d.request(req(2, 2, RequestKind::GetM), net);
-        assert_eq!((r.recalled, r.latency), (None, cfg.directory_latency));
+        assert_eq!((r.recalled, r.latency), (false, cfg.directory_latency));
         // (Lines 2 and 3 have their home on their requester's tile: no trip there.)
         // Line 1 was used least recently: the third line takes its entry, from both sharers,
         // and waits for their acknowledgements.
         let r = d.request(req(3, 3, RequestKind::GetS), net);
-        assert_eq!(r.recalled, Some((1, 0b11)));
+        let mut recalls = Vec::new();
+        d.take_recalls(&mut recalls);
+        assert_eq!((r.recalled, recalls), (true, vec![(1, 0b11)]));
         assert_eq!(
             r.latency,
             cfg.directory_latency + hop + cfg.cache_to_cache_latency + hop
@@ -416,7 +431,7 @@ mod tests {
         }
         // Evicting the last copy frees the entry: no recall for the next line.
         d.evict(3, 3, 0, net);
-        assert_eq!(d.request(req(0, 5, RequestKind::GetS), net).recalled, None);
+        assert!(!d.request(req(0, 5, RequestKind::GetS), net).recalled);
         // A write invalidates exactly the other holders.
         d.request(req(1, 5, RequestKind::GetS), net);
         let r = d.request(req(2, 5, RequestKind::GetM), net);

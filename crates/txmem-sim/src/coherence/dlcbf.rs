@@ -277,6 +277,20 @@ impl Dlcbf {
         }
     }
 
+    /// The bucket (numbered across the sub-tables) holding `addr`'s record, if any.
+    pub fn bucket_of(&self, addr: u64) -> Option<usize> {
+        self.find(self.hash(addr))
+            .map(|k| k / self.cfg.cells as usize)
+    }
+
+    /// The bucket an insert of `addr` that failed or saturated is about: the one holding its
+    /// full counter, or else its leftmost candidate (all of which are full). Emptying it lets
+    /// the insert succeed.
+    pub fn blocking_bucket(&self, addr: u64) -> usize {
+        let h = self.hash(addr);
+        self.find(h).map_or_else(|| self.candidate(h, 0).0, |k| k) / self.cfg.cells as usize
+    }
+
     /// Forgets one record of `addr`. Removing what was never inserted is the caller's error:
     /// it is refused unless `addr` is a false positive (its hash equals a member's), in which
     /// case that member's record goes.

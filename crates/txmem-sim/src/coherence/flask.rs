@@ -15,14 +15,33 @@
 //!   does, the hit was a false positive and the request goes to memory after the wasted
 //!   round.
 //!
-//! The line leaves the filter when its last private copy goes. An insert that would overflow
-//! the filter (a saturated counter, every candidate bucket full) is kept exactly on the side
-//! and counted; the seed invalidates the private-cache sets the filter portion covers instead,
-//! which its sizing makes practically never necessary.
+//! The line leaves the filter when its last private copy goes.
+//!
+//! **Storage.** The controller has the SRAM of `directory_coverage_pct` (the seed's SDE) of a
+//! sparse directory's entries, as sets of [`UNITS`] units; each unit is a directory way or a
+//! filter sub-table of as many buckets as there are sets (`flask_directory_units` of them
+//! ways, half by default). A small budget therefore means a small filter too: at 5% SDE on
+//! 16 cores it has a few thousand cells for tens of thousands of private lines.
+//!
+//! **Saturation.** An insert that leaves a counter at its maximum, or finds every candidate
+//! bucket full, empties the bucket concerned first: every other line it records is recalled
+//! from the private caches (invalidated, a dirty copy written back), as the seed invalidates
+//! the private-cache sets mapped onto that portion of the filter. Transactions that tracked a
+//! recalled line abort, as on any eviction. The seed reports this never happened in its runs;
+//! here it is counted (`filter_saturations`, `filter_overflows`, `filter_invalidations`).
+//!
+//! **Adaptive split** (`flask_adaptive`). Every 4,096 requests the controller looks at the
+//! epoch: if the directory lost entries and more reconstructions found holders than not (the
+//! shared working set does not fit), a filter sub-table becomes a directory way; if the
+//! directory lost none and false positives outnumber true reconstructions (the data are
+//! private and the filter is too small), a way becomes a sub-table. At least one of each
+//! stays. The directory keeps the entries that fit its new shape (losing one invalidates
+//! nothing); the filter is rebuilt from its members, which the seed can do in hardware since
+//! its permutations are invertible. The seed describes this policy but evaluated only static
+//! per-class splits.
 //!
 //! The seed counts tokens for correctness; here the exact state of every line is known, so
-//! tokens only show up as the messages they cost. The LLC is inclusive as everywhere in the
-//! simulator (the seed's is not), and "leaving the chip" means leaving the private caches.
+//! tokens only show up as the messages they cost. "On chip" means in some private cache.
 //!
 //! Timing: as [`super::directory::SparseDirectory`] (the trip to the home and a lookup there;
 //! a forward or an invalidation round), plus the reconstruction's round: a multicast from the
@@ -39,80 +58,186 @@ use crate::engine::time::Cycle;
 use crate::network::{Network, Payload};
 use crate::stats::CoherenceStats;
 
+/// Storage units per directory set: each is a directory way or a filter sub-table (of as
+/// many buckets as the directory has sets), which cost about the same SRAM (seed §IV.B).
+pub const UNITS: u32 = 8;
+
+/// Requests between two decisions of the adaptive split.
+const EPOCH: u64 = 4096;
+
 /// The Flask protocol. See the module docs.
 #[derive(Debug)]
 pub struct Flask {
     cfg: CoherenceConfig,
     cores: usize,
     lines: LineTable,
+    /// Sets of the controller's storage (directory sets, filter buckets per sub-table).
+    sets: usize,
+    /// Units given to the directory (ways); the rest are filter sub-tables.
+    directory_units: u32,
     /// Entries of actively shared lines (not inclusive).
     shared: EntryArray,
     filter: Dlcbf,
-    /// Lines on chip that did not fit in the filter, with how many times each was inserted.
-    overflow: HashMap<u64, u32>,
+    /// Every line on chip, with the filter bucket that records it: what the seed's hardware
+    /// finds by the private-cache sets a filter portion covers, when it must empty it.
+    on_chip: HashMap<u64, usize>,
+    /// Lines recalled by the latest request, with their holders.
+    recalls: Vec<(u64, u64)>,
+    /// The counters at the start of the adaptive split's epoch.
+    epoch_start: CoherenceStats,
+    requests: u64,
     stats: CoherenceStats,
 }
 
 impl Flask {
-    /// A Flask controller with `entries` directory entries and a filter sized for
-    /// `private_lines` on-chip lines at the seed's 75% load (d = 4, c = 8, r = 9), for `cores`
-    /// cores and `lines` memory lines.
-    pub fn new(
-        cores: usize,
-        lines: usize,
-        entries: usize,
-        private_lines: usize,
-        cfg: CoherenceConfig,
-    ) -> Self {
-        let base = DlcbfConfig::default();
-        let per_bucket = (base.subtables * base.cells) as f64 * 0.75;
-        let buckets = ((private_lines as f64 / per_bucket).ceil() as u32)
-            .max(1)
-            .next_power_of_two();
-        let filter = Dlcbf::new(DlcbfConfig { buckets, ..base })
-            .expect("a power-of-two bucket count is a valid filter");
+    /// A Flask controller for `cores` cores and `lines` memory lines, with the storage of
+    /// `entries` sparse-directory entries (the SDE budget): `entries / 8` sets of
+    /// [`UNITS`] units, `cfg.flask_directory_units` of them directory ways and the rest
+    /// sub-tables of a d-left filter (c = 8 cells of r = 9-bit remainders and 3-bit
+    /// counters per bucket, the seed's choice), with a power-of-two number of buckets near the
+    /// set count.
+    pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
+        let sets = (entries / UNITS as usize).max(1);
+        let units = cfg.flask_directory_units.clamp(1, UNITS - 1);
         Flask {
-            shared: EntryArray::new(entries, cfg.directory_ways as usize),
+            shared: EntryArray::new(sets * units as usize, units as usize),
+            filter: filter(sets, UNITS - units),
             lines: LineTable::new(cores, lines),
-            filter,
-            overflow: HashMap::new(),
+            sets,
+            directory_units: units,
+            on_chip: HashMap::new(),
+            recalls: Vec::new(),
+            epoch_start: CoherenceStats::default(),
+            requests: 0,
             stats: CoherenceStats::default(),
             cores,
             cfg,
         }
     }
 
-    /// Whether the filter (or its overflow) says `line` may be on chip.
-    fn may_be_on_chip(&self, line: u64) -> bool {
-        self.filter.contains(line) || self.overflow.contains_key(&line)
+    /// Directory ways now (the adaptive split changes them).
+    pub fn directory_units(&self) -> u32 {
+        self.directory_units
     }
 
-    /// Records that `line` came on chip.
-    fn arrived(&mut self, line: u64) {
-        match self.filter.insert(line) {
-            Inserted::Ok => {}
-            Inserted::Saturated => self.stats.filter_saturations += 1,
-            Inserted::Overflow => {
-                self.stats.filter_overflows += 1;
-                *self.overflow.entry(line).or_default() += 1;
+    /// Whether the filter says `line` may be on chip.
+    fn may_be_on_chip(&self, line: u64) -> bool {
+        self.filter.contains(line)
+    }
+
+    /// Records that `line` came on chip. An insert that fails or leaves a counter at its
+    /// maximum empties the bucket concerned first: every other line it records is recalled
+    /// from the private caches (the seed invalidates the private-cache sets that map to that
+    /// portion of the filter), and its invalidations are sent from `home` at `at`.
+    fn arrived(&mut self, line: u64, net: &mut Network, home: usize, at: Cycle) {
+        loop {
+            match self.filter.insert(line) {
+                Inserted::Ok => break,
+                Inserted::Saturated => {
+                    self.stats.filter_saturations += 1;
+                    self.filter.remove(line).expect("just inserted");
+                }
+                Inserted::Overflow => self.stats.filter_overflows += 1,
             }
+            let bucket = self.filter.blocking_bucket(line);
+            self.empty_bucket(bucket, net, home, at);
+        }
+        let bucket = self.filter.bucket_of(line).expect("just inserted");
+        self.on_chip.insert(line, bucket);
+    }
+
+    /// Recalls every line `bucket` records.
+    fn empty_bucket(&mut self, bucket: usize, net: &mut Network, home: usize, at: Cycle) {
+        let mut victims: Vec<u64> = self
+            .on_chip
+            .iter()
+            .filter(|&(_, &b)| b == bucket)
+            .map(|(&l, _)| l)
+            .collect();
+        victims.sort_unstable();
+        for v in victims {
+            let (holders, dirty) = self.lines.drop_all(v);
+            let n = u64::from(holders.count_ones());
+            self.stats.invalidations += n;
+            self.stats.filter_invalidations += n;
+            self.stats.writebacks += u64::from(dirty);
+            let answer = if dirty {
+                Payload::Data
+            } else {
+                Payload::Control
+            };
+            let think = self.cfg.cache_to_cache_latency;
+            net.round(home, holders, at, think, home, answer);
+            self.left(v);
+            self.recalls.push((v, holders));
         }
     }
 
     /// Records that `line`'s last private copy left.
     fn left(&mut self, line: u64) {
         self.shared.free(line);
-        if let Some(n) = self.overflow.get_mut(&line) {
-            *n -= 1;
-            if *n == 0 {
-                self.overflow.remove(&line);
-            }
-            return;
-        }
+        self.on_chip.remove(&line);
         self.filter
             .remove(line)
             .expect("a line on chip is in the filter");
     }
+
+    /// The adaptive split, once an epoch: a directory that keeps losing entries of lines
+    /// found shared again (true reconstructions, more than false ones) takes a filter
+    /// sub-table as a way; a directory that loses none while the filter's false positives
+    /// outnumber the true reconstructions gives a way to the filter.
+    fn adapt(&mut self, net: &mut Network, home: usize, at: Cycle) {
+        let d = |now: u64, then: u64| now - then;
+        let (s, e) = (&self.stats, &self.epoch_start);
+        let evicted = d(s.directory_evictions, e.directory_evictions);
+        let truly = d(s.multicasts_true, e.multicasts_true);
+        let falsely = d(s.multicasts_false, e.multicasts_false);
+        self.epoch_start = self.stats.clone();
+        let units = if evicted > 0 && truly > falsely && self.directory_units < UNITS - 1 {
+            self.directory_units + 1
+        } else if evicted == 0 && falsely > truly && self.directory_units > 1 {
+            self.directory_units - 1
+        } else {
+            return;
+        };
+        self.stats.split_changes += 1;
+        self.directory_units = units;
+        // The directory keeps what fits in its new shape (losing entries invalidates nothing).
+        let mut shared = EntryArray::new(self.sets * units as usize, units as usize);
+        for line in self.shared.lines() {
+            shared.allocate(line);
+        }
+        self.shared = shared;
+        // The filter is rebuilt from its members (the seed moves them sub-table by
+        // sub-table, which its invertible permutations allow).
+        let mut members: Vec<u64> = self.on_chip.keys().copied().collect();
+        members.sort_unstable();
+        self.filter = filter(self.sets, UNITS - units);
+        self.on_chip.clear();
+        for line in members {
+            if self.lines.get(line).holders != 0 {
+                self.arrived(line, net, home, at);
+            }
+        }
+    }
+}
+
+/// A d-left filter of `subtables` sub-tables with about `sets` buckets each (the seed's
+/// cells, remainders and counters).
+fn filter(sets: usize, subtables: u32) -> Dlcbf {
+    // The power of two nearest the set count (by ratio).
+    let low = 1usize << (usize::BITS - 1 - sets.leading_zeros());
+    let buckets = if sets * sets >= 2 * low * low {
+        2 * low
+    } else {
+        low
+    };
+    Dlcbf::new(DlcbfConfig {
+        subtables,
+        buckets: buckets as u32,
+        ..DlcbfConfig::default()
+    })
+    .expect("a power-of-two bucket count is a valid filter")
 }
 
 impl CoherenceProtocol for Flask {
@@ -144,11 +269,22 @@ impl CoherenceProtocol for Flask {
                 }
             }
         }
-        let r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
+        let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
+        let home = net.home(req.line);
+        self.recalls.clear();
         if l.holders == 0 {
-            self.arrived(req.line);
+            self.arrived(req.line, net, home, ready);
         }
+        self.requests += 1;
+        if self.cfg.flask_adaptive && self.requests.is_multiple_of(EPOCH) {
+            self.adapt(net, home, ready);
+        }
+        r.recalled = !self.recalls.is_empty();
         r
+    }
+
+    fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
+        into.append(&mut self.recalls);
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
@@ -202,7 +338,7 @@ mod tests {
     #[test]
     fn private_lines_skip_the_directory_and_shared_ones_get_an_entry() {
         let cfg = CoherenceConfig::default();
-        let mut f = Flask::new(4, 1024, 8, 256, cfg.clone());
+        let mut f = Flask::new(4, 1024, 64, cfg.clone());
         let net = &mut Network::new(&crate::config::NetworkConfig::default(), 4, 64);
         let hop = crate::config::NetworkConfig::default().ideal_latency;
         // A private line: filter miss, straight to the shared levels, no entry (line 7's home
@@ -231,6 +367,32 @@ mod tests {
         f.request(req(3, 7, RequestKind::GetS), net);
         assert_eq!(f.stats().reconstructions, 1);
         for line in 0..16 {
+            f.check_line(line).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_adaptive_split_gives_an_overloaded_directory_more_ways() {
+        let cfg = CoherenceConfig {
+            flask_adaptive: true,
+            ..CoherenceConfig::default()
+        };
+        // 8 sets: 32 directory entries, 4 filter sub-tables of 8 buckets.
+        let mut f = Flask::new(4, 4096, 64, cfg);
+        let net = &mut Network::free(4);
+        // 48 lines written by one core and read by another, over and over: 48 shared lines
+        // do not fit 32 entries, so lines lose their entries and are found shared again.
+        let mut n = 0;
+        while n < 2 * EPOCH {
+            for line in 0..48 {
+                f.request(req(0, line, RequestKind::GetM), net);
+                f.request(req(1, line, RequestKind::GetS), net);
+                n += 2;
+            }
+        }
+        assert!(f.directory_units() > 4, "{:?}", f.stats());
+        assert!(f.stats().split_changes > 0);
+        for line in 0..4096 {
             f.check_line(line).unwrap();
         }
     }

@@ -106,9 +106,10 @@ pub struct Response {
     pub downgraded: u64,
     /// State granted to the requester.
     pub granted: LineState,
-    /// A line the protocol took from every private cache to make room for this request's
-    /// bookkeeping (a sparse directory's evicted entry), with the cores that held it.
-    pub recalled: Option<(u64, u64)>,
+    /// The protocol took lines from every private cache to make room in its bookkeeping (a
+    /// sparse directory's evicted entry, the lines a Flask filter bucket covered);
+    /// [`CoherenceProtocol::take_recalls`] lists them.
+    pub recalled: bool,
 }
 
 /// A request at time 0, for the protocols' unit tests.
@@ -146,6 +147,12 @@ pub trait CoherenceProtocol {
     /// evict them.
     fn llc_allocates_on_fill(&self) -> bool {
         true
+    }
+
+    /// Moves the lines the last request recalled (see [`Response::recalled`]), each with the
+    /// cores that held it, into `into`.
+    fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
+        let _ = into;
     }
 
     /// Traffic counters so far.
@@ -238,6 +245,10 @@ impl CoherenceProtocol for Protocol {
 
     fn llc_allocates_on_fill(&self) -> bool {
         dispatch!(self, p => p.llc_allocates_on_fill())
+    }
+
+    fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
+        dispatch!(self, p => p.take_recalls(into))
     }
 
     fn stats(&self) -> &CoherenceStats {

@@ -42,6 +42,17 @@ impl Machine {
         self_abort
     }
 
+    /// The lines the latest access recalled ([`Hierarchy::recalls`]), each as in
+    /// [`Machine::recalled`]. Returns whether `actor`'s own active transaction aborted.
+    pub(super) fn all_recalled(&mut self, actor: usize) -> bool {
+        let mut self_abort = false;
+        for k in 0..self.hier.recalls.len() {
+            let (v, holders) = self.hier.recalls[k];
+            self_abort |= self.recalled(actor, v, holders);
+        }
+        self_abort
+    }
+
     /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
     /// latency (overflow penalty) and whether `actor`'s own active transaction aborted.
     pub(super) fn evicted(&mut self, actor: usize, core: usize, line: u64) -> (Cycle, bool) {
@@ -223,9 +234,9 @@ impl Machine {
                 None => return Outcome::Aborted,
             }
         }
-        if let Some((v, holders)) = r.recalled {
+        if r.recalled {
             // Outside a transaction: only other CPUs' transactions can abort.
-            self.recalled(core, v, holders);
+            self.all_recalled(core);
         }
         let checks = self.cfg.check_invariants;
         if checks {
@@ -267,10 +278,8 @@ impl Machine {
                 None => return Outcome::Aborted,
             }
         }
-        if let Some((v, holders)) = r.recalled {
-            if self.recalled(core, v, holders) {
-                return Outcome::Aborted;
-            }
+        if r.recalled && self.all_recalled(core) {
+            return Outcome::Aborted;
         }
         let checks = self.cfg.check_invariants;
         if checks {

@@ -34,8 +34,10 @@ impl Machine {
         for k in 0..r.n_evicted {
             self.check_after_access(core, r.evicted[k]);
         }
-        if let Some((v, _)) = r.recalled {
-            self.check_after_access(core, v);
+        if r.recalled {
+            for &(v, _) in &self.hier.recalls {
+                self.check_after_access(core, v);
+            }
         }
     }
 

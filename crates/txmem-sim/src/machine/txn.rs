@@ -119,8 +119,8 @@ impl Machine {
                         let (extra, _) = self.evicted_from_core(core, victim);
                         lat += extra;
                     }
-                    if let Some((v, holders)) = r.recalled {
-                        self.recalled(core, v, holders);
+                    if r.recalled {
+                        self.all_recalled(core);
                     }
                 }
             }

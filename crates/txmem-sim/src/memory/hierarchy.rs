@@ -36,9 +36,9 @@ pub struct AccessResult {
     pub left_core: u8,
     /// Bit mask of peer cores whose copy was invalidated.
     pub invalidated: u64,
-    /// A line the protocol recalled from every private cache (a sparse directory making
-    /// room), and the cores that lost it.
-    pub recalled: Option<(u64, u64)>,
+    /// The protocol recalled lines from every private cache ([`Hierarchy::recalls`] lists
+    /// them with the cores that lost them).
+    pub recalled: bool,
 }
 
 impl AccessResult {
@@ -65,6 +65,9 @@ pub struct Hierarchy {
     pub proto: Protocol,
     /// The network the protocol's messages cross.
     pub net: Network,
+    /// The lines the latest access recalled (when its result says so), with the cores that
+    /// held them.
+    pub recalls: Vec<(u64, u64)>,
     /// Hit and miss counters.
     pub stats: CacheStats,
 }
@@ -108,7 +111,7 @@ impl Hierarchy {
                 let c = cfg.coherence.clone();
                 match cfg.coherence.protocol {
                     ProtocolKind::Flask => {
-                        Protocol::Flask(Flask::new(cfg.cores, lines, entries, private, c))
+                        Protocol::Flask(Flask::new(cfg.cores, lines, entries, c))
                     }
                     ProtocolKind::Mosaic => {
                         Protocol::Mosaic(Mosaic::new(cfg.cores, lines, entries, c))
@@ -126,6 +129,7 @@ impl Hierarchy {
         Hierarchy {
             llc_fill: proto.llc_allocates_on_fill(),
             net,
+            recalls: Vec::new(),
             l1: PerCore::new(
                 cfg.cores,
                 |_| cache(cfg.l1.size_bytes, cfg.l1.ways, lb),
@@ -252,19 +256,23 @@ impl Hierarchy {
             DataSource::None => asked + r.latency,
         };
         res.latency = done - now;
-        if let Some((v, holders)) = r.recalled {
-            // Every copy of the recalled line goes (its dirty data went home).
-            let mut h = holders;
-            while h != 0 {
-                let d = h.trailing_zeros() as usize;
-                h &= h - 1;
-                self.l1[d].remove(v);
-                if let Some(l2) = &mut self.l2 {
-                    l2[d].remove(v);
+        if r.recalled {
+            self.recalls.clear();
+            self.proto.take_recalls(&mut self.recalls);
+            for &(v, holders) in &self.recalls {
+                // Every copy of a recalled line goes (its dirty data went home).
+                let mut h = holders;
+                while h != 0 {
+                    let d = h.trailing_zeros() as usize;
+                    h &= h - 1;
+                    self.l1[d].remove(v);
+                    if let Some(l2) = &mut self.l2 {
+                        l2[d].remove(v);
+                    }
                 }
+                self.llc.insert(v);
             }
-            self.llc.insert(v);
-            res.recalled = r.recalled;
+            res.recalled = true;
         }
         let mut inv = r.invalidated;
         res.invalidated = inv;

@@ -1,6 +1,8 @@
 //! Workloads: simulated programs that exercise the machine and check their own results.
 
+pub mod barrier;
 pub mod counter;
+pub mod flask_app;
 pub mod hashmap;
 pub mod rwle_app;
 pub mod xsync;
@@ -58,6 +60,10 @@ pub enum WorkloadKind {
     /// RW-LE's applications (§5.2): TPC-C-, STMBench7- or Kyoto-Cabinet-like (`app`) behind
     /// one reader-writer lock (`lock`), `write_pct`% of operations in write mode.
     RwleApp,
+    /// Flask's Table II workloads (§V.B): SPEC-rate-like private streams beside an OS core,
+    /// NPB-like kernels (MG, FT, LU) and commercial server mixes (`flask_app`), on every CPU,
+    /// about `total_ops` memory operations in all.
+    FlaskApp,
 }
 
 impl WorkloadKind {
@@ -69,6 +75,7 @@ impl WorkloadKind {
             WorkloadKind::XsyncCounters => "xsync-counters",
             WorkloadKind::RwleHashmap => "rwle-hashmap",
             WorkloadKind::RwleApp => "rwle-app",
+            WorkloadKind::FlaskApp => "flask-app",
         }
     }
 }
@@ -107,12 +114,17 @@ pub struct WorkloadConfig {
     pub threads: usize,
     /// Operations of `rwle-hashmap` and `rwle-app` in all, split evenly over their threads (as the seed's
     /// benchmark splits them), so that time falls as threads are added where the lock scales.
+    /// `flask-app` reads it as about how many memory operations to make in all: split over
+    /// the working CPUs, or (NPB kernels) the size of the grid.
     pub total_ops: u64,
     /// RW-LE's split-lock optimization (HTM writers beside a ROT writer); the seed's
     /// experiments use it.
     pub rwle_split_lock: bool,
     /// The application of `rwle-app`.
     pub app: rwle_app::App,
+    /// The Table II workload of `flask-app` (see [`flask_app`] for what each models and how
+    /// its footprints were chosen).
+    pub flask_app: flask_app::FlaskApp,
 }
 
 impl Default for WorkloadConfig {
@@ -136,6 +148,7 @@ impl Default for WorkloadConfig {
             total_ops: 4000,
             rwle_split_lock: true,
             app: rwle_app::App::Tpcc,
+            flask_app: flask_app::FlaskApp::Hmmer,
         }
     }
 }
@@ -273,5 +286,6 @@ pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, Work
         WorkloadKind::XsyncCounters => xsync::run_xsync_counters(sim, w),
         WorkloadKind::RwleHashmap => hashmap::run_rwle_hashmap(sim, w),
         WorkloadKind::RwleApp => rwle_app::run_rwle_app(sim, w),
+        WorkloadKind::FlaskApp => flask_app::run_flask_app(sim, w),
     }
 }
