@@ -105,13 +105,43 @@ pub struct CoherenceConfig {
     pub directory_ways: u32,
     /// Sparse directory: cycles of a lookup at the home.
     pub directory_latency: u64,
-    /// Flask: of every 8 units of the controller's storage (the SDE budget), how many are
-    /// directory ways; the rest are filter sub-tables. 4 (half and half) is the seed's
-    /// default; 1 suits private and numerical workloads, 7 commercial ones.
-    pub flask_directory_units: u32,
-    /// Flask: let the split move a unit between directory and filter as the workload runs
-    /// (see [`crate::coherence::flask`]).
-    pub flask_adaptive: bool,
+    /// Flask: how the controller's storage (the SDE budget, 8 units per set) is split
+    /// between directory ways and filter sub-tables.
+    pub flask_split: FlaskSplit,
+}
+
+/// How Flask splits each set of its controller's 8 storage units between directory ways and
+/// filter sub-tables. Written as the number of directory ways (`1` to `7`) or `"adaptive"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlaskSplit {
+    /// This many directory ways, the rest filter sub-tables: 4 (half and half) is the seed's
+    /// default; 1 suits private and numerical workloads, 7 commercial ones (seed §VI.C).
+    Static(u32),
+    /// Starts at 4 and moves a unit between directory and filter as the workload runs (see
+    /// [`crate::coherence::flask`]).
+    Adaptive(AdaptiveTag),
+}
+
+/// The name of [`FlaskSplit::Adaptive`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdaptiveTag {
+    /// `"adaptive"`.
+    Adaptive,
+}
+
+impl FlaskSplit {
+    /// The adaptive split.
+    pub const ADAPTIVE: FlaskSplit = FlaskSplit::Adaptive(AdaptiveTag::Adaptive);
+
+    /// Directory ways to start with.
+    pub fn initial_ways(self) -> u32 {
+        match self {
+            FlaskSplit::Static(n) => n,
+            FlaskSplit::Adaptive(_) => 4,
+        }
+    }
 }
 
 impl Default for CoherenceConfig {
@@ -124,8 +154,7 @@ impl Default for CoherenceConfig {
             directory_coverage_pct: 200,
             directory_ways: 8,
             directory_latency: 10,
-            flask_directory_units: 4,
-            flask_adaptive: false,
+            flask_split: FlaskSplit::Static(4),
         }
     }
 }
@@ -178,6 +207,65 @@ impl Default for NetworkConfig {
             control_bytes: 8,
             memory_controllers: 4,
         }
+    }
+}
+
+/// Energy per event of the memory hierarchy's energy proxy ([`crate::energy`]), in
+/// picojoules. The defaults are estimates of the order CACTI and DSENT give at 32 nm for
+/// Flask's Table I parts (\[est\]); only their ratios matter to a comparison, and the raw
+/// event counts are reported beside the sum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EnergyConfig {
+    /// One L1 access (32 KB).
+    pub l1_pj: f64,
+    /// One L2 access (256 KB).
+    pub l2_pj: f64,
+    /// One LLC slice access (1 MB).
+    pub llc_pj: f64,
+    /// One directory lookup or update (a few KB of SRAM).
+    pub directory_pj: f64,
+    /// One filter lookup (d buckets of a small SRAM).
+    pub filter_pj: f64,
+    /// One tag lookup in a peer's private caches.
+    pub snoop_pj: f64,
+    /// One flit through a router.
+    pub router_flit_pj: f64,
+    /// One flit over a 1-cycle link.
+    pub link_flit_pj: f64,
+}
+
+impl Default for EnergyConfig {
+    fn default() -> Self {
+        EnergyConfig {
+            l1_pj: 15.0,
+            l2_pj: 45.0,
+            llc_pj: 150.0,
+            directory_pj: 12.0,
+            filter_pj: 6.0,
+            snoop_pj: 10.0,
+            router_flit_pj: 25.0,
+            link_flit_pj: 12.0,
+        }
+    }
+}
+
+// Configurations compare by value; `SimConfig::validate` refuses a NaN energy, the one value
+// that would not equal itself.
+impl Eq for EnergyConfig {}
+
+impl EnergyConfig {
+    fn all(&self) -> [f64; 8] {
+        [
+            self.l1_pj,
+            self.l2_pj,
+            self.llc_pj,
+            self.directory_pj,
+            self.filter_pj,
+            self.snoop_pj,
+            self.router_flit_pj,
+            self.link_flit_pj,
+        ]
     }
 }
 
@@ -515,6 +603,8 @@ pub struct SimConfig {
     pub coherence: CoherenceConfig,
     /// On-chip network of the point-to-point protocols.
     pub network: NetworkConfig,
+    /// Energy per event of the memory hierarchy (a proxy; see [`crate::energy`]).
+    pub energy: EnergyConfig,
     /// Hardware transactional memory.
     pub htm: HtmConfig,
     /// Timer interrupts.
@@ -555,6 +645,7 @@ impl Default for SimConfig {
             memory_latency: 200,
             coherence: CoherenceConfig::default(),
             network: NetworkConfig::default(),
+            energy: EnergyConfig::default(),
             htm: HtmConfig::default(),
             interrupts: InterruptConfig::default(),
             tlb: TlbConfig::default(),
@@ -728,6 +819,73 @@ impl SimConfig {
         c
     }
 
+    /// Flask's 16-core tiled CMP (Table I of the seed, SPECS.md §4.5): private L1 and an
+    /// exclusive L2 per tile, a 16-bank shared LLC, a 4x4 mesh, out-of-order cores with 64
+    /// misses in flight, and Flask as the protocol. Sources as for [`SimConfig::power8`].
+    ///
+    /// | field | value | source |
+    /// |---|---|---|
+    /// | `cores` | 16 | \[seed\] Table I |
+    /// | `l1` | 32 KB, 4-way, 1 cycle (the data cache; instructions are not simulated) | \[seed\] |
+    /// | `l2` | 256 KB, 8-way, 2 cycles, exclusive of the L1 | \[seed\] |
+    /// | `llc`, `llc_banks` | 16 MB, 16-way, 6 cycles per slice; 16 banks by line address | \[seed\] |
+    /// | `memory_latency` | 240 | \[seed\] (4 controllers, bandwidth over-provisioned: no queueing) |
+    /// | `network` | 4x4 mesh, 1-cycle links of 16 bytes, 2-cycle routers, 8-byte headers, 4 memory controllers at the corners | \[seed\] links and mesh; routers "1–3 cycles": \[est\] 2; \[est\] header size |
+    /// | `max_outstanding` | 64 | \[seed\] "up to 64 outstanding memory operations per core" |
+    /// | `coherence.directory_latency` | 2 | \[est\] a small SRAM beside the 6-cycle slice |
+    /// | `coherence.cache_to_cache_latency` | 3 | \[est\] a peer's L1 and L2 lookups |
+    /// | `coherence.directory_coverage_pct`, `directory_ways` | 160, 8 | \[seed\] the reference point of the SDE sweep |
+    ///
+    /// Not modelled: the cores' instruction windows (only their memory-level parallelism,
+    /// through overlapped accesses), instruction fetch, finite router buffers (10 KB), and
+    /// memory bandwidth.
+    pub fn flask() -> SimConfig {
+        let mut c = SimConfig {
+            cores: 16,
+            line_bytes: 64,
+            l1: CacheConfig {
+                size_bytes: 32 * 1024,
+                ways: 4,
+                latency: 1,
+            },
+            l2: PrivateL2Config {
+                enabled: true,
+                cache: CacheConfig {
+                    size_bytes: 256 * 1024,
+                    ways: 8,
+                    latency: 2,
+                },
+                exclusive: true,
+            },
+            llc: CacheConfig {
+                size_bytes: 16 << 20,
+                ways: 16,
+                latency: 6,
+            },
+            llc_banks: 16,
+            memory_latency: 240,
+            max_outstanding: 64,
+            ..SimConfig::default()
+        };
+        c.network = NetworkConfig {
+            topology: Topology::Mesh,
+            mesh_width: 4,
+            mesh_height: 4,
+            router_latency: 2,
+            link_latency: 1,
+            link_bytes: 16,
+            control_bytes: 8,
+            memory_controllers: 4,
+            ..NetworkConfig::default()
+        };
+        c.coherence.protocol = ProtocolKind::Flask;
+        c.coherence.directory_latency = 2;
+        c.coherence.cache_to_cache_latency = 3;
+        c.coherence.directory_coverage_pct = 160;
+        c.coherence.directory_ways = 8;
+        c
+    }
+
     /// Number of simulated CPUs (hardware threads): `cores * threads_per_core`.
     #[inline]
     pub fn cpus(&self) -> usize {
@@ -853,11 +1011,18 @@ impl SimConfig {
                 "htm.stall_retry_cycles must be at least 1".into(),
             ));
         }
-        if !(1..=7).contains(&self.coherence.flask_directory_units) {
-            return Err(ConfigError(format!(
-                "coherence.flask_directory_units must be in 1..=7 (of 8 storage units; got {})",
-                self.coherence.flask_directory_units
-            )));
+        if let FlaskSplit::Static(n) = self.coherence.flask_split {
+            if !(1..=7).contains(&n) {
+                return Err(ConfigError(format!(
+                    "coherence.flask_split must be 1 to 7 directory ways (of 8 storage units) \
+                     or \"adaptive\" (got {n})"
+                )));
+            }
+        }
+        if self.energy.all().iter().any(|e| !e.is_finite() || *e < 0.0) {
+            return Err(ConfigError(
+                "energy.* must be finite and not negative (picojoules per event)".into(),
+            ));
         }
         if self.max_outstanding == 0 {
             return Err(ConfigError("max_outstanding must be at least 1".into()));

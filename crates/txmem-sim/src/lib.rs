@@ -46,6 +46,7 @@ pub mod coherence;
 pub mod config;
 pub mod cpu;
 pub mod elision;
+pub mod energy;
 pub mod engine;
 pub mod experiments;
 pub mod htm;

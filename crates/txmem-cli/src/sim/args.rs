@@ -40,8 +40,8 @@ pub struct SimArgs {
     pub sets: Vec<Assignment>,
 
     /// Start from a machine preset instead of the default machine: power8 (10 cores x 8
-    /// hardware threads, RW-LE's machine) or haswell (4 cores x 2, XSync's); the other flags
-    /// and --set then change it.
+    /// hardware threads, RW-LE's machine), haswell (4 cores x 2, XSync's) or flask (Flask's
+    /// 16-core tiled CMP on a 4x4 mesh); the other flags and --set then change it.
     #[arg(long, value_parser = parse_preset)]
     pub preset: Option<Preset>,
 
@@ -67,7 +67,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub array_size: Option<u64>,
 
-    /// Workload for `sweep`: counter, counter-array, xsync-counters, rwle-hashmap or rwle-app.
+    /// Workload for `sweep`: counter, counter-array, xsync-counters, rwle-hashmap, rwle-app or flask-app.
     #[arg(long, value_parser = parse_workload)]
     pub workload: Option<WorkloadKind>,
 
@@ -214,6 +214,8 @@ pub enum Preset {
     Power8,
     /// `SimConfig::haswell()`.
     Haswell,
+    /// `SimConfig::flask()`.
+    Flask,
 }
 
 impl Preset {
@@ -222,6 +224,7 @@ impl Preset {
         match self {
             Preset::Power8 => txmem_sim::SimConfig::power8(),
             Preset::Haswell => txmem_sim::SimConfig::haswell(),
+            Preset::Flask => txmem_sim::SimConfig::flask(),
         }
     }
 }
@@ -231,27 +234,25 @@ fn parse_preset(s: &str) -> Result<Preset, String> {
     match s {
         "power8" => Ok(Preset::Power8),
         "haswell" => Ok(Preset::Haswell),
-        _ => Err(format!("unknown preset `{s}` (expected power8 or haswell)")),
+        "flask" => Ok(Preset::Flask),
+        _ => Err(format!(
+            "unknown preset `{s}` (expected power8, haswell or flask)"
+        )),
     }
 }
 
 /// Parses a workload kind by name.
 fn parse_workload(s: &str) -> Result<WorkloadKind, String> {
-    [
-        WorkloadKind::Counter,
-        WorkloadKind::CounterArray,
-        WorkloadKind::XsyncCounters,
-        WorkloadKind::RwleHashmap,
-        WorkloadKind::RwleApp,
-    ]
-    .into_iter()
-    .find(|k| k.name() == s)
-    .ok_or_else(|| {
-        format!(
-            "unknown workload `{s}` (expected counter, counter-array, xsync-counters, \
-             rwle-hashmap or rwle-app)"
-        )
-    })
+    WorkloadKind::ALL
+        .into_iter()
+        .find(|k| k.name() == s)
+        .ok_or_else(|| {
+            let names: Vec<&str> = WorkloadKind::ALL.iter().map(|k| k.name()).collect();
+            format!(
+                "unknown workload `{s}` (expected one of {})",
+                names.join(", ")
+            )
+        })
 }
 
 #[cfg(test)]

@@ -25,9 +25,21 @@ pub fn plot_report(
     series: Option<&str>,
     metric: &str,
 ) -> Result<(), String> {
+    // A grouped sweep (one panel per workload, say) is plotted by its mean rows.
+    let is_mean = |row: &&Row| {
+        row.params
+            .values()
+            .any(|v| v.as_str() == Some(txmem_sim::experiments::MEAN_GROUP))
+    };
+    let grouped = r.results.iter().any(|row| is_mean(&row));
+    let rows: Vec<&Row> = r
+        .results
+        .iter()
+        .filter(|row| !grouped || is_mean(row))
+        .collect();
     let mut xs: Vec<String> = Vec::new();
     let mut names: Vec<String> = Vec::new();
-    for row in &r.results {
+    for row in &rows {
         let xv = label(row.params.get(x));
         if !xs.contains(&xv) {
             xs.push(xv);
@@ -45,9 +57,8 @@ pub fn plot_report(
             let ys = xs
                 .iter()
                 .map(|xv| {
-                    r.results
-                        .iter()
-                        .find(|row: &&Row| {
+                    rows.iter()
+                        .find(|row: &&&Row| {
                             label(row.params.get(x)) == *xv
                                 && series
                                     .map(|s| label(row.params.get(s)) == *n)
@@ -62,7 +73,11 @@ pub fn plot_report(
             }
         })
         .collect();
-    let title = format!("txmem sim {}", r.experiment);
+    let title = if grouped {
+        format!("txmem sim {} (mean over groups)", r.experiment)
+    } else {
+        format!("txmem sim {}", r.experiment)
+    };
     let numeric: Option<Vec<f64>> = xs.iter().map(|x| x.parse::<f64>().ok()).collect();
     let ymax = lines
         .iter()

@@ -117,6 +117,7 @@ fn sweep_work(a: &SimArgs) -> Result<Work, String> {
             values: a.values.clone(),
             series_param,
             series_values,
+            ..SweepSpec::default()
         },
     })
 }

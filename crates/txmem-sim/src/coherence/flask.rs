@@ -19,7 +19,7 @@
 //!
 //! **Storage.** The controller has the SRAM of `directory_coverage_pct` (the seed's SDE) of a
 //! sparse directory's entries, as sets of [`UNITS`] units; each unit is a directory way or a
-//! filter sub-table of as many buckets as there are sets (`flask_directory_units` of them
+//! filter sub-table of as many buckets as there are sets (`flask_split` of them
 //! ways, half by default). A small budget therefore means a small filter too: at 5% SDE on
 //! 16 cores it has a few thousand cells for tens of thousands of private lines.
 //!
@@ -30,7 +30,7 @@
 //! recalled line abort, as on any eviction. The seed reports this never happened in its runs;
 //! here it is counted (`filter_saturations`, `filter_overflows`, `filter_invalidations`).
 //!
-//! **Adaptive split** (`flask_adaptive`). Every 4,096 requests the controller looks at the
+//! **Adaptive split** (`flask_split = "adaptive"`). Every 4,096 requests the controller looks at the
 //! epoch: if the directory lost entries and more reconstructions found holders than not (the
 //! shared working set does not fit), a filter sub-table becomes a directory way; if the
 //! directory lost none and false positives outnumber true reconstructions (the data are
@@ -47,13 +47,11 @@
 //! a forward or an invalidation round), plus the reconstruction's round: a multicast from the
 //! home to every other core and an answer from each.
 
-use std::collections::HashMap;
-
 use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
 use super::dlcbf::{Dlcbf, DlcbfConfig, Inserted};
 use super::lines::LineTable;
 use super::{CoherenceProtocol, LineState, Request, Response};
-use crate::config::CoherenceConfig;
+use crate::config::{CoherenceConfig, FlaskSplit};
 use crate::engine::time::Cycle;
 use crate::network::{Network, Payload};
 use crate::stats::CoherenceStats;
@@ -78,9 +76,9 @@ pub struct Flask {
     /// Entries of actively shared lines (not inclusive).
     shared: EntryArray,
     filter: Dlcbf,
-    /// Every line on chip, with the filter bucket that records it: what the seed's hardware
-    /// finds by the private-cache sets a filter portion covers, when it must empty it.
-    on_chip: HashMap<u64, usize>,
+    /// Per filter bucket, the lines on chip it records: what the seed's hardware finds by the
+    /// private-cache sets a filter portion covers, when it must empty it.
+    members: Vec<Vec<u64>>,
     /// Lines recalled by the latest request, with their holders.
     recalls: Vec<(u64, u64)>,
     /// The counters at the start of the adaptive split's epoch.
@@ -92,20 +90,20 @@ pub struct Flask {
 impl Flask {
     /// A Flask controller for `cores` cores and `lines` memory lines, with the storage of
     /// `entries` sparse-directory entries (the SDE budget): `entries / 8` sets of
-    /// [`UNITS`] units, `cfg.flask_directory_units` of them directory ways and the rest
+    /// [`UNITS`] units, `cfg.flask_split` of them directory ways and the rest
     /// sub-tables of a d-left filter (c = 8 cells of r = 9-bit remainders and 3-bit
     /// counters per bucket, the seed's choice), with a power-of-two number of buckets near the
     /// set count.
     pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
         let sets = (entries / UNITS as usize).max(1);
-        let units = cfg.flask_directory_units.clamp(1, UNITS - 1);
+        let units = cfg.flask_split.initial_ways().clamp(1, UNITS - 1);
         Flask {
             shared: EntryArray::new(sets * units as usize, units as usize),
             filter: filter(sets, UNITS - units),
+            members: Vec::new(),
             lines: LineTable::new(cores, lines),
             sets,
             directory_units: units,
-            on_chip: HashMap::new(),
             recalls: Vec::new(),
             epoch_start: CoherenceStats::default(),
             requests: 0,
@@ -143,19 +141,16 @@ impl Flask {
             self.empty_bucket(bucket, net, home, at);
         }
         let bucket = self.filter.bucket_of(line).expect("just inserted");
-        self.on_chip.insert(line, bucket);
+        if self.members.len() <= bucket {
+            self.members.resize_with(bucket + 1, Vec::new);
+        }
+        self.members[bucket].push(line);
     }
 
     /// Recalls every line `bucket` records.
     fn empty_bucket(&mut self, bucket: usize, net: &mut Network, home: usize, at: Cycle) {
-        let mut victims: Vec<u64> = self
-            .on_chip
-            .iter()
-            .filter(|&(_, &b)| b == bucket)
-            .map(|(&l, _)| l)
-            .collect();
-        victims.sort_unstable();
-        for v in victims {
+        let victims = self.members.get_mut(bucket).map(std::mem::take);
+        for v in victims.unwrap_or_default() {
             let (holders, dirty) = self.lines.drop_all(v);
             let n = u64::from(holders.count_ones());
             self.stats.invalidations += n;
@@ -168,7 +163,9 @@ impl Flask {
             };
             let think = self.cfg.cache_to_cache_latency;
             net.round(home, holders, at, think, home, answer);
-            self.left(v);
+            // The bucket's list is taken already: only the filter and directory forget it.
+            self.shared.free(v);
+            self.filter.remove(v).expect("a member is in the filter");
             self.recalls.push((v, holders));
         }
     }
@@ -176,7 +173,18 @@ impl Flask {
     /// Records that `line`'s last private copy left.
     fn left(&mut self, line: u64) {
         self.shared.free(line);
-        self.on_chip.remove(&line);
+        // A member's record is in the one bucket its hash's cell is in (the permutations are
+        // bijections, so no other hash's cell matches it).
+        let bucket = self
+            .filter
+            .bucket_of(line)
+            .expect("a line on chip is in the filter");
+        let list = &mut self.members[bucket];
+        let k = list
+            .iter()
+            .position(|&l| l == line)
+            .expect("listed on arrival");
+        list.swap_remove(k);
         self.filter
             .remove(line)
             .expect("a line on chip is in the filter");
@@ -210,10 +218,9 @@ impl Flask {
         self.shared = shared;
         // The filter is rebuilt from its members (the seed moves them sub-table by
         // sub-table, which its invertible permutations allow).
-        let mut members: Vec<u64> = self.on_chip.keys().copied().collect();
+        let mut members: Vec<u64> = self.members.drain(..).flatten().collect();
         members.sort_unstable();
         self.filter = filter(self.sets, UNITS - units);
-        self.on_chip.clear();
         for line in members {
             if self.lines.get(line).holders != 0 {
                 self.arrived(line, net, home, at);
@@ -276,7 +283,7 @@ impl CoherenceProtocol for Flask {
             self.arrived(req.line, net, home, ready);
         }
         self.requests += 1;
-        if self.cfg.flask_adaptive && self.requests.is_multiple_of(EPOCH) {
+        if self.cfg.flask_split == FlaskSplit::ADAPTIVE && self.requests.is_multiple_of(EPOCH) {
             self.adapt(net, home, ready);
         }
         r.recalled = !self.recalls.is_empty();
@@ -374,7 +381,7 @@ mod tests {
     #[test]
     fn the_adaptive_split_gives_an_overloaded_directory_more_ways() {
         let cfg = CoherenceConfig {
-            flask_adaptive: true,
+            flask_split: FlaskSplit::ADAPTIVE,
             ..CoherenceConfig::default()
         };
         // 8 sets: 32 directory entries, 4 filter sub-tables of 8 buckets.

@@ -150,6 +150,28 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         );
         put("filter_saturations", c.filter_saturations.into());
         put("filter_overflows", c.filter_overflows.into());
+        put("filter_invalidations", c.filter_invalidations.into());
+        put("split_changes", c.split_changes.into());
+        let k = &s.cache;
+        put(
+            "amat",
+            (k.access_cycles as f64 / k.accesses.max(1) as f64).into(),
+        );
+        put("offchip_accesses", k.offchip.into());
+        put(
+            "offchip_latency",
+            (k.offchip_cycles as f64 / k.offchip.max(1) as f64).into(),
+        );
+        let n = &s.network;
+        put("control_bytes", n.control_bytes.into());
+        put("data_bytes", n.data_bytes.into());
+        put("traffic_bytes", (n.control_bytes + n.data_bytes).into());
+        put("flit_hops", n.flit_hops.into());
+        put("contention_cycles", n.contention_cycles.into());
+        let e = crate::energy::Energy::of(&rc.sim, s);
+        put("energy_nj", (e.total() / 1000.0).into());
+        put("edp", (e.total() / 1000.0 * s.total_cycles as f64).into());
+        put("energy_network_nj", ((e.routers + e.links) / 1000.0).into());
     }
     if rc.workload.elides() {
         // Only elided runs have these, so the other rows' reports stay as they were.
@@ -260,6 +282,95 @@ pub fn add_relative(rows: &mut [Row], base: usize) {
             if br > 0.0 { rr / br } else { 0.0 }.into(),
         );
     }
+}
+
+/// Metrics that [`add_normalized`] divides by the baseline's.
+const NORMALIZED: [&str; 4] = ["cycles", "edp", "amat", "traffic_bytes"];
+
+/// Adds `norm_<metric>` to every row: its metric over that of the row of the same point (same
+/// x and group) in the series whose `series` parameter is `baseline`.
+pub fn add_normalized(rows: &mut [Row], spec: &sweep::SweepSpec, series: &str, baseline: &str) {
+    let x = sweep::short_name(&spec.param).to_string();
+    let group = spec.group_param.as_deref().map(sweep::short_name);
+    let key = |r: &Row| {
+        (
+            r.params.get(&x).cloned(),
+            group.and_then(|g| r.params.get(g).cloned()),
+        )
+    };
+    let is_base = |r: &Row| {
+        r.params
+            .get(series)
+            .is_some_and(|v| v == &crate::config::parse_scalar(baseline))
+    };
+    let bases: Vec<(_, Map<String, Value>)> = rows
+        .iter()
+        .filter(|r| is_base(r))
+        .map(|r| (key(r), r.metrics.clone()))
+        .collect();
+    for r in rows.iter_mut() {
+        let Some((_, b)) = bases.iter().find(|(k, _)| *k == key(r)) else {
+            continue;
+        };
+        for m in NORMALIZED {
+            let (Some(v), Some(bv)) = (
+                r.metrics.get(m).and_then(Value::as_f64),
+                b.get(m).and_then(Value::as_f64),
+            ) else {
+                continue;
+            };
+            let norm = if bv > 0.0 { v / bv } else { 0.0 };
+            r.metrics.insert(format!("norm_{m}"), norm.into());
+        }
+    }
+}
+
+/// The group value of the rows [`add_group_means`] appends.
+pub const MEAN_GROUP: &str = "mean";
+
+/// Appends, for every series and x of a grouped sweep, a row whose group is
+/// [`MEAN_GROUP`]: the geometric mean over the groups of every ratio (`norm_*`,
+/// `relative_*`) and the arithmetic mean of every other number.
+pub fn add_group_means(rows: &mut Vec<Row>, spec: &sweep::SweepSpec) {
+    let Some(group) = spec.group_param.as_deref().map(sweep::short_name) else {
+        return;
+    };
+    let mut means: Vec<Row> = Vec::new();
+    for r in rows.iter() {
+        let mut params = r.params.clone();
+        params.insert(group.to_string(), MEAN_GROUP.into());
+        if means.iter().any(|m| m.params == params) {
+            continue;
+        }
+        let members: Vec<&Row> = rows
+            .iter()
+            .filter(|o| {
+                o.params
+                    .iter()
+                    .all(|(k, v)| k == group || r.params.get(k) == Some(v))
+            })
+            .collect();
+        let mut metrics = Map::new();
+        for k in r.metrics.keys() {
+            let vs: Vec<f64> = members
+                .iter()
+                .filter_map(|m| m.metrics.get(k)?.as_f64())
+                .collect();
+            if vs.len() != members.len() {
+                continue;
+            }
+            let n = vs.len() as f64;
+            let ratio = k.starts_with("norm_") || k.starts_with("relative_");
+            let mean = if ratio && vs.iter().all(|&v| v > 0.0) {
+                (vs.iter().map(|v| v.ln()).sum::<f64>() / n).exp()
+            } else {
+                vs.iter().sum::<f64>() / n
+            };
+            metrics.insert(k.clone(), mean.into());
+        }
+        means.push(Row { params, metrics });
+    }
+    rows.extend(means);
 }
 
 /// Builds a report from rows.

@@ -1,8 +1,11 @@
 //! The named experiments of `txmem sim`.
 
-use super::sweep::{sweep, Runner, SweepSpec};
-use super::{add_relative, report, ExperimentError, Progress, Report, RunConfig};
-use crate::config::{BackoffKind, PolicyKind};
+use super::sweep::{short_name, sweep, Runner, SweepSpec};
+use super::{
+    add_group_means, add_normalized, add_relative, report, ExperimentError, Progress, Report,
+    RunConfig,
+};
+use crate::config::{BackoffKind, PolicyKind, SimConfig};
 use crate::locks::LockKind;
 use crate::workloads::{WorkloadKind, XsyncScheme};
 
@@ -22,6 +25,12 @@ pub struct Experiment {
     /// Parameter on the x axis of its plot.
     pub plot_x: &'static str,
     build: fn() -> (SweepSpec, Option<usize>),
+    /// The machine it runs on unless the user gave one (`--preset`, `--config`, or a base
+    /// changed from the default machine).
+    pub machine: Option<fn() -> SimConfig>,
+    /// A value of the series parameter whose rows the others are normalized to, point by
+    /// point (`norm_*` metrics), as figures normalized to a baseline protocol are.
+    pub baseline: Option<&'static str>,
     /// Parameters this experiment sets in its base configuration, each only where the base
     /// still holds [`RunConfig::default`]'s value (so the user's `--set` wins).
     pub defaults: &'static [(&'static str, &'static str)],
@@ -35,8 +44,7 @@ fn spec(param: &str, values: Vec<String>) -> SweepSpec {
     SweepSpec {
         param: param.into(),
         values,
-        series_param: None,
-        series_values: vec![],
+        ..SweepSpec::default()
     }
 }
 
@@ -88,6 +96,47 @@ fn thread_sweep(locks: &[LockKind]) -> SweepSpec {
             .to_vec(),
         series_param: Some("workload.lock".into()),
         series_values: locks.iter().map(|k| k.name().to_string()).collect(),
+        ..SweepSpec::default()
+    }
+}
+
+/// The columns of Flask's experiments: time (also against the baseline protocol), latency,
+/// energy-delay, traffic and what the directory and filter did.
+const FLASK_COLUMNS: &[&str] = &[
+    "cycles",
+    "norm_cycles",
+    "relative_time",
+    "amat",
+    "offchip_latency",
+    "norm_edp",
+    "traffic_bytes",
+    "norm_traffic_bytes",
+    "reconstructions",
+    "multicasts_false",
+    "false_positive_rate",
+    "directory_recalls",
+    "filter_invalidations",
+    "host_ops_per_sec",
+];
+
+/// Simulated memory operations per Flask run: enough that the cold start is a small part.
+const FLASK_OPS: &str = "2000000";
+
+const FLASK_DEFAULTS: &[(&str, &str)] = &[("workload.total_ops", FLASK_OPS)];
+
+/// `param` by `series`, once for every Table II workload.
+fn flask_sweep(param: &str, values: &[&str], series: &str, series_values: &[&str]) -> SweepSpec {
+    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
+    SweepSpec {
+        param: param.into(),
+        values: owned(values),
+        series_param: Some(series.into()),
+        series_values: owned(series_values),
+        group_param: Some("workload.flask_app".into()),
+        group_values: crate::workloads::flask_app::FlaskApp::ALL
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect(),
     }
 }
 
@@ -101,6 +150,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "sync",
         build: || (spec("workload.sync", vec!["spinlock".into(), "tx".into(), "atomic".into()]), Some(0)),
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -117,10 +168,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
                     values: ["1", "4", "16", "64", "256"].map(String::from).to_vec(),
                     series_param: Some("workload.sync".into()),
                     series_values: vec!["spinlock".into(), "tx".into()],
+                    ..SweepSpec::default()
                 },
                 None,
             )
         },
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -139,6 +193,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "backoff",
         build: || (spec("htm.backoff", names(&BackoffKind::ALL, BackoffKind::name)), Some(1)),
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -164,10 +220,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
                     values: vec!["false".into(), "true".into()],
                     series_param: Some("htm.policy".into()),
                     series_values: ["size-matters", "timestamp", "polka", "requester-wins"].map(String::from).to_vec(),
+                    ..SweepSpec::default()
                 },
                 Some(0),
             )
         },
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -186,6 +245,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "relative_time",
         plot_x: "policy",
         build: || (spec("htm.policy", names(&PolicyKind::ALL, PolicyKind::name)), Some(7)),
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -213,10 +274,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
                     // One series: it is what makes every row elide the lock.
                     series_param: Some("workload.sync".into()),
                     series_values: vec!["elided".into()],
+                    ..SweepSpec::default()
                 },
                 Some(2),
             )
         },
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -248,10 +312,13 @@ pub const EXPERIMENTS: &[Experiment] = &[
                         .to_vec(),
                     series_param: Some("workload.xsync_scheme".into()),
                     series_values: XsyncScheme::ALL.iter().map(|s| s.name().to_string()).collect(),
+                    ..SweepSpec::default()
                 },
                 None,
             )
         },
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -262,6 +329,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "threads",
         build: || (thread_sweep(&RWLE_FIGURE_LOCKS), None),
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -272,6 +341,8 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "threads",
         build: || (thread_sweep(&RWLE_FIGURE_LOCKS), None),
+        machine: None,
+        baseline: None,
         defaults: &[],
     },
     Experiment {
@@ -282,42 +353,79 @@ pub const EXPERIMENTS: &[Experiment] = &[
         plot_metric: "cycles",
         plot_x: "threads",
         build: || (thread_sweep(&[LockKind::RwLeNoRot, LockKind::RwLeFair]), None),
+        machine: None,
+        baseline: None,
         defaults: &[("workload.buckets", "1"), ("workload.items_per_bucket", "200")],
     },
     Experiment {
         name: "flask",
-        description: "Flask Fig 3, a first look: directory size (SDE) 160% down to 5% of the private caches' lines for TokenB, a sparse directory, MOSAIC and Flask, on 8 cores incrementing random counters among 8,192 (the seed's workloads and mesh are not modelled yet)",
-        workload: WorkloadKind::CounterArray,
-        columns: &[
-            "cycles",
-            "relative_time",
-            "coherence_messages",
-            "directory_recalls",
-            "reconstructions",
-            "false_positive_rate",
-            "host_ops_per_sec",
-        ],
-        plot_metric: "cycles",
+        description: "Flask Figs 3-7 and 11: directory storage (SDE) 160% down to 5% of the private caches' lines for TokenB, a sparse directory, MOSAIC and Flask, on Flask's 16-core mesh, for each Table II workload (workload.flask_app); norm_* metrics are relative to TokenB at the same point, relative_time to the protocol's own 160%",
+        workload: WorkloadKind::FlaskApp,
+        columns: FLASK_COLUMNS,
+        plot_metric: "norm_cycles",
         plot_x: "directory_coverage_pct",
         build: || {
             (
-                SweepSpec {
-                    param: "coherence.directory_coverage_pct".into(),
-                    values: ["160", "80", "40", "20", "10", "5"].map(String::from).to_vec(),
-                    series_param: Some("coherence.protocol".into()),
-                    series_values: ["tokenb", "sparse-directory", "mosaic", "flask"]
-                        .map(String::from)
-                        .to_vec(),
-                },
+                flask_sweep(
+                    "coherence.directory_coverage_pct",
+                    &["160", "80", "40", "20", "10", "5"],
+                    "coherence.protocol",
+                    &["tokenb", "sparse-directory", "mosaic", "flask"],
+                ),
                 Some(0),
             )
         },
+        machine: Some(SimConfig::flask),
+        baseline: Some("tokenb"),
+        defaults: FLASK_DEFAULTS,
+    },
+    Experiment {
+        name: "flask-assoc",
+        description: "Flask Fig 10: a sparse directory at 20% SDE with 1 to 64 ways against Flask with a 1-way directory (flask_split = 1; its row repeats at every x), for each Table II workload; norm_* metrics are relative to the sparse directory with as many ways",
+        workload: WorkloadKind::FlaskApp,
+        columns: FLASK_COLUMNS,
+        plot_metric: "cycles",
+        plot_x: "directory_ways",
+        build: || {
+            (
+                flask_sweep(
+                    "coherence.directory_ways",
+                    &["1", "2", "4", "8", "16", "32", "64"],
+                    "coherence.protocol",
+                    &["sparse-directory", "flask"],
+                ),
+                None,
+            )
+        },
+        machine: Some(SimConfig::flask),
+        baseline: Some("sparse-directory"),
         defaults: &[
-            ("cores", "8"),
-            ("workload.array_size", "8192"),
-            ("workload.increments", "2000"),
-            ("workload.sync", "spinlock"),
+            ("workload.total_ops", FLASK_OPS),
+            ("coherence.directory_coverage_pct", "20"),
+            ("coherence.flask_split", "1"),
         ],
+    },
+    Experiment {
+        name: "flask-split",
+        description: "Flask Figs 8-9: Flask's storage split between directory ways and filter sub-tables (4 of 8 ways, 1, 7, or adaptive) at 40% down to 5% SDE, for each Table II workload; norm_* metrics are relative to the even split at the same point, relative_time to the split's own 40%",
+        workload: WorkloadKind::FlaskApp,
+        columns: FLASK_COLUMNS,
+        plot_metric: "norm_cycles",
+        plot_x: "directory_coverage_pct",
+        build: || {
+            (
+                flask_sweep(
+                    "coherence.directory_coverage_pct",
+                    &["40", "20", "10", "5"],
+                    "coherence.flask_split",
+                    &["4", "1", "7", "adaptive"],
+                ),
+                Some(0),
+            )
+        },
+        machine: Some(SimConfig::flask),
+        baseline: Some("4"),
+        defaults: FLASK_DEFAULTS,
     },
 ];
 
@@ -358,6 +466,12 @@ impl Experiment {
                 add_relative(group, b);
             }
         }
+        if let (Some(baseline), Some(series)) = (self.baseline, &spec.series_param) {
+            add_normalized(&mut rows, &spec, short_name(series), baseline);
+        }
+        if spec.group_param.is_some() {
+            add_group_means(&mut rows, &spec);
+        }
         Ok(report(self.name, self.description, &base, rows))
     }
 
@@ -370,6 +484,11 @@ impl Experiment {
     ) -> Result<(RunConfig, SweepSpec), ExperimentError> {
         let mut base = base.clone();
         base.workload.kind = self.workload;
+        if let Some(machine) = self.machine {
+            if base.sim == SimConfig::default() {
+                base.sim = machine();
+            }
+        }
         let (pristine, given) = (
             serde_json::to_value(RunConfig::default()).unwrap_or_default(),
             serde_json::to_value(&base).unwrap_or_default(),
@@ -479,32 +598,54 @@ mod tests {
     /// The Flask experiment: Flask's cycles barely move from 160% to 5% while the sparse
     /// directory's grow, and only Flask reports a false-positive rate.
     #[test]
-    fn the_flask_experiment_shows_its_figure_s_shape() {
+    fn the_flask_experiment_runs_every_workload_and_normalizes_to_tokenb() {
         let e = find("flask").unwrap();
         let mut base = RunConfig::default();
-        base.workload.increments = 300;
+        base.workload.total_ops = 20_000;
         let vals = vec!["160".to_string(), "5".to_string()];
         let r = e
             .run_values(&base, Some(&vals), &Runner::parallel(), &mut |_, _, _| {})
             .unwrap();
-        let row = |protocol: &str, pct: u64| {
+        // Flask's machine, every workload and the mean of each point.
+        assert_eq!(r.config["sim"]["cores"], 16);
+        assert_eq!(r.results.len(), (10 + 1) * 4 * 2);
+        let row = |app: &str, protocol: &str, pct: u64| {
             r.results
                 .iter()
                 .find(|x| {
-                    x.params["protocol"] == protocol && x.params["directory_coverage_pct"] == pct
+                    x.params["flask_app"] == app
+                        && x.params["protocol"] == protocol
+                        && x.params["directory_coverage_pct"] == pct
                 })
                 .unwrap()
                 .metrics
                 .clone()
         };
-        let cycles = |m: &serde_json::Map<String, serde_json::Value>| m["cycles"].as_f64().unwrap();
-        let (s160, s5) = (row("sparse-directory", 160), row("sparse-directory", 5));
-        let (f160, f5) = (row("flask", 160), row("flask", 5));
-        assert!(cycles(&s5) > 1.03 * cycles(&s160), "{s5:?}");
-        assert!(cycles(&f5) < 1.01 * cycles(&f160), "{f5:?}");
-        assert!(f5["false_positive_rate"].as_f64().is_some());
-        assert!(s5["false_positive_rate"].is_null());
-        assert_eq!(r.config["sim"]["cores"], 8);
+        let get = |m: &serde_json::Map<String, serde_json::Value>, k: &str| m[k].as_f64().unwrap();
+        for app in ["oltp", "apache", "mean"] {
+            assert_eq!(get(&row(app, "tokenb", 5), "norm_cycles"), 1.0);
+            let s5 = row(app, "sparse-directory", 5);
+            assert!(get(&s5, "directory_recalls") > 0.0, "{app}");
+        }
+        // On average a small sparse directory slows the workloads down.
+        let (s160, s5) = (
+            row("mean", "sparse-directory", 160),
+            row("mean", "sparse-directory", 5),
+        );
+        assert!(get(&s5, "cycles") > get(&s160, "cycles"), "{s5:?}");
+        // The mean of a ratio is geometric: between the smallest and the largest.
+        let norms: Vec<f64> = crate::workloads::flask_app::FlaskApp::ALL
+            .iter()
+            .map(|a| get(&row(a.name(), "flask", 5), "norm_cycles"))
+            .collect();
+        let mean = get(&row("mean", "flask", 5), "norm_cycles");
+        let (lo, hi) = norms
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(l, h), &v| (l.min(v), h.max(v)));
+        assert!(lo <= mean && mean <= hi, "{mean} outside {norms:?}");
+        assert!(row("mean", "flask", 5)["false_positive_rate"]
+            .as_f64()
+            .is_some());
     }
 
     #[test]

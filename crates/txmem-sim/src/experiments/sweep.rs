@@ -1,5 +1,5 @@
 //! Sweeps: run a workload for every value of one parameter (and optionally every value of
-//! a second, "series" parameter).
+//! a second, "series" parameter, and of a third, "group" parameter: one panel per value).
 
 use super::{run_one, ExperimentError, Progress, Row, RunConfig};
 use crate::config::parse_scalar;
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 /// What to sweep.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SweepSpec {
     /// Dotted parameter path (see [`RunConfig::set`]).
     pub param: String,
@@ -21,6 +21,11 @@ pub struct SweepSpec {
     pub series_param: Option<String>,
     /// Values of the series parameter.
     pub series_values: Vec<String>,
+    /// Optional third parameter, outermost: the whole sweep once per value (one panel of a
+    /// figure per workload, say).
+    pub group_param: Option<String>,
+    /// Values of the group parameter.
+    pub group_values: Vec<String>,
 }
 
 /// Short column name of a parameter path (`htm.policy` -> `policy`).
@@ -98,7 +103,8 @@ pub fn run_point(p: &Point) -> Result<Finished, ExperimentError> {
     })
 }
 
-/// The points of a sweep, series by series; each configuration is built and validated.
+/// The points of a sweep, group by group and, within a group, series by series; each
+/// configuration is built and validated.
 pub fn plan(base: &RunConfig, spec: &SweepSpec) -> Result<Vec<Point>, ExperimentError> {
     if spec.values.is_empty() {
         return Err(ExperimentError::Run(format!(
@@ -110,11 +116,22 @@ pub fn plan(base: &RunConfig, spec: &SweepSpec) -> Result<Vec<Point>, Experiment
         Some(_) if !spec.series_values.is_empty() => spec.series_values.iter().map(Some).collect(),
         _ => vec![None],
     };
+    let groups: Vec<Option<&String>> = match &spec.group_param {
+        Some(_) if !spec.group_values.is_empty() => spec.group_values.iter().map(Some).collect(),
+        _ => vec![None],
+    };
     let mut points = Vec::new();
-    for s in &series {
+    for (g, s) in groups
+        .iter()
+        .flat_map(|g| series.iter().map(move |s| (g, s)))
+    {
         for v in &spec.values {
             let mut config = base.clone();
             let mut params = Map::new();
+            if let (Some(gp), Some(gv)) = (&spec.group_param, g) {
+                config.set(gp, gv)?;
+                params.insert(short_name(gp).to_string(), parse_scalar(gv));
+            }
             if let (Some(sp), Some(sv)) = (&spec.series_param, s) {
                 config.set(sp, sv)?;
                 params.insert(short_name(sp).to_string(), parse_scalar(sv));

@@ -67,6 +67,16 @@ pub enum WorkloadKind {
 }
 
 impl WorkloadKind {
+    /// Every workload, in listing order.
+    pub const ALL: [WorkloadKind; 6] = [
+        WorkloadKind::Counter,
+        WorkloadKind::CounterArray,
+        WorkloadKind::XsyncCounters,
+        WorkloadKind::RwleHashmap,
+        WorkloadKind::RwleApp,
+        WorkloadKind::FlaskApp,
+    ];
+
     /// The kebab-case name.
     pub fn name(self) -> &'static str {
         match self {
