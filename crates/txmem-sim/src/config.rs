@@ -108,6 +108,11 @@ pub struct CoherenceConfig {
     /// Flask: how the controller's storage (the SDE budget, 8 units per set) is split
     /// between directory ways and filter sub-tables.
     pub flask_split: FlaskSplit,
+    /// TokenB: cycles a transient request that raced with another waits before it is issued
+    /// again.
+    pub tokenb_timeout: u64,
+    /// TokenB: transient requests tried before a persistent one.
+    pub tokenb_transient_tries: u32,
 }
 
 /// How Flask splits each set of its controller's 8 storage units between directory ways and
@@ -155,6 +160,8 @@ impl Default for CoherenceConfig {
             directory_ways: 8,
             directory_latency: 10,
             flask_split: FlaskSplit::Static(4),
+            tokenb_timeout: 200,
+            tokenb_transient_tries: 4,
         }
     }
 }

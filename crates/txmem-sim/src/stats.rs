@@ -327,6 +327,19 @@ pub struct CoherenceStats {
     /// Flask: changes of the directory/filter split by the adaptive policy.
     #[serde(default)]
     pub split_changes: u64,
+    /// Requests a home held back while it was busy with the line's previous request.
+    #[serde(default)]
+    pub home_waits: u64,
+    /// Cycles those requests waited.
+    #[serde(default)]
+    pub home_wait_cycles: u64,
+    /// TokenB: transient requests that raced with another request for the line, timed out
+    /// and were issued again.
+    #[serde(default)]
+    pub transient_retries: u64,
+    /// TokenB: persistent requests (after `tokenb_transient_tries` failed transient ones).
+    #[serde(default)]
+    pub persistent_requests: u64,
 }
 
 /// What crossed the on-chip network ([`crate::network`]) of a point-to-point protocol.

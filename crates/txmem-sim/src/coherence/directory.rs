@@ -349,9 +349,23 @@ pub(crate) fn drop_at_home(
 }
 
 /// The time a request from `req.core` has been looked up at its line's home: the request's
-/// trip there and `lookup` cycles.
-pub(crate) fn at_home(net: &mut Network, req: Request, lookup: Cycle) -> Cycle {
-    net.send(req.core, net.home(req.line), Payload::Control, req.now) + lookup
+/// trip there, a wait while the home is busy with the line's previous request (a blocking
+/// directory holds racing requests back until the last one's requester has its data), and
+/// `lookup` cycles.
+pub(crate) fn at_home(
+    net: &mut Network,
+    lines: &LineTable,
+    stats: &mut CoherenceStats,
+    req: Request,
+    lookup: Cycle,
+) -> Cycle {
+    let arrived = net.send(req.core, net.home(req.line), Payload::Control, req.now);
+    let (free, _) = lines.busy_until(req.line);
+    if free > arrived {
+        stats.home_waits += 1;
+        stats.home_wait_cycles += free - arrived;
+    }
+    arrived.max(free) + lookup
 }
 
 impl CoherenceProtocol for SparseDirectory {
@@ -362,7 +376,13 @@ impl CoherenceProtocol for SparseDirectory {
     super::line_table_queries!();
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
-        let looked_up = at_home(net, req, self.cfg.directory_latency);
+        let looked_up = at_home(
+            net,
+            &self.lines,
+            &mut self.stats,
+            req,
+            self.cfg.directory_latency,
+        );
         let (ready, recalled) = self.entry(net, req.line, looked_up);
         let think = self.cfg.cache_to_cache_latency;
         let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
@@ -437,5 +457,32 @@ mod tests {
         let r = d.request(req(2, 5, RequestKind::GetM), net);
         assert_eq!(r.invalidated, 0b11);
         assert_eq!(d.state(2, 5), LineState::Modified);
+    }
+
+    #[test]
+    fn the_home_holds_a_racing_request_until_the_last_one_completes() {
+        let cfg = CoherenceConfig::default();
+        let mut d = SparseDirectory::new(4, 64, 64, cfg.clone());
+        let net = &mut Network::new(&NetworkConfig::default(), 4, 64);
+        let hop = NetworkConfig::default().ideal_latency;
+        let at = |core, now| Request {
+            core,
+            line: 2,
+            kind: RequestKind::GetM,
+            now,
+        };
+        d.request(at(0, 0), net);
+        d.settle(0, 2, 500);
+        // Core 1's request reaches the home (tile 2) at 108 and waits there until 500.
+        let r = d.request(at(1, 100), net);
+        assert_eq!(
+            (d.stats().home_waits, d.stats().home_wait_cycles),
+            (1, 500 - 100 - hop)
+        );
+        let think = cfg.cache_to_cache_latency;
+        assert_eq!(
+            100 + r.latency,
+            500 + cfg.directory_latency + hop + think + hop
+        );
     }
 }

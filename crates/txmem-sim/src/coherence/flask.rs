@@ -13,7 +13,9 @@
 //!   without a copy too, since the hit may be false). If some core holds the line, it is
 //!   actively shared: it gets an entry and the request proceeds as in a directory. If none
 //!   does, the hit was a false positive and the request goes to memory after the wasted
-//!   round.
+//!   round. A read of a line that is cached only as clean shared copies needs no
+//!   reconstruction: in the seed's token counting the shared levels then hold its owner token
+//!   and answer it (its "resolved by the LLC" case), and it gets no entry.
 //!
 //! The line leaves the filter when its last private copy goes.
 //!
@@ -50,7 +52,7 @@
 use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
 use super::dlcbf::{Dlcbf, DlcbfConfig, Inserted};
 use super::lines::LineTable;
-use super::{CoherenceProtocol, LineState, Request, Response};
+use super::{CoherenceProtocol, LineState, Request, RequestKind, Response};
 use crate::config::{CoherenceConfig, FlaskSplit};
 use crate::engine::time::Cycle;
 use crate::network::{Network, Payload};
@@ -258,10 +260,22 @@ impl CoherenceProtocol for Flask {
         let think = self.cfg.cache_to_cache_latency;
         let l = self.lines.get(req.line);
         let others = l.holders & !(1u64 << req.core);
-        let mut ready = at_home(net, req, self.cfg.directory_latency);
+        let mut ready = at_home(
+            net,
+            &self.lines,
+            &mut self.stats,
+            req,
+            self.cfg.directory_latency,
+        );
         let directory_miss = !self.shared.touch(req.line);
         self.stats.filter_lookups += u64::from(directory_miss);
-        if directory_miss && self.may_be_on_chip(req.line) {
+        // A read of a line cached only as clean shared copies is served by the shared levels,
+        // which hold its owner token (the seed's "resolved by the LLC"): no need to find the
+        // copies. Writes must find them all.
+        let clean_shared_read = req.kind == RequestKind::GetS
+            && l.holders != 0
+            && l.owner_other_than(req.core).is_none();
+        if directory_miss && !clean_shared_read && self.may_be_on_chip(req.line) {
             // Reconstruction: every other core answers the home, holder or not.
             ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
             if l.holders == 0 {

@@ -149,6 +149,14 @@ pub trait CoherenceProtocol {
         true
     }
 
+    /// `core`'s request for `line`, which the protocol answered last, completes at `done`
+    /// (its data and acknowledgements in). Until then another request for the line races
+    /// with it: a directory's home holds it back, another core's TokenB transient request
+    /// fails.
+    fn settle(&mut self, core: usize, line: u64, done: Cycle) {
+        let _ = (core, line, done);
+    }
+
     /// Moves the lines the last request recalled (see [`Response::recalled`]), each with the
     /// cores that held it, into `into`.
     fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
@@ -184,6 +192,10 @@ macro_rules! line_table_queries {
 
         fn holders(&self, line: u64) -> u64 {
             self.lines.get(line).holders
+        }
+
+        fn settle(&mut self, core: usize, line: u64, done: Cycle) {
+            self.lines.settle(core, line, done);
         }
     };
 }
@@ -249,6 +261,11 @@ impl CoherenceProtocol for Protocol {
 
     fn take_recalls(&mut self, into: &mut Vec<(u64, u64)>) {
         dispatch!(self, p => p.take_recalls(into))
+    }
+
+    #[inline]
+    fn settle(&mut self, core: usize, line: u64, done: Cycle) {
+        dispatch!(self, p => p.settle(core, line, done))
     }
 
     fn stats(&self) -> &CoherenceStats {

@@ -47,7 +47,13 @@ impl CoherenceProtocol for Mosaic {
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
         let think = self.cfg.cache_to_cache_latency;
-        let mut ready = at_home(net, req, self.cfg.directory_latency);
+        let mut ready = at_home(
+            net,
+            &self.lines,
+            &mut self.stats,
+            req,
+            self.cfg.directory_latency,
+        );
         if !self.entries.touch(req.line) {
             ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
             if self.lines.get(req.line).holders == 0 {

@@ -1,10 +1,12 @@
 //! TokenB (Martin, Hill, Wood), Flask's other baseline: no directory; every miss is a
 //! transient request broadcast to every core, and the cores holding tokens answer.
 //!
-//! Token counting is what keeps TokenB correct when requests race; here every request is
-//! served whole when it is issued (the simulator serializes them), so transient requests never
-//! race and persistent requests are never needed. The exact state of every line stands for
-//! the tokens; what TokenB costs is its broadcasts: every miss is one multicast from the
+//! Token counting is what keeps TokenB correct when requests race. Here every request is
+//! served whole when it is issued, and the simulator knows when the line's previous request
+//! completes: a request issued before then races with it. Its transient broadcast finds the
+//! tokens in flight, times out and is reissued; after a few tries it becomes a persistent
+//! request through the home's arbiter (see [`TokenB`]'s `race`). The exact state of every
+//! line stands for the tokens; what TokenB costs is its broadcasts: every miss is one multicast from the
 //! requester to every other tile (each core looks it up), and the token holders answer: the
 //! owner with the data, the other holders of a line to be written with their tokens, the home
 //! with the data when no core owns the line. No directory lookup is on the path; every miss
@@ -39,6 +41,42 @@ impl TokenB {
     }
 }
 
+impl TokenB {
+    /// Where and when the broadcast that gets `req` its tokens starts. While the line's
+    /// previous request is still completing, a transient request finds the tokens moving:
+    /// it collects too few, times out (`tokenb_timeout`) and is broadcast again. After
+    /// `tokenb_transient_tries` failures it becomes a persistent request: the home's arbiter
+    /// activates it at every core (a broadcast from the home once the line is free), and every
+    /// token goes to the requester; a deactivation broadcast follows.
+    fn race(&mut self, req: Request, net: &mut Network) -> (usize, Cycle) {
+        let (me, home) = (req.core, net.home(req.line));
+        let (free, by) = self.lines.busy_until(req.line);
+        if by == me {
+            // The core's own earlier miss: the request waits for it (one miss register).
+            return (me, req.now.max(free));
+        }
+        let peers = self.cores as u64 - 1;
+        let mut at = req.now;
+        let mut tries = 0;
+        while at < free {
+            if tries == self.cfg.tokenb_transient_tries {
+                self.stats.persistent_requests += 1;
+                self.stats.snoops += 2 * peers;
+                let arbiter = net.send(me, home, Payload::Control, at).max(free);
+                // Deactivation, once the requester has its tokens (off its path).
+                net.send_each(home, net.others(home), Payload::Control, free, |_, _| {});
+                return (home, arbiter);
+            }
+            self.stats.transient_retries += 1;
+            self.stats.snoops += peers;
+            net.send_each(me, net.others(me), Payload::Control, at, |_, _| {});
+            at += self.cfg.tokenb_timeout;
+            tries += 1;
+        }
+        (me, at)
+    }
+}
+
 impl CoherenceProtocol for TokenB {
     fn name(&self) -> &'static str {
         "tokenb"
@@ -49,14 +87,19 @@ impl CoherenceProtocol for TokenB {
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
         let peers = self.cores as u64 - 1;
         self.stats.snoops += peers;
+        let (me, home) = (req.core, net.home(req.line));
+        let (origin, start) = self.race(req, net);
         let tr = transition(&mut self.lines, &mut self.stats, req);
         let think = self.cfg.cache_to_cache_latency;
-        let (me, home) = (req.core, net.home(req.line));
-        // The broadcast: when it reaches each tile.
-        let mut heard = [req.now; MAX_CORES];
-        net.send_each(me, net.others(me), Payload::Control, req.now, |t, at| {
-            heard[t] = at
-        });
+        // The broadcast that succeeds: when it reaches each tile.
+        let mut heard = [start; MAX_CORES];
+        net.send_each(
+            origin,
+            net.others(origin),
+            Payload::Control,
+            start,
+            |t, at| heard[t] = at,
+        );
         let mut acks = req.now;
         let mut rest = tr.acknowledgers();
         while rest != 0 {
@@ -122,6 +165,42 @@ mod tests {
         // The owner's copy was dirty: its data also went home.
         assert_eq!(net.stats.deliveries, 7 + 7 + 2);
         assert_eq!(net.stats.messages, 1 + 1 + 2);
+        t.check_line(3).unwrap();
+    }
+
+    #[test]
+    fn a_racing_request_retries_then_persists() {
+        let cfg = CoherenceConfig {
+            tokenb_timeout: 10,
+            tokenb_transient_tries: 2,
+            ..CoherenceConfig::default()
+        };
+        let mut t = TokenB::new(4, 64, cfg);
+        let net = &mut Network::new(&NetworkConfig::default(), 4, 64);
+        let hop = NetworkConfig::default().ideal_latency;
+        let at = |core, kind, now| Request {
+            core,
+            line: 3,
+            kind,
+            now,
+        };
+        t.request(at(0, RequestKind::GetM, 0), net);
+        t.settle(0, 3, 1000);
+        // Core 1 asks at 100 while core 0's request completes at 1000: two transient tries
+        // fail, then the home (tile 3) activates a persistent request once the line is free.
+        let r = t.request(at(1, RequestKind::GetM, 100), net);
+        assert_eq!(
+            (t.stats().transient_retries, t.stats().persistent_requests),
+            (2, 1)
+        );
+        // Activation from the home at 1000, core 0 answers with the data.
+        let think = CoherenceConfig::default().cache_to_cache_latency;
+        assert_eq!(r.source, DataSource::Peer(0));
+        assert_eq!(100 + r.latency, 1000 + hop + think + hop);
+        // A core's own earlier miss is no race: it waits for it, without retries.
+        t.settle(1, 3, 2000);
+        t.request(at(1, RequestKind::GetS, 1500), net);
+        assert_eq!(t.stats().transient_retries, 2);
         t.check_line(3).unwrap();
     }
 }

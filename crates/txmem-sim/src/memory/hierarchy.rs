@@ -256,6 +256,7 @@ impl Hierarchy {
             DataSource::None => asked + r.latency,
         };
         res.latency = done - now;
+        self.proto.settle(core, line, done);
         if r.recalled {
             self.recalls.clear();
             self.proto.take_recalls(&mut self.recalls);
