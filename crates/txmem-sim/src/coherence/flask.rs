@@ -33,14 +33,15 @@
 //! here it is counted (`filter_saturations`, `filter_overflows`, `filter_invalidations`).
 //!
 //! **Adaptive split** (`flask_split = "adaptive"`). Every 4,096 requests the controller looks at the
-//! epoch: if the directory lost entries and more reconstructions found holders than not (the
-//! shared working set does not fit), a filter sub-table becomes a directory way; if the
-//! directory lost none and false positives outnumber true reconstructions (the data are
-//! private and the filter is too small), a way becomes a sub-table. At least one of each
-//! stays. The directory keeps the entries that fit its new shape (losing one invalidates
-//! nothing); the filter is rebuilt from its members, which the seed can do in hardware since
-//! its permutations are invertible. The seed describes this policy but evaluated only static
-//! per-class splits.
+//! epoch: if the filter had to recall lines, a directory way becomes a filter sub-table;
+//! otherwise, if the directory lost entries and more reconstructions found holders than not
+//! (the shared working set does not fit) and the smaller filter would stay at most 3/4 full,
+//! a sub-table becomes a way; if the directory lost none and false positives outnumber true
+//! reconstructions (the data are private and the filter is too small), a way becomes a
+//! sub-table. At least one of each stays. The directory keeps the entries that fit its new
+//! shape (losing one invalidates nothing); the filter is rebuilt from its members, which the
+//! seed can do in hardware since its permutations are invertible. The seed describes this
+//! policy but evaluated only static per-class splits.
 //!
 //! The seed counts tokens for correctness; here the exact state of every line is known, so
 //! tokens only show up as the messages they cost. "On chip" means in some private cache.
@@ -192,21 +193,37 @@ impl Flask {
             .expect("a line on chip is in the filter");
     }
 
-    /// The adaptive split, once an epoch: a directory that keeps losing entries of lines
-    /// found shared again (true reconstructions, more than false ones) takes a filter
-    /// sub-table as a way; a directory that loses none while the filter's false positives
-    /// outnumber the true reconstructions gives a way to the filter.
+    /// The adaptive split, once an epoch. A filter that had to recall lines (a saturated
+    /// counter, full buckets) takes a directory way as a sub-table. Otherwise a directory
+    /// that keeps losing entries of lines found shared again (true reconstructions, more
+    /// than false ones) takes a sub-table as a way, if the filter left would stay at most
+    /// 3/4 full (the seed's sizing load); and a directory that loses none while false
+    /// positives outnumber true reconstructions gives a way to the filter.
     fn adapt(&mut self, net: &mut Network, home: usize, at: Cycle) {
         let d = |now: u64, then: u64| now - then;
         let (s, e) = (&self.stats, &self.epoch_start);
         let evicted = d(s.directory_evictions, e.directory_evictions);
         let truly = d(s.multicasts_true, e.multicasts_true);
         let falsely = d(s.multicasts_false, e.multicasts_false);
+        let pressed = d(s.filter_overflows, e.filter_overflows)
+            + d(s.filter_saturations, e.filter_saturations);
         self.epoch_start = self.stats.clone();
-        let units = if evicted > 0 && truly > falsely && self.directory_units < UNITS - 1 {
-            self.directory_units + 1
-        } else if evicted == 0 && falsely > truly && self.directory_units > 1 {
-            self.directory_units - 1
+        let ways = self.directory_units;
+        let members = self.filter.len() as f64;
+        let cells_left = f64::from(UNITS - ways - 1)
+            * f64::from(self.filter.config().buckets)
+            * f64::from(self.filter.config().cells);
+        let units = if pressed > 0 && ways > 1 {
+            ways - 1
+        } else if pressed == 0
+            && evicted > 0
+            && truly > falsely
+            && ways < UNITS - 1
+            && members <= 0.75 * cells_left
+        {
+            ways + 1
+        } else if evicted == 0 && falsely > truly && ways > 1 {
+            ways - 1
         } else {
             return;
         };

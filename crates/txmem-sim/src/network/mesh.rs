@@ -20,6 +20,14 @@ const EJECT: usize = 4;
 const PORTS: usize = 6;
 const INJECT: usize = 5;
 
+/// Routers crossed from `from` to `to` on a mesh `width` routers wide.
+#[inline]
+pub fn routers_between(width: usize, from: usize, to: usize) -> u64 {
+    let (fx, fy) = (from % width, from / width);
+    let (tx, ty) = (to % width, to / width);
+    (fx.abs_diff(tx) + fy.abs_diff(ty)) as u64 + 1
+}
+
 /// What crossing the mesh cost, for the statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traversal {
@@ -37,8 +45,11 @@ pub struct Mesh {
     router_latency: Cycle,
     link_latency: Cycle,
     links: LinkTable,
-    /// Per link, the time a multicast's head left it, while that multicast is routed.
-    fork: Vec<Cycle>,
+    /// Per link, the multicast that crossed it last and when its head left: a later branch
+    /// of the same multicast reuses that crossing.
+    fork: Vec<(u64, Cycle)>,
+    /// The number of the multicast being routed.
+    multicasts: u64,
 }
 
 impl Mesh {
@@ -51,7 +62,8 @@ impl Mesh {
             router_latency,
             link_latency,
             links: LinkTable::new(n),
-            fork: vec![Cycle::MAX; n],
+            fork: vec![(0, 0); n],
+            multicasts: 0,
         }
     }
 
@@ -62,9 +74,12 @@ impl Mesh {
 
     /// Routers crossed from `from` to `to` (the hop count plus one).
     pub fn routers_between(&self, from: usize, to: usize) -> u64 {
-        let (fx, fy) = (from % self.width, from / self.width);
-        let (tx, ty) = (to % self.width, to / self.width);
-        (fx.abs_diff(tx) + fy.abs_diff(ty)) as u64 + 1
+        routers_between(self.width, from, to)
+    }
+
+    /// Routers per row.
+    pub fn width(&self) -> usize {
+        self.width
     }
 
     /// The next output port from router `at` towards `to` (X first, then Y).
@@ -109,7 +124,10 @@ impl Mesh {
         let mut cost = Traversal::default();
         let inject = self.links.reserve(from * PORTS + INJECT, at, flits);
         let multicast = to.count_ones() > 1;
-        let mut touched: Vec<usize> = Vec::new();
+        if multicast {
+            self.multicasts += 1;
+        }
+        let id = self.multicasts;
         let mut rest = to;
         while rest != 0 {
             let dest = rest.trailing_zeros() as usize;
@@ -118,17 +136,16 @@ impl Mesh {
             loop {
                 let port = self.port(at_router, dest);
                 let link = at_router * PORTS + port;
-                t = if multicast && self.fork[link] != Cycle::MAX {
+                t = if multicast && self.fork[link].0 == id {
                     // Another branch of this multicast crossed this link already.
-                    self.fork[link]
+                    self.fork[link].1
                 } else {
                     let left = self.links.reserve(link, t + self.router_latency, flits)
                         + self.link_latency;
                     cost.links += 1;
                     cost.routers += 1;
                     if multicast {
-                        self.fork[link] = left;
-                        touched.push(link);
+                        self.fork[link] = (id, left);
                     }
                     left
                 };
@@ -138,9 +155,6 @@ impl Mesh {
                 at_router = self.next(at_router, port);
             }
             arrived(dest, t + Cycle::from(flits) - 1);
-        }
-        for link in touched {
-            self.fork[link] = Cycle::MAX;
         }
         cost
     }

@@ -192,18 +192,9 @@ impl Network {
             Some(mesh) => {
                 let hop = self.hop_cycles;
                 let mut contention = 0;
-                let routes: Vec<(usize, u64)> = {
-                    let mut v = Vec::with_capacity(to.count_ones() as usize);
-                    let mut rest = to;
-                    while rest != 0 {
-                        let d = rest.trailing_zeros() as usize;
-                        rest &= rest - 1;
-                        v.push((d, mesh.routers_between(from, d)));
-                    }
-                    v
-                };
+                let width = mesh.width();
                 let cost = mesh.send(from, to, flits, at, |d, t| {
-                    let routers = routes.iter().find(|r| r.0 == d).map_or(1, |r| r.1);
+                    let routers = mesh::routers_between(width, from, d);
                     let unloaded = at + routers * hop + Cycle::from(flits) - 1;
                     contention += t.saturating_sub(unloaded);
                     arrived(d, t);
@@ -238,11 +229,15 @@ impl Network {
         if to == 0 {
             return at;
         }
-        let mut heard: Vec<(usize, Cycle)> = Vec::with_capacity(to.count_ones() as usize);
-        self.send_each(from, to, Payload::Control, at, |d, t| heard.push((d, t)));
-        heard
-            .into_iter()
-            .map(|(d, t)| self.send(d, answer_to, answer, t + think))
+        let mut heard = [(0usize, 0 as Cycle); 64];
+        let mut n = 0;
+        self.send_each(from, to, Payload::Control, at, |d, t| {
+            heard[n] = (d, t);
+            n += 1;
+        });
+        heard[..n]
+            .iter()
+            .map(|&(d, t)| self.send(d, answer_to, answer, t + think))
             .max()
             .unwrap_or(at)
     }
