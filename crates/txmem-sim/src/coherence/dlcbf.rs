@@ -229,22 +229,32 @@ impl Dlcbf {
 
     /// Records `addr` once more.
     pub fn insert(&mut self, addr: u64) -> Inserted {
+        self.insert_into(addr).0
+    }
+
+    /// Records `addr` once more, and says in which bucket (numbered across the sub-tables)
+    /// its record is, unless the insert overflowed.
+    pub fn insert_into(&mut self, addr: u64) -> (Inserted, Option<usize>) {
+        let c = self.cfg.cells as usize;
         let h = self.hash(addr);
         if let Some(k) = self.find(h) {
             let cell = &mut self.cells[k];
             if cell.count == self.max_count {
-                return Inserted::Overflow;
+                return (Inserted::Overflow, None);
             }
             cell.count += 1;
             self.members += 1;
-            return if cell.count == self.max_count {
-                Inserted::Saturated
-            } else {
-                Inserted::Ok
-            };
+            let full = cell.count == self.max_count;
+            return (
+                if full {
+                    Inserted::Saturated
+                } else {
+                    Inserted::Ok
+                },
+                Some(k / c),
+            );
         }
         // The least loaded candidate bucket, the leftmost on a tie.
-        let c = self.cfg.cells as usize;
         let mut best: Option<(usize, usize, u32)> = None; // (load, first cell, remainder)
         for i in 0..self.cfg.subtables {
             let (first, rem) = self.candidate(h, i);
@@ -257,10 +267,10 @@ impl Dlcbf {
             }
         }
         let Some((load, first, rem)) = best else {
-            return Inserted::Overflow;
+            return (Inserted::Overflow, None);
         };
         if load == c {
-            return Inserted::Overflow;
+            return (Inserted::Overflow, None);
         }
         let k = (first..first + c)
             .find(|&k| self.cells[k].count == 0)
@@ -270,11 +280,12 @@ impl Dlcbf {
             count: 1,
         };
         self.members += 1;
-        if self.max_count == 1 {
+        let state = if self.max_count == 1 {
             Inserted::Saturated
         } else {
             Inserted::Ok
-        }
+        };
+        (state, Some(k / c))
     }
 
     /// The bucket (numbered across the sub-tables) holding `addr`'s record, if any.
@@ -293,15 +304,15 @@ impl Dlcbf {
 
     /// Forgets one record of `addr`. Removing what was never inserted is the caller's error:
     /// it is refused unless `addr` is a false positive (its hash equals a member's), in which
-    /// case that member's record goes.
-    pub fn remove(&mut self, addr: u64) -> Result<(), String> {
+    /// case that member's record goes. Returns the bucket the record was in.
+    pub fn remove(&mut self, addr: u64) -> Result<usize, String> {
         let h = self.hash(addr);
         let k = self
             .find(h)
             .ok_or_else(|| format!("removing {addr:#x}, which the filter does not hold"))?;
         self.cells[k].count -= 1;
         self.members -= 1;
-        Ok(())
+        Ok(k / self.cfg.cells as usize)
     }
 
     /// Forgets everything.
@@ -437,5 +448,20 @@ mod tests {
                 prop_assert_eq!(f.len(), model.values().sum::<u64>());
             }
         }
+    }
+
+    #[test]
+    fn an_insert_says_where_the_record_is_and_a_removal_agrees() {
+        let mut f = Dlcbf::new(DlcbfConfig::default()).unwrap();
+        for addr in 0..2000u64 {
+            let (state, bucket) = f.insert_into(addr * 64);
+            assert_eq!(state, Inserted::Ok);
+            assert_eq!(bucket, f.bucket_of(addr * 64));
+        }
+        for addr in 0..2000u64 {
+            let at = f.bucket_of(addr * 64).unwrap();
+            assert_eq!(f.remove(addr * 64), Ok(at));
+        }
+        assert!(f.is_empty());
     }
 }

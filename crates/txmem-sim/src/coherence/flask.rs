@@ -131,19 +131,18 @@ impl Flask {
     /// from the private caches (the seed invalidates the private-cache sets that map to that
     /// portion of the filter), and its invalidations are sent from `home` at `at`.
     fn arrived(&mut self, line: u64, net: &mut Network, home: usize, at: Cycle) {
-        loop {
-            match self.filter.insert(line) {
-                Inserted::Ok => break,
-                Inserted::Saturated => {
+        let bucket = loop {
+            match self.filter.insert_into(line) {
+                (Inserted::Ok, Some(bucket)) => break bucket,
+                (Inserted::Saturated, _) => {
                     self.stats.filter_saturations += 1;
                     self.filter.remove(line).expect("just inserted");
                 }
-                Inserted::Overflow => self.stats.filter_overflows += 1,
+                _ => self.stats.filter_overflows += 1,
             }
             let bucket = self.filter.blocking_bucket(line);
             self.empty_bucket(bucket, net, home, at);
-        }
-        let bucket = self.filter.bucket_of(line).expect("just inserted");
+        };
         if self.members.len() <= bucket {
             self.members.resize_with(bucket + 1, Vec::new);
         }
@@ -180,7 +179,7 @@ impl Flask {
         // bijections, so no other hash's cell matches it).
         let bucket = self
             .filter
-            .bucket_of(line)
+            .remove(line)
             .expect("a line on chip is in the filter");
         let list = &mut self.members[bucket];
         let k = list
@@ -188,9 +187,6 @@ impl Flask {
             .position(|&l| l == line)
             .expect("listed on arrival");
         list.swap_remove(k);
-        self.filter
-            .remove(line)
-            .expect("a line on chip is in the filter");
     }
 
     /// The adaptive split, once an epoch. A filter that had to recall lines (a saturated
