@@ -321,6 +321,12 @@ impl CoherenceProtocol for Flask {
         into.append(&mut self.recalls);
     }
 
+    /// The seed's LLC is non-inclusive under Flask: a line read from memory goes to the
+    /// requester only, and reaches the LLC when the private caches evict it.
+    fn llc_allocates_on_fill(&self) -> bool {
+        false
+    }
+
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
         if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
             self.left(line);

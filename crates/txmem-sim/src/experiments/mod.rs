@@ -131,6 +131,8 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
     if rc.sim.coherence.protocol != crate::config::ProtocolKind::MesiSnooping {
         // Only directory protocols have these, so MESI reports stay as they were.
         let c = &s.coherence;
+        // Misses the protocol served (a TokenB broadcast each).
+        put("requests", (c.get_s + c.get_m + c.upgrades).into());
         put("directory_recalls", c.directory_recalls.into());
         put("recall_invalidations", c.recall_invalidations.into());
         put("directory_evictions", c.directory_evictions.into());
@@ -152,6 +154,9 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("filter_overflows", c.filter_overflows.into());
         put("filter_invalidations", c.filter_invalidations.into());
         put("split_changes", c.split_changes.into());
+        put("home_waits", c.home_waits.into());
+        put("transient_retries", c.transient_retries.into());
+        put("persistent_requests", c.persistent_requests.into());
         let k = &s.cache;
         put(
             "amat",
