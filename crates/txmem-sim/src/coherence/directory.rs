@@ -214,16 +214,23 @@ impl Transition {
     }
 }
 
-/// Decides and applies `req` (see [`Transition`]).
+/// Decides and applies `req` (see [`Transition`]). With `sharers_supply` (a protocol whose
+/// LLC is not inclusive), a line cached only as shared copies and missing from the LLC is
+/// supplied by one of those copies, which holds its owner token; otherwise such a line comes
+/// from the shared levels.
 pub(crate) fn transition(
     lines: &mut LineTable,
     stats: &mut CoherenceStats,
     req: Request,
+    sharers_supply: bool,
 ) -> Transition {
     let me = 1u64 << req.core;
     let l = lines.get(req.line);
     let others = l.holders & !me;
-    let owner = l.owner_other_than(req.core);
+    let exclusive = l.owner_other_than(req.core);
+    let owner = exclusive.or_else(|| {
+        (sharers_supply && !req.in_llc && others != 0).then(|| others.trailing_zeros() as usize)
+    });
     match req.kind {
         RequestKind::GetS => {
             stats.get_s += 1;
@@ -243,7 +250,7 @@ pub(crate) fn transition(
             Transition {
                 source,
                 invalidated: 0,
-                downgraded: owner.map_or(0, |o| 1u64 << o),
+                downgraded: exclusive.map_or(0, |o| 1u64 << o),
                 granted,
                 dirty: owner.is_some() && l.dirty,
             }
@@ -283,7 +290,8 @@ pub(crate) fn transition(
 /// to the owner (whose dirty data also goes home) or served by the shared levels; a write
 /// invalidates exactly the other holders, which acknowledge to the requester; an upgrade
 /// without other holders is granted by the home. A peer answers `think` cycles after a
-/// message reaches it. Applies the transition and sends its messages over `net`.
+/// message reaches it. Applies the transition (see [`transition`] for `sharers_supply`) and
+/// sends its messages over `net`.
 pub(crate) fn serve_at_home(
     lines: &mut LineTable,
     stats: &mut CoherenceStats,
@@ -291,8 +299,9 @@ pub(crate) fn serve_at_home(
     req: Request,
     at_home: Cycle,
     think: Cycle,
+    sharers_supply: bool,
 ) -> Response {
-    let tr = transition(lines, stats, req);
+    let tr = transition(lines, stats, req, sharers_supply);
     let (home, me) = (net.home(req.line), req.core);
     let acks = net.round(
         home,
@@ -385,7 +394,15 @@ impl CoherenceProtocol for SparseDirectory {
         );
         let (ready, recalled) = self.entry(net, req.line, looked_up);
         let think = self.cfg.cache_to_cache_latency;
-        let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
+        let mut r = serve_at_home(
+            &mut self.lines,
+            &mut self.stats,
+            net,
+            req,
+            ready,
+            think,
+            false,
+        );
         r.recalled = recalled.is_some();
         self.recall = recalled;
         r
@@ -470,6 +487,7 @@ mod tests {
             line: 2,
             kind: RequestKind::GetM,
             now,
+            in_llc: true,
         };
         d.request(at(0, 0), net);
         d.settle(0, 2, 500);

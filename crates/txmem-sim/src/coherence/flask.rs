@@ -13,9 +13,13 @@
 //!   without a copy too, since the hit may be false). If some core holds the line, it is
 //!   actively shared: it gets an entry and the request proceeds as in a directory. If none
 //!   does, the hit was a false positive and the request goes to memory after the wasted
-//!   round. A read of a line that is cached only as clean shared copies needs no
-//!   reconstruction: in the seed's token counting the shared levels then hold its owner token
-//!   and answer it (its "resolved by the LLC" case), and it gets no entry.
+//!   round. A read of a line that is cached only as clean shared copies and is in the LLC
+//!   needs no reconstruction: in the seed's token counting the LLC then holds its owner token
+//!   and answers it (its "resolved by the LLC" case), and it gets no entry.
+//!
+//! The LLC is not inclusive: a line read from memory goes to the requester only and reaches
+//! the LLC when the private caches evict it. A shared line the LLC lacks is supplied by one
+//! of its private copies (the owner token's holder) rather than read from memory again.
 //!
 //! The line leaves the filter when its last private copy goes.
 //!
@@ -282,10 +286,12 @@ impl CoherenceProtocol for Flask {
         );
         let directory_miss = !self.shared.touch(req.line);
         self.stats.filter_lookups += u64::from(directory_miss);
-        // A read of a line cached only as clean shared copies is served by the shared levels,
-        // which hold its owner token (the seed's "resolved by the LLC"): no need to find the
-        // copies. Writes must find them all.
+        // A read of a line cached only as clean shared copies and held by the LLC is served
+        // there, since the LLC holds its owner token (the seed's "resolved by the LLC"): no
+        // need to find the copies. Writes must find them all, and so must a read of a line
+        // the LLC lacks (one of the copies holds the owner token and supplies it).
         let clean_shared_read = req.kind == RequestKind::GetS
+            && req.in_llc
             && l.holders != 0
             && l.owner_other_than(req.core).is_none();
         if directory_miss && !clean_shared_read && self.may_be_on_chip(req.line) {
@@ -303,7 +309,15 @@ impl CoherenceProtocol for Flask {
                 }
             }
         }
-        let mut r = serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think);
+        let mut r = serve_at_home(
+            &mut self.lines,
+            &mut self.stats,
+            net,
+            req,
+            ready,
+            think,
+            true,
+        );
         let home = net.home(req.line);
         self.recalls.clear();
         if l.holders == 0 {

@@ -73,6 +73,9 @@ pub struct Request {
     pub kind: RequestKind,
     /// Simulated time of the request.
     pub now: Cycle,
+    /// Whether the last-level cache holds the line: under a non-inclusive LLC it may not,
+    /// and then only a private copy can supply it.
+    pub in_llc: bool,
 }
 
 /// Where the data of a response comes from.
@@ -120,6 +123,7 @@ pub(crate) fn request_now(core: usize, line: u64, kind: RequestKind) -> Request 
         line,
         kind,
         now: 0,
+        in_llc: true,
     }
 }
 

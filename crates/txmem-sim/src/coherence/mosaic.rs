@@ -65,7 +65,15 @@ impl CoherenceProtocol for Mosaic {
                 self.stats.directory_evictions += 1;
             }
         }
-        serve_at_home(&mut self.lines, &mut self.stats, net, req, ready, think)
+        serve_at_home(
+            &mut self.lines,
+            &mut self.stats,
+            net,
+            req,
+            ready,
+            think,
+            false,
+        )
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {

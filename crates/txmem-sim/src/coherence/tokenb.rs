@@ -89,7 +89,7 @@ impl CoherenceProtocol for TokenB {
         self.stats.snoops += peers;
         let (me, home) = (req.core, net.home(req.line));
         let (origin, start) = self.race(req, net);
-        let tr = transition(&mut self.lines, &mut self.stats, req);
+        let tr = transition(&mut self.lines, &mut self.stats, req, false);
         let think = self.cfg.cache_to_cache_latency;
         // The broadcast that succeeds: when it reaches each tile.
         let mut heard = [start; MAX_CORES];
@@ -183,6 +183,7 @@ mod tests {
             line: 3,
             kind,
             now,
+            in_llc: true,
         };
         t.request(at(0, RequestKind::GetM, 0), net);
         t.settle(0, 3, 1000);

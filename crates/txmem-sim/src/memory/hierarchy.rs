@@ -236,6 +236,7 @@ impl Hierarchy {
                 line,
                 kind,
                 now: asked,
+                in_llc: self.llc.contains(line),
             },
             &mut self.net,
         );
