@@ -202,6 +202,7 @@ pub struct NetworkConfig {
 }
 
 impl Default for NetworkConfig {
+    /// An ideal network; its mesh settings are Flask's Table I.
     fn default() -> Self {
         NetworkConfig {
             topology: Topology::Ideal,
@@ -874,17 +875,8 @@ impl SimConfig {
             max_outstanding: 64,
             ..SimConfig::default()
         };
-        c.network = NetworkConfig {
-            topology: Topology::Mesh,
-            mesh_width: 4,
-            mesh_height: 4,
-            router_latency: 2,
-            link_latency: 1,
-            link_bytes: 16,
-            control_bytes: 8,
-            memory_controllers: 4,
-            ..NetworkConfig::default()
-        };
+        // The network's defaults are Table I's mesh (4x4, 16-byte links, 4 controllers).
+        c.network.topology = Topology::Mesh;
         c.coherence.protocol = ProtocolKind::Flask;
         c.coherence.directory_latency = 2;
         c.coherence.cache_to_cache_latency = 3;

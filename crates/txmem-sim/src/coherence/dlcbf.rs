@@ -299,7 +299,7 @@ impl Dlcbf {
     /// the insert succeed.
     pub fn blocking_bucket(&self, addr: u64) -> usize {
         let h = self.hash(addr);
-        self.find(h).map_or_else(|| self.candidate(h, 0).0, |k| k) / self.cfg.cells as usize
+        self.find(h).unwrap_or_else(|| self.candidate(h, 0).0) / self.cfg.cells as usize
     }
 
     /// Forgets one record of `addr`. Removing what was never inserted is the caller's error:

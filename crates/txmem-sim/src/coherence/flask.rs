@@ -89,7 +89,7 @@ pub struct Flask {
     /// Lines recalled by the latest request, with their holders.
     recalls: Vec<(u64, u64)>,
     /// The counters at the start of the adaptive split's epoch.
-    epoch_start: CoherenceStats,
+    epoch_start: EpochCounts,
     requests: u64,
     stats: CoherenceStats,
 }
@@ -112,7 +112,7 @@ impl Flask {
             sets,
             directory_units: units,
             recalls: Vec::new(),
-            epoch_start: CoherenceStats::default(),
+            epoch_start: EpochCounts::default(),
             requests: 0,
             stats: CoherenceStats::default(),
             cores,
@@ -200,14 +200,12 @@ impl Flask {
     /// 3/4 full (the seed's sizing load); and a directory that loses none while false
     /// positives outnumber true reconstructions gives a way to the filter.
     fn adapt(&mut self, net: &mut Network, home: usize, at: Cycle) {
-        let d = |now: u64, then: u64| now - then;
-        let (s, e) = (&self.stats, &self.epoch_start);
-        let evicted = d(s.directory_evictions, e.directory_evictions);
-        let truly = d(s.multicasts_true, e.multicasts_true);
-        let falsely = d(s.multicasts_false, e.multicasts_false);
-        let pressed = d(s.filter_overflows, e.filter_overflows)
-            + d(s.filter_saturations, e.filter_saturations);
-        self.epoch_start = self.stats.clone();
+        let now = EpochCounts::of(&self.stats);
+        let e = std::mem::replace(&mut self.epoch_start, now);
+        let evicted = now.evicted - e.evicted;
+        let truly = now.truly - e.truly;
+        let falsely = now.falsely - e.falsely;
+        let pressed = now.pressed - e.pressed;
         let ways = self.directory_units;
         let members = self.filter.len() as f64;
         let cells_left = f64::from(UNITS - ways - 1)
@@ -244,6 +242,26 @@ impl Flask {
             if self.lines.get(line).holders != 0 {
                 self.arrived(line, net, home, at);
             }
+        }
+    }
+}
+
+/// The counters the adaptive split compares from one epoch to the next.
+#[derive(Clone, Copy, Debug, Default)]
+struct EpochCounts {
+    evicted: u64,
+    truly: u64,
+    falsely: u64,
+    pressed: u64,
+}
+
+impl EpochCounts {
+    fn of(s: &CoherenceStats) -> Self {
+        EpochCounts {
+            evicted: s.directory_evictions,
+            truly: s.multicasts_true,
+            falsely: s.multicasts_false,
+            pressed: s.filter_overflows + s.filter_saturations,
         }
     }
 }
@@ -296,12 +314,15 @@ impl CoherenceProtocol for Flask {
             && l.owner_other_than(req.core).is_none();
         if directory_miss && !clean_shared_read && self.may_be_on_chip(req.line) {
             // Reconstruction: every other core answers the home, holder or not.
-            ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
-            if l.holders == 0 {
-                self.stats.multicasts_false += 1;
-            } else {
-                self.stats.multicasts_true += 1;
-            }
+            ready = reconstruct(
+                net,
+                &mut self.stats,
+                self.cores,
+                req,
+                l.holders,
+                ready,
+                think,
+            );
             if others != 0 {
                 // Actively shared now: an entry (an evicted one invalidates nothing).
                 if self.shared.allocate(req.line).is_some() {
@@ -359,20 +380,27 @@ impl CoherenceProtocol for Flask {
     }
 }
 
-/// A reconstruction of `req.line`'s holders, whose home is ready at `at`: a multicast to
+/// A reconstruction of `req.line`'s `holders`, whose home is ready at `at`: a multicast to
 /// every core but the requester, each answering the home `think` cycles after it hears.
-/// Returns when the last answer is in.
+/// Counted as a true positive if some core holds the line. Returns when the last answer is
+/// in.
 pub(crate) fn reconstruct(
     net: &mut Network,
     stats: &mut CoherenceStats,
     cores: usize,
     req: Request,
+    holders: u64,
     at: Cycle,
     think: Cycle,
 ) -> Cycle {
     let peers = cores as u64 - 1;
     stats.reconstructions += 1;
     stats.snoops += peers;
+    if holders == 0 {
+        stats.multicasts_false += 1;
+    } else {
+        stats.multicasts_true += 1;
+    }
     let everyone = if cores == 64 {
         u64::MAX
     } else {

@@ -55,12 +55,8 @@ impl CoherenceProtocol for Mosaic {
             self.cfg.directory_latency,
         );
         if !self.entries.touch(req.line) {
-            ready = reconstruct(net, &mut self.stats, self.cores, req, ready, think);
-            if self.lines.get(req.line).holders == 0 {
-                self.stats.multicasts_false += 1;
-            } else {
-                self.stats.multicasts_true += 1;
-            }
+            let holders = self.lines.get(req.line).holders;
+            ready = reconstruct(net, &mut self.stats, self.cores, req, holders, ready, think);
             if self.entries.allocate(req.line).is_some() {
                 self.stats.directory_evictions += 1;
             }
