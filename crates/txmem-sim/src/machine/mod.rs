@@ -37,9 +37,9 @@ pub enum OpKind {
     Load(u64),
     /// Store a value at an address.
     Store(u64, u64),
-    /// Load whose latency overlaps with what follows ([`window`]).
+    /// Load whose latency overlaps with what follows ([`crate::Cpu::load_overlapped`]).
     LoadOverlapped(u64),
-    /// Store whose latency overlaps with what follows ([`window`]).
+    /// Store whose latency overlaps with what follows ([`crate::Cpu::store_overlapped`]).
     StoreOverlapped(u64, u64),
     /// Compare-and-swap (address, expected, new); returns the old value.
     Cas(u64, u64, u64),

@@ -1,7 +1,7 @@
 //! A 2-D mesh of routers, one per tile, with dimension-order (X then Y) routing.
 //!
 //! Every router has four outputs to its neighbours and one to its tile (ejection), and every
-//! tile one input into its router (injection); each is a link of [`super::links`], carrying a
+//! tile one input into its router (injection); each is a link (`links.rs`), carrying a
 //! flit per cycle. A message's head crosses a router in `router_latency` cycles and a link in
 //! `link_latency`, waiting wherever a link is taken; its tail follows `flits - 1` cycles later
 //! (wormhole). A multicast is one message that forks at routers: it crosses each link of the
