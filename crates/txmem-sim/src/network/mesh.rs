@@ -50,6 +50,8 @@ pub struct Mesh {
     fork: Vec<(u64, Cycle)>,
     /// The number of the multicast being routed.
     multicasts: u64,
+    /// Per tile, its column and row.
+    coords: Vec<(u8, u8)>,
 }
 
 impl Mesh {
@@ -64,6 +66,9 @@ impl Mesh {
             links: LinkTable::new(n),
             fork: vec![(0, 0); n],
             multicasts: 0,
+            coords: (0..width * height)
+                .map(|t| ((t % width) as u8, (t / width) as u8))
+                .collect(),
         }
     }
 
@@ -83,9 +88,9 @@ impl Mesh {
     }
 
     /// The next output port from router `at` towards `to` (X first, then Y).
+    #[inline]
     fn port(&self, at: usize, to: usize) -> usize {
-        let (ax, ay) = (at % self.width, at / self.width);
-        let (tx, ty) = (to % self.width, to / self.width);
+        let ((ax, ay), (tx, ty)) = (self.coords[at], self.coords[to]);
         if tx > ax {
             EAST
         } else if tx < ax {
