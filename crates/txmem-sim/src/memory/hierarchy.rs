@@ -261,31 +261,16 @@ impl Hierarchy {
         if r.recalled {
             self.recalls.clear();
             self.proto.take_recalls(&mut self.recalls);
-            for &(v, holders) in &self.recalls {
+            for k in 0..self.recalls.len() {
                 // Every copy of a recalled line goes (its dirty data went home).
-                let mut h = holders;
-                while h != 0 {
-                    let d = h.trailing_zeros() as usize;
-                    h &= h - 1;
-                    self.l1[d].remove(v);
-                    if let Some(l2) = &mut self.l2 {
-                        l2[d].remove(v);
-                    }
-                }
+                let (v, holders) = self.recalls[k];
+                self.drop_private(holders, v);
                 self.llc.insert(v);
             }
             res.recalled = true;
         }
-        let mut inv = r.invalidated;
-        res.invalidated = inv;
-        while inv != 0 {
-            let d = inv.trailing_zeros() as usize;
-            inv &= inv - 1;
-            self.l1[d].remove(line);
-            if let Some(l2) = &mut self.l2 {
-                l2[d].remove(line);
-            }
-        }
+        res.invalidated = r.invalidated;
+        self.drop_private(r.invalidated, line);
         match &mut self.l2 {
             Some(l2) if self.l2_exclusive => {
                 // An upgraded line held in the L2 moves up.
@@ -332,6 +317,19 @@ impl Hierarchy {
             .net
             .send(controller, core, Payload::Data, asked + self.memory_latency);
         (data, true)
+    }
+
+    /// Removes `line` from the private caches of every core in the mask `cores`.
+    fn drop_private(&mut self, cores: u64, line: u64) {
+        let mut rest = cores;
+        while rest != 0 {
+            let d = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.l1[d].remove(line);
+            if let Some(l2) = &mut self.l2 {
+                l2[d].remove(line);
+            }
+        }
     }
 
     /// `v` left every private cache of `core`: the protocol is told and the LLC keeps it.
