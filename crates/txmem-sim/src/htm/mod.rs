@@ -463,6 +463,9 @@ pub struct Htm {
     pub line_r: Vec<u128>,
     /// Per line: CPUs (hardware threads) with a frame that wrote it.
     pub line_w: Vec<u128>,
+    /// Frames on every core's stack: while there are none, no line is tracked, and an access
+    /// need not read the per-line masks (which for a large memory miss the host's caches).
+    live: usize,
     next_id: u64,
     next_lid: u64,
 }
@@ -475,6 +478,7 @@ impl Htm {
             stacks: PerCore::new(cores, |_| FrameStack::default(), FrameStack::default),
             line_r: vec![0; lines],
             line_w: vec![0; lines],
+            live: 0,
             next_id: 1,
             next_lid: 1,
         }
@@ -501,7 +505,14 @@ impl Htm {
     /// Pushes a fresh frame (reusing a previous one's allocations) and returns its index.
     #[inline]
     pub fn push_frame(&mut self, core: usize) -> usize {
+        self.live += 1;
         self.stacks[core].push_reset()
+    }
+
+    /// Whether any core has a frame (only then can a line be tracked).
+    #[inline]
+    pub fn any_frames(&self) -> bool {
+        self.live > 0
     }
 
     /// Starts an outermost transaction attempt on `core` at time `now`; continues the logical
@@ -519,6 +530,7 @@ impl Htm {
     /// Returns the frame index.
     #[inline]
     pub fn begin_with_id(&mut self, core: usize, rot: bool, now: Cycle, id: u64) -> usize {
+        self.live += 1;
         let stack = &mut self.stacks[core];
         let idx = stack.push_reset();
         if stack.continue_or_start(idx, self.next_lid, now) {
@@ -542,6 +554,7 @@ impl Htm {
     /// to the pool.
     #[inline]
     pub fn pop_frame(&mut self, core: usize, idx: usize) {
+        self.live -= 1;
         self.stacks[core].remove(idx)
     }
 
@@ -550,6 +563,7 @@ impl Htm {
     /// begins at the same depth.
     #[inline]
     pub fn abort_frame(&mut self, core: usize, idx: usize) {
+        self.live -= 1;
         self.stacks[core].abort(idx)
     }
 
@@ -637,6 +651,9 @@ impl Htm {
     /// [`Htm::conflicts`], which finds nothing when this is 0.
     #[inline]
     fn conflict_mask(&self, core: usize, skip: Option<usize>, line: u64, write: bool) -> u128 {
+        if self.live == 0 {
+            return 0;
+        }
         let mut mask = self.line_w[line as usize];
         if write {
             mask |= self.line_r[line as usize];

@@ -56,7 +56,9 @@ impl Machine {
     /// A line left `core`'s L1 for capacity while `actor` was executing. Returns the extra
     /// latency (overflow penalty) and whether `actor`'s own active transaction aborted.
     pub(super) fn evicted(&mut self, actor: usize, core: usize, line: u64) -> (Cycle, bool) {
-        if (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) & (1u128 << core) == 0
+        if !self.htm.any_frames()
+            || (self.htm.line_r[line as usize] | self.htm.line_w[line as usize]) & (1u128 << core)
+                == 0
         {
             return (0, false);
         }
