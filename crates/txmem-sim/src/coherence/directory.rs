@@ -16,11 +16,11 @@
 //! to the requester. A recall is a round of invalidations from the home that the request
 //! waits for.
 
-use super::lines::{Dropped, LineTable};
-use super::{CoherenceProtocol, DataSource, LineState, Request, RequestKind, Response};
+use super::home::Homes;
+use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
-use crate::network::{Network, Payload};
+use crate::network::Network;
 use crate::stats::CoherenceStats;
 
 /// An empty directory way.
@@ -118,10 +118,8 @@ impl EntryArray {
 /// The sparse directory protocol. See the module docs.
 #[derive(Debug)]
 pub struct SparseDirectory {
-    cfg: CoherenceConfig,
-    lines: LineTable,
+    homes: Homes,
     entries: EntryArray,
-    stats: CoherenceStats,
     /// The line the last request recalled, with its holders.
     recall: Option<(u64, u64)>,
 }
@@ -131,11 +129,9 @@ impl SparseDirectory {
     /// `cores` cores and `lines` memory lines.
     pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
         SparseDirectory {
-            lines: LineTable::new(cores, lines),
             entries: EntryArray::new(entries, cfg.directory_ways as usize),
-            stats: CoherenceStats::default(),
             recall: None,
-            cfg,
+            homes: Homes::new(cores, lines, cfg),
         }
     }
 
@@ -155,226 +151,13 @@ impl SparseDirectory {
         let Some(victim) = self.entries.allocate(line) else {
             return (at, None);
         };
-        let (holders, dirty) = self.lines.drop_all(victim);
+        let (holders, ready) = self.homes.recall(net, victim, net.home(line), at);
         let n = u64::from(holders.count_ones());
-        self.stats.directory_recalls += 1;
-        self.stats.invalidations += n;
-        self.stats.recall_invalidations += n;
-        self.stats.snoops += n;
-        self.stats.writebacks += u64::from(dirty);
-        let home = net.home(line);
-        let answer = if dirty {
-            Payload::Data
-        } else {
-            Payload::Control
-        };
-        let think = self.cfg.cache_to_cache_latency;
-        let ready = net.round(home, holders, at, think, home, answer);
+        self.homes.stats.directory_recalls += 1;
+        self.homes.stats.recall_invalidations += n;
+        self.homes.stats.snoops += n;
         (ready, Some((victim, holders)))
     }
-}
-
-/// What a request does to its line, decided where the line's holders are known (its home,
-/// or every core for a broadcast): the data's source, the copies that go or drop to Shared,
-/// the state granted. Applies it to `lines` and counts the request and the copies touched.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Transition {
-    /// Where the data comes from.
-    pub source: DataSource,
-    /// Other holders whose copies go (a write), the supplying owner among them.
-    pub invalidated: u64,
-    /// The owner that drops to Shared (a read of a line held exclusively).
-    pub downgraded: u64,
-    /// State granted to the requester.
-    pub granted: LineState,
-    /// The supplying owner's copy was dirty: its data also goes home.
-    pub dirty: bool,
-}
-
-impl Transition {
-    /// The copies invalidated that do not supply the data: each only acknowledges.
-    pub fn acknowledgers(&self) -> u64 {
-        match self.source {
-            DataSource::Peer(o) => self.invalidated & !(1u64 << o),
-            _ => self.invalidated,
-        }
-    }
-
-    /// The response to the hierarchy, with its timing.
-    pub fn response(&self, latency: Cycle, acks: Cycle) -> Response {
-        Response {
-            latency,
-            acks,
-            source: self.source,
-            invalidated: self.invalidated,
-            downgraded: self.downgraded,
-            granted: self.granted,
-            recalled: false,
-        }
-    }
-}
-
-/// Decides and applies `req` (see [`Transition`]). With `sharers_supply` (a protocol whose
-/// LLC is not inclusive), a line cached only as shared copies and missing from the LLC is
-/// supplied by one of those copies, which holds its owner token; otherwise such a line comes
-/// from the shared levels.
-pub(crate) fn transition(
-    lines: &mut LineTable,
-    stats: &mut CoherenceStats,
-    req: Request,
-    sharers_supply: bool,
-) -> Transition {
-    let me = 1u64 << req.core;
-    let l = lines.get(req.line);
-    let others = l.holders & !me;
-    let exclusive = l.owner_other_than(req.core);
-    let owner = exclusive.or_else(|| {
-        (sharers_supply && !req.in_llc && others != 0).then(|| others.trailing_zeros() as usize)
-    });
-    match req.kind {
-        RequestKind::GetS => {
-            stats.get_s += 1;
-            let source = match owner {
-                Some(o) => {
-                    stats.cache_to_cache += 1;
-                    stats.snoops += 1;
-                    stats.writebacks += u64::from(l.dirty);
-                    DataSource::Peer(o)
-                }
-                None => {
-                    stats.from_shared += 1;
-                    DataSource::Shared
-                }
-            };
-            let granted = lines.grant_read(req.core, req.line);
-            Transition {
-                source,
-                invalidated: 0,
-                downgraded: exclusive.map_or(0, |o| 1u64 << o),
-                granted,
-                dirty: owner.is_some() && l.dirty,
-            }
-        }
-        RequestKind::GetM | RequestKind::Upgrade => {
-            let upgrade = req.kind == RequestKind::Upgrade && l.holders & me != 0;
-            if upgrade {
-                stats.upgrades += 1;
-            } else {
-                stats.get_m += 1;
-            }
-            let n = u64::from(others.count_ones());
-            stats.invalidations += n;
-            stats.snoops += n;
-            let source = if upgrade {
-                DataSource::None
-            } else if let Some(o) = owner {
-                stats.cache_to_cache += 1;
-                DataSource::Peer(o)
-            } else {
-                stats.from_shared += 1;
-                DataSource::Shared
-            };
-            lines.grant_write(req.core, req.line);
-            Transition {
-                source,
-                invalidated: others,
-                downgraded: 0,
-                granted: LineState::Modified,
-                dirty: false,
-            }
-        }
-    }
-}
-
-/// Serves `req` at its home, which knows the line's holders at `at_home`: a read is forwarded
-/// to the owner (whose dirty data also goes home) or served by the shared levels; a write
-/// invalidates exactly the other holders, which acknowledge to the requester; an upgrade
-/// without other holders is granted by the home. A peer answers `think` cycles after a
-/// message reaches it. Applies the transition (see [`transition`] for `sharers_supply`) and
-/// sends its messages over `net`.
-pub(crate) fn serve_at_home(
-    lines: &mut LineTable,
-    stats: &mut CoherenceStats,
-    net: &mut Network,
-    req: Request,
-    at_home: Cycle,
-    think: Cycle,
-    sharers_supply: bool,
-) -> Response {
-    let tr = transition(lines, stats, req, sharers_supply);
-    let (home, me) = (net.home(req.line), req.core);
-    let acks = net.round(
-        home,
-        tr.acknowledgers(),
-        at_home,
-        think,
-        me,
-        Payload::Control,
-    );
-    let done = match tr.source {
-        DataSource::Shared => {
-            let acks = if tr.acknowledgers() == 0 {
-                0
-            } else {
-                acks - req.now
-            };
-            return tr.response(at_home - req.now, acks);
-        }
-        DataSource::Peer(o) => {
-            let heard = net.send(home, o, Payload::Control, at_home) + think;
-            if tr.dirty {
-                net.send(o, home, Payload::Data, heard);
-            }
-            net.send(o, me, Payload::Data, heard)
-        }
-        DataSource::None => net.send(home, me, Payload::Control, at_home),
-    };
-    tr.response(done.max(acks) - req.now, 0)
-}
-
-/// `core` drops its copy of `line` and tells the home at `now` (a writeback with the data if
-/// it was dirty); true if no private copy is left.
-pub(crate) fn drop_at_home(
-    lines: &mut LineTable,
-    stats: &mut CoherenceStats,
-    net: &mut Network,
-    core: usize,
-    line: u64,
-    now: Cycle,
-) -> bool {
-    let payload = match lines.drop_copy(core, line) {
-        Dropped::Absent => return false,
-        Dropped::Dirty => {
-            stats.writebacks += 1;
-            Payload::Data
-        }
-        Dropped::Clean => {
-            stats.clean_evictions += 1;
-            Payload::Control
-        }
-    };
-    net.send(core, net.home(line), payload, now);
-    lines.get(line).holders == 0
-}
-
-/// The time a request from `req.core` has been looked up at its line's home: the request's
-/// trip there, a wait while the home is busy with the line's previous request (a blocking
-/// directory holds racing requests back until the last one's requester has its data), and
-/// `lookup` cycles.
-pub(crate) fn at_home(
-    net: &mut Network,
-    lines: &LineTable,
-    stats: &mut CoherenceStats,
-    req: Request,
-    lookup: Cycle,
-) -> Cycle {
-    let arrived = net.send(req.core, net.home(req.line), Payload::Control, req.now);
-    let (free, _) = lines.busy_until(req.line);
-    if free > arrived {
-        stats.home_waits += 1;
-        stats.home_wait_cycles += free - arrived;
-    }
-    arrived.max(free) + lookup
 }
 
 impl CoherenceProtocol for SparseDirectory {
@@ -382,27 +165,12 @@ impl CoherenceProtocol for SparseDirectory {
         "sparse-directory"
     }
 
-    super::line_table_queries!();
+    super::line_table_queries!(homes);
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
-        let looked_up = at_home(
-            net,
-            &self.lines,
-            &mut self.stats,
-            req,
-            self.cfg.directory_latency,
-        );
+        let looked_up = self.homes.arrive(net, req);
         let (ready, recalled) = self.entry(net, req.line, looked_up);
-        let think = self.cfg.cache_to_cache_latency;
-        let mut r = serve_at_home(
-            &mut self.lines,
-            &mut self.stats,
-            net,
-            req,
-            ready,
-            think,
-            false,
-        );
+        let mut r = self.homes.serve(net, req, ready, false);
         r.recalled = recalled.is_some();
         self.recall = recalled;
         r
@@ -413,15 +181,15 @@ impl CoherenceProtocol for SparseDirectory {
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
+        if self.homes.drop_copy(net, core, line, now) {
             self.entries.free(line);
         }
         0
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
-        self.lines.check(line)?;
-        if self.lines.get(line).holders != 0 && !self.entries.contains(line) {
+        self.homes.lines.check(line)?;
+        if self.homes.lines.get(line).holders != 0 && !self.entries.contains(line) {
             return Err(format!(
                 "line {line} is cached but has no directory entry (the directory is inclusive)"
             ));
@@ -434,6 +202,7 @@ impl CoherenceProtocol for SparseDirectory {
 mod tests {
     use super::*;
     use crate::coherence::request_now as req;
+    use crate::coherence::RequestKind;
     use crate::config::NetworkConfig;
 
     #[test]

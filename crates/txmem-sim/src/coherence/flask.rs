@@ -54,13 +54,13 @@
 //! a forward or an invalidation round), plus the reconstruction's round: a multicast from the
 //! home to every other core and an answer from each.
 
-use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
+use super::directory::EntryArray;
 use super::dlcbf::{Dlcbf, DlcbfConfig, Inserted};
-use super::lines::LineTable;
+use super::home::Homes;
 use super::{CoherenceProtocol, LineState, Request, RequestKind, Response};
 use crate::config::{CoherenceConfig, FlaskSplit};
 use crate::engine::time::Cycle;
-use crate::network::{Network, Payload};
+use crate::network::Network;
 use crate::stats::CoherenceStats;
 
 /// Storage units per directory set: each is a directory way or a filter sub-table (of as
@@ -73,9 +73,7 @@ const EPOCH: u64 = 4096;
 /// The Flask protocol. See the module docs.
 #[derive(Debug)]
 pub struct Flask {
-    cfg: CoherenceConfig,
-    cores: usize,
-    lines: LineTable,
+    homes: Homes,
     /// Sets of the controller's storage (directory sets, filter buckets per sub-table).
     sets: usize,
     /// Units given to the directory (ways); the rest are filter sub-tables.
@@ -91,7 +89,6 @@ pub struct Flask {
     /// The counters at the start of the adaptive split's epoch.
     epoch_start: EpochCounts,
     requests: u64,
-    stats: CoherenceStats,
 }
 
 impl Flask {
@@ -108,15 +105,12 @@ impl Flask {
             shared: EntryArray::new(sets * units as usize, units as usize),
             filter: filter(sets, UNITS - units),
             members: Vec::new(),
-            lines: LineTable::new(cores, lines),
             sets,
             directory_units: units,
             recalls: Vec::new(),
             epoch_start: EpochCounts::default(),
             requests: 0,
-            stats: CoherenceStats::default(),
-            cores,
-            cfg,
+            homes: Homes::new(cores, lines, cfg),
         }
     }
 
@@ -139,10 +133,10 @@ impl Flask {
             match self.filter.insert_into(line) {
                 (Inserted::Ok, Some(bucket)) => break bucket,
                 (Inserted::Saturated, _) => {
-                    self.stats.filter_saturations += 1;
+                    self.homes.stats.filter_saturations += 1;
                     self.filter.remove(line).expect("just inserted");
                 }
-                _ => self.stats.filter_overflows += 1,
+                _ => self.homes.stats.filter_overflows += 1,
             }
             let bucket = self.filter.blocking_bucket(line);
             self.empty_bucket(bucket, net, home, at);
@@ -157,18 +151,9 @@ impl Flask {
     fn empty_bucket(&mut self, bucket: usize, net: &mut Network, home: usize, at: Cycle) {
         let victims = self.members.get_mut(bucket).map(std::mem::take);
         for v in victims.unwrap_or_default() {
-            let (holders, dirty) = self.lines.drop_all(v);
-            let n = u64::from(holders.count_ones());
-            self.stats.invalidations += n;
-            self.stats.filter_invalidations += n;
-            self.stats.writebacks += u64::from(dirty);
-            let answer = if dirty {
-                Payload::Data
-            } else {
-                Payload::Control
-            };
-            let think = self.cfg.cache_to_cache_latency;
-            net.round(home, holders, at, think, home, answer);
+            // Off the request's path: the controller does not wait for the answers.
+            let (holders, _) = self.homes.recall(net, v, home, at);
+            self.homes.stats.filter_invalidations += u64::from(holders.count_ones());
             // The bucket's list is taken already: only the filter and directory forget it.
             self.shared.free(v);
             self.filter.remove(v).expect("a member is in the filter");
@@ -200,7 +185,7 @@ impl Flask {
     /// 3/4 full (the seed's sizing load); and a directory that loses none while false
     /// positives outnumber true reconstructions gives a way to the filter.
     fn adapt(&mut self, net: &mut Network, home: usize, at: Cycle) {
-        let now = EpochCounts::of(&self.stats);
+        let now = EpochCounts::of(&self.homes.stats);
         let e = std::mem::replace(&mut self.epoch_start, now);
         let evicted = now.evicted - e.evicted;
         let truly = now.truly - e.truly;
@@ -225,7 +210,7 @@ impl Flask {
         } else {
             return;
         };
-        self.stats.split_changes += 1;
+        self.homes.stats.split_changes += 1;
         self.directory_units = units;
         // The directory keeps what fits in its new shape (losing entries invalidates nothing).
         let mut shared = EntryArray::new(self.sets * units as usize, units as usize);
@@ -239,7 +224,7 @@ impl Flask {
         members.sort_unstable();
         self.filter = filter(self.sets, UNITS - units);
         for line in members {
-            if self.lines.get(line).holders != 0 {
+            if self.homes.lines.get(line).holders != 0 {
                 self.arrived(line, net, home, at);
             }
         }
@@ -289,21 +274,14 @@ impl CoherenceProtocol for Flask {
         "flask"
     }
 
-    super::line_table_queries!();
+    super::line_table_queries!(homes);
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
-        let think = self.cfg.cache_to_cache_latency;
-        let l = self.lines.get(req.line);
+        let l = self.homes.lines.get(req.line);
         let others = l.holders & !(1u64 << req.core);
-        let mut ready = at_home(
-            net,
-            &self.lines,
-            &mut self.stats,
-            req,
-            self.cfg.directory_latency,
-        );
+        let mut ready = self.homes.arrive(net, req);
         let directory_miss = !self.shared.touch(req.line);
-        self.stats.filter_lookups += u64::from(directory_miss);
+        self.homes.stats.filter_lookups += u64::from(directory_miss);
         // A read of a line cached only as clean shared copies and held by the LLC is served
         // there, since the LLC holds its owner token (the seed's "resolved by the LLC"): no
         // need to find the copies. Writes must find them all, and so must a read of a line
@@ -314,38 +292,23 @@ impl CoherenceProtocol for Flask {
             && l.owner_other_than(req.core).is_none();
         if directory_miss && !clean_shared_read && self.may_be_on_chip(req.line) {
             // Reconstruction: every other core answers the home, holder or not.
-            ready = reconstruct(
-                net,
-                &mut self.stats,
-                self.cores,
-                req,
-                l.holders,
-                ready,
-                think,
-            );
+            ready = self.homes.reconstruct(net, req, l.holders, ready);
             if others != 0 {
                 // Actively shared now: an entry (an evicted one invalidates nothing).
                 if self.shared.allocate(req.line).is_some() {
-                    self.stats.directory_evictions += 1;
+                    self.homes.stats.directory_evictions += 1;
                 }
             }
         }
-        let mut r = serve_at_home(
-            &mut self.lines,
-            &mut self.stats,
-            net,
-            req,
-            ready,
-            think,
-            true,
-        );
+        let mut r = self.homes.serve(net, req, ready, true);
         let home = net.home(req.line);
         self.recalls.clear();
         if l.holders == 0 {
             self.arrived(req.line, net, home, ready);
         }
         self.requests += 1;
-        if self.cfg.flask_split == FlaskSplit::ADAPTIVE && self.requests.is_multiple_of(EPOCH) {
+        if self.homes.cfg.flask_split == FlaskSplit::ADAPTIVE && self.requests.is_multiple_of(EPOCH)
+        {
             self.adapt(net, home, ready);
         }
         r.recalled = !self.recalls.is_empty();
@@ -363,52 +326,21 @@ impl CoherenceProtocol for Flask {
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
+        if self.homes.drop_copy(net, core, line, now) {
             self.left(line);
         }
         0
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
-        self.lines.check(line)?;
-        if self.lines.get(line).holders != 0 && !self.may_be_on_chip(line) {
+        self.homes.lines.check(line)?;
+        if self.homes.lines.get(line).holders != 0 && !self.may_be_on_chip(line) {
             return Err(format!(
                 "line {line} is cached but the filter misses it (a false negative)"
             ));
         }
         Ok(())
     }
-}
-
-/// A reconstruction of `req.line`'s `holders`, whose home is ready at `at`: a multicast to
-/// every core but the requester, each answering the home `think` cycles after it hears.
-/// Counted as a true positive if some core holds the line. Returns when the last answer is
-/// in.
-pub(crate) fn reconstruct(
-    net: &mut Network,
-    stats: &mut CoherenceStats,
-    cores: usize,
-    req: Request,
-    holders: u64,
-    at: Cycle,
-    think: Cycle,
-) -> Cycle {
-    let peers = cores as u64 - 1;
-    stats.reconstructions += 1;
-    stats.snoops += peers;
-    if holders == 0 {
-        stats.multicasts_false += 1;
-    } else {
-        stats.multicasts_true += 1;
-    }
-    let everyone = if cores == 64 {
-        u64::MAX
-    } else {
-        (1u64 << cores) - 1
-    };
-    let home = net.home(req.line);
-    let to = everyone & !(1u64 << req.core);
-    net.round(home, to, at, think, home, Payload::Control)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 pub mod directory;
 pub mod dlcbf;
 pub mod flask;
+mod home;
 mod lines;
 pub mod mesi;
 pub mod mosaic;
@@ -178,28 +179,28 @@ pub trait CoherenceProtocol {
 }
 
 /// The [`CoherenceProtocol`] methods every protocol answers the same way, from its line table
-/// (`self.lines`) and its counters (`self.stats`).
+/// and its counters: `self.lines` and `self.stats`, or those of the field named (`homes`).
 macro_rules! line_table_queries {
-    () => {
+    ($($field:ident).*) => {
         #[inline]
         fn state(&self, core: usize, line: u64) -> LineState {
-            self.lines.state(core, line)
+            self$(.$field)*.lines.state(core, line)
         }
 
         fn silent_upgrade(&mut self, core: usize, line: u64) {
-            self.lines.silent_upgrade(core, line);
+            self$(.$field)*.lines.silent_upgrade(core, line);
         }
 
         fn stats(&self) -> &CoherenceStats {
-            &self.stats
+            &self$(.$field)*.stats
         }
 
         fn holders(&self, line: u64) -> u64 {
-            self.lines.get(line).holders
+            self$(.$field)*.lines.get(line).holders
         }
 
         fn settle(&mut self, core: usize, line: u64, done: Cycle) {
-            self.lines.settle(core, line, done);
+            self$(.$field)*.lines.settle(core, line, done);
         }
     };
 }

@@ -6,9 +6,8 @@
 //! lines compete with shared ones for entries). Timing and messages as in
 //! [`super::flask::Flask`].
 
-use super::directory::{at_home, drop_at_home, serve_at_home, EntryArray};
-use super::flask::reconstruct;
-use super::lines::LineTable;
+use super::directory::EntryArray;
+use super::home::Homes;
 use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::CoherenceConfig;
 use crate::engine::time::Cycle;
@@ -18,11 +17,8 @@ use crate::stats::CoherenceStats;
 /// The MOSAIC protocol. See the module docs.
 #[derive(Debug)]
 pub struct Mosaic {
-    cfg: CoherenceConfig,
-    cores: usize,
-    lines: LineTable,
+    homes: Homes,
     entries: EntryArray,
-    stats: CoherenceStats,
 }
 
 impl Mosaic {
@@ -30,10 +26,7 @@ impl Mosaic {
     pub fn new(cores: usize, lines: usize, entries: usize, cfg: CoherenceConfig) -> Self {
         Mosaic {
             entries: EntryArray::new(entries, cfg.directory_ways as usize),
-            lines: LineTable::new(cores, lines),
-            stats: CoherenceStats::default(),
-            cores,
-            cfg,
+            homes: Homes::new(cores, lines, cfg),
         }
     }
 }
@@ -43,44 +36,29 @@ impl CoherenceProtocol for Mosaic {
         "mosaic"
     }
 
-    super::line_table_queries!();
+    super::line_table_queries!(homes);
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
-        let think = self.cfg.cache_to_cache_latency;
-        let mut ready = at_home(
-            net,
-            &self.lines,
-            &mut self.stats,
-            req,
-            self.cfg.directory_latency,
-        );
+        let mut ready = self.homes.arrive(net, req);
         if !self.entries.touch(req.line) {
-            let holders = self.lines.get(req.line).holders;
-            ready = reconstruct(net, &mut self.stats, self.cores, req, holders, ready, think);
+            let holders = self.homes.lines.get(req.line).holders;
+            ready = self.homes.reconstruct(net, req, holders, ready);
             if self.entries.allocate(req.line).is_some() {
-                self.stats.directory_evictions += 1;
+                self.homes.stats.directory_evictions += 1;
             }
         }
-        serve_at_home(
-            &mut self.lines,
-            &mut self.stats,
-            net,
-            req,
-            ready,
-            think,
-            false,
-        )
+        self.homes.serve(net, req, ready, false)
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
-        if drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now) {
+        if self.homes.drop_copy(net, core, line, now) {
             self.entries.free(line);
         }
         0
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
-        self.lines.check(line)
+        self.homes.lines.check(line)
     }
 }
 

@@ -12,8 +12,7 @@
 //! with the data when no core owns the line. No directory lookup is on the path; every miss
 //! occupies the whole network, which on a mesh slows everything near the traffic.
 
-use super::directory::{drop_at_home, transition};
-use super::lines::LineTable;
+use super::home::Homes;
 use super::{CoherenceProtocol, DataSource, LineState, Request, Response};
 use crate::config::{CoherenceConfig, MAX_CORES};
 use crate::engine::time::Cycle;
@@ -23,20 +22,14 @@ use crate::stats::CoherenceStats;
 /// The TokenB protocol. See the module docs.
 #[derive(Debug)]
 pub struct TokenB {
-    cfg: CoherenceConfig,
-    cores: usize,
-    lines: LineTable,
-    stats: CoherenceStats,
+    homes: Homes,
 }
 
 impl TokenB {
     /// A protocol instance for `cores` cores and `lines` memory lines.
     pub fn new(cores: usize, lines: usize, cfg: CoherenceConfig) -> Self {
         TokenB {
-            lines: LineTable::new(cores, lines),
-            stats: CoherenceStats::default(),
-            cores,
-            cfg,
+            homes: Homes::new(cores, lines, cfg),
         }
     }
 }
@@ -50,27 +43,27 @@ impl TokenB {
     /// token goes to the requester; a deactivation broadcast follows.
     fn race(&mut self, req: Request, net: &mut Network) -> (usize, Cycle) {
         let (me, home) = (req.core, net.home(req.line));
-        let (free, by) = self.lines.busy_until(req.line);
+        let (free, by) = self.homes.lines.busy_until(req.line);
         if by == me {
             // The core's own earlier miss: the request waits for it (one miss register).
             return (me, req.now.max(free));
         }
-        let peers = self.cores as u64 - 1;
+        let peers = self.homes.cores as u64 - 1;
         let mut at = req.now;
         let mut tries = 0;
         while at < free {
-            if tries == self.cfg.tokenb_transient_tries {
-                self.stats.persistent_requests += 1;
-                self.stats.snoops += 2 * peers;
+            if tries == self.homes.cfg.tokenb_transient_tries {
+                self.homes.stats.persistent_requests += 1;
+                self.homes.stats.snoops += 2 * peers;
                 let arbiter = net.send(me, home, Payload::Control, at).max(free);
                 // Deactivation, once the requester has its tokens (off its path).
                 net.send_each(home, net.others(home), Payload::Control, free, |_, _| {});
                 return (home, arbiter);
             }
-            self.stats.transient_retries += 1;
-            self.stats.snoops += peers;
+            self.homes.stats.transient_retries += 1;
+            self.homes.stats.snoops += peers;
             net.send_each(me, net.others(me), Payload::Control, at, |_, _| {});
-            at += self.cfg.tokenb_timeout;
+            at += self.homes.cfg.tokenb_timeout;
             tries += 1;
         }
         (me, at)
@@ -82,15 +75,15 @@ impl CoherenceProtocol for TokenB {
         "tokenb"
     }
 
-    super::line_table_queries!();
+    super::line_table_queries!(homes);
 
     fn request(&mut self, req: Request, net: &mut Network) -> Response {
-        let peers = self.cores as u64 - 1;
-        self.stats.snoops += peers;
+        let peers = self.homes.cores as u64 - 1;
+        self.homes.stats.snoops += peers;
         let (me, home) = (req.core, net.home(req.line));
         let (origin, start) = self.race(req, net);
-        let tr = transition(&mut self.lines, &mut self.stats, req, false);
-        let think = self.cfg.cache_to_cache_latency;
+        let tr = self.homes.transition(req, false);
+        let think = self.homes.cfg.cache_to_cache_latency;
         // The broadcast that succeeds: when it reaches each tile.
         let mut heard = [start; MAX_CORES];
         net.send_each(
@@ -129,12 +122,12 @@ impl CoherenceProtocol for TokenB {
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
-        drop_at_home(&mut self.lines, &mut self.stats, net, core, line, now);
+        self.homes.drop_copy(net, core, line, now);
         0
     }
 
     fn check_line(&self, line: u64) -> Result<(), String> {
-        self.lines.check(line)
+        self.homes.lines.check(line)
     }
 }
 
