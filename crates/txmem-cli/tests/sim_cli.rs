@@ -41,6 +41,9 @@ fn list_names_every_experiment() {
         "stall",
         "policies",
         "xsync-counters",
+        "flask",
+        "flask-assoc",
+        "flask-split",
         "sweep",
     ] {
         assert!(out.contains(name), "missing {name} in:\n{out}");
@@ -175,6 +178,63 @@ fn experiments_take_values_and_array_size() {
         out.contains("polka") && out.contains("timestamp") && !out.contains("karma"),
         "{out}"
     );
+}
+
+/// Flask's figure on its own machine, every workload and their means; the plot draws the
+/// means.
+#[test]
+fn the_flask_figure_runs_every_workload_on_flask_s_machine() {
+    let (json, svg) = (tmp("flask.json"), tmp("flask.svg"));
+    let o = txmem(&[
+        "sim",
+        "flask",
+        "--values",
+        "5",
+        "--set",
+        "workload.total_ops=3000",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = read_json(&json);
+    assert_eq!(v["config"]["sim"]["cores"], 16);
+    assert_eq!(v["config"]["sim"]["network"]["topology"], "mesh");
+    let rows = v["results"].as_array().unwrap();
+    // Ten workloads and their mean, four protocols, one size.
+    assert_eq!(rows.len(), 11 * 4);
+    let means: Vec<_> = rows
+        .iter()
+        .filter(|r| r["params"]["flask_app"] == "mean")
+        .collect();
+    assert_eq!(means.len(), 4);
+    for r in &means {
+        let norm = r["metrics"]["norm_cycles"].as_f64().unwrap();
+        if r["params"]["protocol"] == "tokenb" {
+            assert_eq!(norm, 1.0);
+        }
+        assert!(r["metrics"]["edp"].as_f64().unwrap() > 0.0);
+    }
+    let plot = std::fs::read_to_string(&svg).unwrap();
+    assert!(plot.contains("mean over groups"), "{plot}");
+    // A machine given on the command line wins over the experiment's.
+    let o = txmem(&[
+        "sim",
+        "flask",
+        "--preset",
+        "haswell",
+        "--values",
+        "5",
+        "--set",
+        "workload.total_ops=3000",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_json(&json)["config"]["sim"]["cores"], 4);
 }
 
 #[test]
