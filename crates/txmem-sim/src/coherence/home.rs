@@ -18,6 +18,9 @@ pub(crate) struct Homes {
     pub cores: usize,
     pub lines: LineTable,
     pub stats: CoherenceStats,
+    /// Per line, when the latest request for it completes at its requester, and that
+    /// requester: until then the line's home is busy with it (see [`Homes::busy_until`]).
+    busy: Vec<(Cycle, u8)>,
 }
 
 /// What a request does to its line, decided where the line's holders are known (its home,
@@ -68,6 +71,24 @@ impl Homes {
             cores,
             lines: LineTable::new(cores, lines),
             stats: CoherenceStats::default(),
+            busy: vec![(0, 0); lines],
+        }
+    }
+
+    /// When the latest request for `line` completes (0 if none is known), and which core
+    /// made it.
+    #[inline]
+    pub fn busy_until(&self, line: u64) -> (Cycle, usize) {
+        let (t, c) = self.busy[line as usize];
+        (t, usize::from(c))
+    }
+
+    /// `core`'s request for `line` completes at `done`.
+    #[inline]
+    pub fn settle(&mut self, core: usize, line: u64, done: Cycle) {
+        let b = &mut self.busy[line as usize];
+        if done >= b.0 {
+            *b = (done, core as u8);
         }
     }
 
@@ -77,7 +98,7 @@ impl Homes {
     /// its data), and `directory_latency` cycles.
     pub fn arrive(&mut self, net: &mut Network, req: Request) -> Cycle {
         let arrived = net.send(req.core, net.home(req.line), Payload::Control, req.now);
-        let (free, _) = self.lines.busy_until(req.line);
+        let (free, _) = self.busy_until(req.line);
         if free > arrived {
             self.stats.home_waits += 1;
             self.stats.home_wait_cycles += free - arrived;
@@ -168,8 +189,35 @@ impl Homes {
     ) -> Response {
         let tr = self.transition(req, sharers_supply);
         let think = self.cfg.cache_to_cache_latency;
+        let home = net.home(req.line);
+        let acks = net.round(
+            home,
+            tr.acknowledgers(),
+            ready,
+            think,
+            req.core,
+            Payload::Control,
+        );
+        self.complete(net, req, &tr, acks, ready, |net, o| {
+            net.send(home, o, Payload::Control, ready)
+        })
+    }
+
+    /// Completes `req` once its transition `tr` is decided: the last acknowledgement reaches
+    /// the requester at `acks`; the home may act at `home_at`; `heard(net, o)` tells (sending
+    /// what it must) when the supplying owner `o` hears of the request, which it answers
+    /// `cache_to_cache_latency` cycles later with the data (and a writeback home if dirty).
+    /// The shared levels' part of a read is left to the hierarchy.
+    pub fn complete(
+        &self,
+        net: &mut Network,
+        req: Request,
+        tr: &Transition,
+        acks: Cycle,
+        home_at: Cycle,
+        heard: impl FnOnce(&mut Network, usize) -> Cycle,
+    ) -> Response {
         let (home, me) = (net.home(req.line), req.core);
-        let acks = net.round(home, tr.acknowledgers(), ready, think, me, Payload::Control);
         let done = match tr.source {
             DataSource::Shared => {
                 let acks = if tr.acknowledgers() == 0 {
@@ -177,16 +225,16 @@ impl Homes {
                 } else {
                     acks - req.now
                 };
-                return tr.response(ready - req.now, acks);
+                return tr.response(home_at - req.now, acks);
             }
             DataSource::Peer(o) => {
-                let heard = net.send(home, o, Payload::Control, ready) + think;
+                let answer = heard(net, o) + self.cfg.cache_to_cache_latency;
                 if tr.dirty {
-                    net.send(o, home, Payload::Data, heard);
+                    net.send(o, home, Payload::Data, answer);
                 }
-                net.send(o, me, Payload::Data, heard)
+                net.send(o, me, Payload::Data, answer)
             }
-            DataSource::None => net.send(home, me, Payload::Control, ready),
+            DataSource::None => net.send(home, me, Payload::Control, home_at),
         };
         tr.response(done.max(acks) - req.now, 0)
     }

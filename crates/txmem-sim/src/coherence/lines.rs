@@ -41,10 +41,6 @@ pub(crate) enum Dropped {
 pub(crate) struct LineTable {
     cores: usize,
     lines: Vec<Line>,
-    /// Per line, when the latest request for it completes at its requester, and that
-    /// requester: until then a point-to-point protocol's home is busy with it (see
-    /// [`LineTable::busy_until`]).
-    busy: Vec<(u64, u8)>,
 }
 
 impl LineTable {
@@ -58,28 +54,10 @@ impl LineTable {
         LineTable {
             cores,
             lines: vec![free; lines],
-            busy: vec![(0, 0); lines],
         }
     }
 
     /// The line's state.
-    /// When the latest request for `line` completes (0 if none is known), and which core
-    /// made it.
-    #[inline]
-    pub fn busy_until(&self, line: u64) -> (u64, usize) {
-        let (t, c) = self.busy[line as usize];
-        (t, usize::from(c))
-    }
-
-    /// `core`'s request for `line` completes at `done`.
-    #[inline]
-    pub fn settle(&mut self, core: usize, line: u64, done: u64) {
-        let b = &mut self.busy[line as usize];
-        if done >= b.0 {
-            *b = (done, core as u8);
-        }
-    }
-
     #[inline]
     pub fn get(&self, line: u64) -> Line {
         self.lines[line as usize]

@@ -179,28 +179,36 @@ pub trait CoherenceProtocol {
 }
 
 /// The [`CoherenceProtocol`] methods every protocol answers the same way, from its line table
-/// and its counters: `self.lines` and `self.stats`, or those of the field named (`homes`).
+/// and its counters: `self.lines` and `self.stats` (MESI snooping), or those of `self.homes`
+/// (the point-to-point protocols, whose homes also learn when each request completes).
 macro_rules! line_table_queries {
-    ($($field:ident).*) => {
+    () => {
+        $crate::coherence::line_table_queries!(@queries);
+    };
+    // The point-to-point protocols: their `Homes` also learn when each request completes.
+    (homes) => {
+        $crate::coherence::line_table_queries!(@queries homes);
+
+        fn settle(&mut self, core: usize, line: u64, done: Cycle) {
+            self.homes.settle(core, line, done);
+        }
+    };
+    (@queries $($field:ident)?) => {
         #[inline]
         fn state(&self, core: usize, line: u64) -> LineState {
-            self$(.$field)*.lines.state(core, line)
+            self$(.$field)?.lines.state(core, line)
         }
 
         fn silent_upgrade(&mut self, core: usize, line: u64) {
-            self$(.$field)*.lines.silent_upgrade(core, line);
+            self$(.$field)?.lines.silent_upgrade(core, line);
         }
 
         fn stats(&self) -> &CoherenceStats {
-            &self$(.$field)*.stats
+            &self$(.$field)?.stats
         }
 
         fn holders(&self, line: u64) -> u64 {
-            self$(.$field)*.lines.get(line).holders
-        }
-
-        fn settle(&mut self, core: usize, line: u64, done: Cycle) {
-            self$(.$field)*.lines.settle(core, line, done);
+            self$(.$field)?.lines.get(line).holders
         }
     };
 }

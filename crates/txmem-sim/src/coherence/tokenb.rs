@@ -13,7 +13,7 @@
 //! occupies the whole network, which on a mesh slows everything near the traffic.
 
 use super::home::Homes;
-use super::{CoherenceProtocol, DataSource, LineState, Request, Response};
+use super::{CoherenceProtocol, LineState, Request, Response};
 use crate::config::{CoherenceConfig, MAX_CORES};
 use crate::engine::time::Cycle;
 use crate::network::{Network, Payload};
@@ -43,7 +43,7 @@ impl TokenB {
     /// token goes to the requester; a deactivation broadcast follows.
     fn race(&mut self, req: Request, net: &mut Network) -> (usize, Cycle) {
         let (me, home) = (req.core, net.home(req.line));
-        let (free, by) = self.homes.lines.busy_until(req.line);
+        let (free, by) = self.homes.busy_until(req.line);
         if by == me {
             // The core's own earlier miss: the request waits for it (one miss register).
             return (me, req.now.max(free));
@@ -100,25 +100,9 @@ impl CoherenceProtocol for TokenB {
             rest &= rest - 1;
             acks = acks.max(net.send(h, me, Payload::Control, heard[h] + think));
         }
-        let done = match tr.source {
-            DataSource::Shared => {
-                let acks = if tr.acknowledgers() == 0 {
-                    0
-                } else {
-                    acks - req.now
-                };
-                return tr.response(heard[home] - req.now, acks);
-            }
-            DataSource::Peer(o) => {
-                if tr.dirty {
-                    net.send(o, home, Payload::Data, heard[o] + think);
-                }
-                net.send(o, me, Payload::Data, heard[o] + think)
-            }
-            // The tokens no core held are at the home.
-            DataSource::None => net.send(home, me, Payload::Control, heard[home]),
-        };
-        tr.response(done.max(acks) - req.now, 0)
+        // The tokens no core holds are at the home, which hears the broadcast too.
+        self.homes
+            .complete(net, req, &tr, acks, heard[home], |_, o| heard[o])
     }
 
     fn evict(&mut self, core: usize, line: u64, now: Cycle, net: &mut Network) -> Cycle {
@@ -134,7 +118,7 @@ impl CoherenceProtocol for TokenB {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coherence::{request_now, RequestKind};
+    use crate::coherence::{request_now, DataSource, RequestKind};
     use crate::config::NetworkConfig;
 
     #[test]

@@ -161,33 +161,18 @@ impl Network {
         if to == 0 {
             return;
         }
-        if !self.counted {
-            let mut rest = to;
-            while rest != 0 {
-                let d = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                arrived(d, at + self.ideal_latency);
-            }
-            return;
-        }
         let (bytes, flits) = self.size(payload);
-        let s = &mut self.stats;
-        s.messages += 1;
-        s.deliveries += u64::from(to.count_ones());
-        match payload {
-            Payload::Control => s.control_bytes += bytes,
-            Payload::Data => s.data_bytes += bytes,
-        }
-        match &mut self.mesh {
+        let (links, routers, contention) = match &mut self.mesh {
             None => {
-                s.flit_hops += u64::from(flits) * u64::from(to.count_ones());
-                s.router_flits += u64::from(flits) * u64::from(to.count_ones());
                 let mut rest = to;
                 while rest != 0 {
                     let d = rest.trailing_zeros() as usize;
                     rest &= rest - 1;
                     arrived(d, at + self.ideal_latency);
                 }
+                // One link and one router to each destination.
+                let n = u64::from(to.count_ones());
+                (n, n, 0)
             }
             Some(mesh) => {
                 let hop = self.hop_cycles;
@@ -199,11 +184,22 @@ impl Network {
                     contention += t.saturating_sub(unloaded);
                     arrived(d, t);
                 });
-                s.flit_hops += u64::from(flits) * cost.links;
-                s.router_flits += u64::from(flits) * cost.routers;
-                s.contention_cycles += contention;
+                (cost.links, cost.routers, contention)
             }
+        };
+        if !self.counted {
+            return;
         }
+        let s = &mut self.stats;
+        s.messages += 1;
+        s.deliveries += u64::from(to.count_ones());
+        match payload {
+            Payload::Control => s.control_bytes += bytes,
+            Payload::Data => s.data_bytes += bytes,
+        }
+        s.flit_hops += u64::from(flits) * links;
+        s.router_flits += u64::from(flits) * routers;
+        s.contention_cycles += contention;
     }
 
     /// Sends `payload` from `from` to `to` at `at`; returns when it has arrived.
