@@ -248,12 +248,10 @@ pub struct CacheStats {
     pub llc: LevelStats,
     /// Lines evicted from L1s.
     pub l1_evictions: u64,
-    /// Accesses to the hierarchy (every load, store and read-modify-write that reached it).
+    /// Latencies of the accesses that missed the L1, summed (the hits cost the L1's latency
+    /// each): see [`CacheStats::amat`].
     #[serde(default)]
-    pub accesses: u64,
-    /// Their latencies summed: over `accesses`, the average memory access time.
-    #[serde(default)]
-    pub access_cycles: u64,
+    pub miss_cycles: u64,
     /// Accesses whose line came from memory.
     #[serde(default)]
     pub offchip: u64,
@@ -261,6 +259,16 @@ pub struct CacheStats {
     /// access latency.
     #[serde(default)]
     pub offchip_cycles: u64,
+}
+
+impl CacheStats {
+    /// The average memory access time, for an L1 of `l1_latency` cycles: every access hits
+    /// or misses the L1.
+    pub fn amat(&self, l1_latency: u64) -> f64 {
+        let accesses = self.l1.hits + self.l1.misses;
+        let cycles = self.l1.hits * l1_latency + self.miss_cycles;
+        cycles as f64 / accesses.max(1) as f64
+    }
 }
 
 /// Coherence traffic, counted honestly for the protocol in use.

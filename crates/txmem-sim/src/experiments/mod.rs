@@ -158,10 +158,7 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("transient_retries", c.transient_retries.into());
         put("persistent_requests", c.persistent_requests.into());
         let k = &s.cache;
-        put(
-            "amat",
-            (k.access_cycles as f64 / k.accesses.max(1) as f64).into(),
-        );
+        put("amat", k.amat(rc.sim.l1.latency).into());
         put("offchip_accesses", k.offchip.into());
         put(
             "offchip_latency",

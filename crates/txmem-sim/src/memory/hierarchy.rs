@@ -177,16 +177,13 @@ impl Hierarchy {
             if write && st == LineState::Exclusive {
                 self.proto.silent_upgrade(core, line);
             }
-            self.stats.accesses += 1;
-            self.stats.access_cycles += self.l1_latency;
             return AccessResult {
                 latency: self.l1_latency,
                 ..AccessResult::default()
             };
         }
         let res = self.l1_miss(core, line, write, now, st, permitted);
-        self.stats.accesses += 1;
-        self.stats.access_cycles += res.latency;
+        self.stats.miss_cycles += res.latency;
         res
     }
 
