@@ -119,11 +119,6 @@ impl Flask {
         self.directory_units
     }
 
-    /// Whether the filter says `line` may be on chip.
-    fn may_be_on_chip(&self, line: u64) -> bool {
-        self.filter.contains(line)
-    }
-
     /// Records that `line` came on chip. An insert that fails or leaves a counter at its
     /// maximum empties the bucket concerned first: every other line it records is recalled
     /// from the private caches (the seed invalidates the private-cache sets that map to that
@@ -290,7 +285,7 @@ impl CoherenceProtocol for Flask {
             && req.in_llc
             && l.holders != 0
             && l.owner_other_than(req.core).is_none();
-        if directory_miss && !clean_shared_read && self.may_be_on_chip(req.line) {
+        if directory_miss && !clean_shared_read && self.filter.contains(req.line) {
             // Reconstruction: every other core answers the home, holder or not.
             ready = self.homes.reconstruct(net, req, l.holders, ready);
             if others != 0 {
@@ -334,7 +329,7 @@ impl CoherenceProtocol for Flask {
 
     fn check_line(&self, line: u64) -> Result<(), String> {
         self.homes.lines.check(line)?;
-        if self.homes.lines.get(line).holders != 0 && !self.may_be_on_chip(line) {
+        if self.homes.lines.get(line).holders != 0 && !self.filter.contains(line) {
             return Err(format!(
                 "line {line} is cached but the filter misses it (a false negative)"
             ));

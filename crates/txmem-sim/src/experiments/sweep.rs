@@ -105,21 +105,22 @@ pub fn run_point(p: &Point) -> Result<Finished, ExperimentError> {
 
 /// The points of a sweep, group by group and, within a group, series by series; each
 /// configuration is built and validated.
-pub fn plan(base: &RunConfig, spec: &SweepSpec) -> Result<Vec<Point>, ExperimentError> {
+pub fn plan<'a>(base: &RunConfig, spec: &'a SweepSpec) -> Result<Vec<Point>, ExperimentError> {
     if spec.values.is_empty() {
         return Err(ExperimentError::Run(format!(
             "no values to sweep for `{}`",
             spec.param
         )));
     }
-    let series: Vec<Option<&String>> = match &spec.series_param {
-        Some(_) if !spec.series_values.is_empty() => spec.series_values.iter().map(Some).collect(),
-        _ => vec![None],
+    // An axis without a parameter (or without values) is one pass with nothing set.
+    let axis = |param: &Option<String>, values: &'a [String]| -> Vec<Option<&'a String>> {
+        match param {
+            Some(_) if !values.is_empty() => values.iter().map(Some).collect(),
+            _ => vec![None],
+        }
     };
-    let groups: Vec<Option<&String>> = match &spec.group_param {
-        Some(_) if !spec.group_values.is_empty() => spec.group_values.iter().map(Some).collect(),
-        _ => vec![None],
-    };
+    let series = axis(&spec.series_param, &spec.series_values);
+    let groups = axis(&spec.group_param, &spec.group_values);
     let mut points = Vec::new();
     for (g, s) in groups
         .iter()
