@@ -225,11 +225,10 @@ fn broken_framing_closes_the_connection() {
         call(&mut c, &request(NOOP, &[], &[], &[], 0, 0)).status(),
         SUCCESS
     );
-    // A response magic where a request belongs.
+    // A response magic where a request belongs: hung up on, no reply.
     let mut req = get_req(GET, b"k");
     req[0] = 0x81;
-    let r = call(&mut c, &req);
-    assert_eq!(r.status(), INVALID_ARGUMENTS);
+    c.send(&req);
     assert!(c.closed());
     // Key longer than the body.
     let mut c = Client::connect(&h);

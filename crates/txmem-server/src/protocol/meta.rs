@@ -28,8 +28,8 @@
 //! `mn` to learn that all of them ran. (memcached's code also hides
 //! `ma`'s `VA` reply under `q`; its document does not, nor does this.)
 //!
-//! Smaller differences from memcached 1.6: `C0` compares nothing (0 means
-//! "no CAS" throughout the store); `md … x` keeps the item's client flags
+//! Smaller differences from memcached 1.6: `C0` on `ma` compares nothing
+//! (on `ms` and `md` it never matches, as no item has CAS 0); `md … x` keeps the item's client flags
 //! and expiry (memcached resets them); `k` returns a key base64-encoded when
 //! the request's key was (memcached remembers that per item); an `mg` that
 //! creates its item counts as a miss.
@@ -445,8 +445,8 @@ fn set(
     // memcached's add ignores a CAS: it stores only when the key is absent,
     // when there is nothing to compare with.
     let cas = match mode {
-        Mode::Add => 0,
-        _ => f.compare.unwrap_or(0),
+        Mode::Add => None,
+        _ => f.compare,
     };
     let written = shared.store.write(&Write {
         flags: f.client_flags.unwrap_or(0),
@@ -459,7 +459,7 @@ fn set(
     });
     let counters = shared.stats.mine();
     bump(&counters.cmd_set, 1);
-    if cas != 0 && matches!(mode, Mode::Set | Mode::Replace) {
+    if cas.is_some() && matches!(mode, Mode::Set | Mode::Replace) {
         bump(
             match written {
                 Written::Stored(_) => &counters.cas_hits,

@@ -170,8 +170,8 @@ fn retrieve(shared: &Shared, cmd: &[u8], line: &[u8], out: &mut Vec<u8>) {
 }
 
 /// A storage command's line: key, flags, expiry time, value length, CAS
-/// identifier (0 for none) and `noreply`; or the error reply.
-type StorageLine = (Vec<u8>, u32, i64, usize, u64, bool);
+/// identifier (`cas` only) and `noreply`; or the error reply.
+type StorageLine = (Vec<u8>, u32, i64, usize, Option<u64>, bool);
 
 fn parse_storage(line: &[u8], is_cas: bool) -> Result<StorageLine, &'static [u8]> {
     let args: Vec<&[u8]> = line
@@ -184,9 +184,9 @@ fn parse_storage(line: &[u8], is_cas: bool) -> Result<StorageLine, &'static [u8]
         return Err(b"ERROR\r\n");
     }
     let cas = if is_cas {
-        number::<u64>(args[4])
+        number::<u64>(args[4]).map(Some)
     } else {
-        Some(0)
+        Some(None)
     };
     match (
         number::<u32>(args[1]),
@@ -195,7 +195,8 @@ fn parse_storage(line: &[u8], is_cas: bool) -> Result<StorageLine, &'static [u8]
         cas,
     ) {
         (Some(flags), Some(exptime), Some(bytes), Some(cas))
-            if valid_key(args[0]) && (0..=i64::from(i32::MAX)).contains(&bytes) =>
+            // memcached adds the `\r\n` to the length in an int.
+            if valid_key(args[0]) && (0..=i64::from(i32::MAX) - 2).contains(&bytes) =>
         {
             Ok((args[0].to_vec(), flags, exptime, bytes as usize, cas, quiet))
         }
@@ -219,14 +220,25 @@ fn storage(
     let (key, flags, exptime, bytes, cas, quiet) = match parse_storage(&input[..end], is_cas) {
         Ok(parsed) => parsed,
         Err(reply) => {
+            // memcached reads `noreply` before it checks the numbers, so
+            // only a wrong number of tokens is answered despite it.
+            let quiet = input[..end].ends_with(b" noreply");
             input.advance(len);
-            out.extend_from_slice(reply);
+            if !quiet || reply == b"ERROR\r\n" {
+                out.extend_from_slice(reply);
+            }
             return Step::Done;
         }
     };
+    let mark = out.len();
     let data = match data_block(shared, conn, input, len, &key, bytes, cmd == b"set", out) {
         Ok(data) => data,
-        Err(step) => return step,
+        Err(step) => {
+            if quiet {
+                out.truncate(mark);
+            }
+            return step;
+        }
     };
     let mode = match cmd {
         b"add" => Mode::Add,
@@ -327,13 +339,29 @@ pub fn refused(why: Refused) -> &'static [u8] {
 
 /// Every command without a data block except retrievals.
 fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> Step {
+    let (_, quiet) = noreply(all_args);
+    let mark = out.len();
+    let step = command(shared, cmd, all_args, out);
+    // `noreply` silences every reply of a command that takes it, errors
+    // included (as memcached's), but for a wrong number of arguments,
+    // which memcached answers before it looks for `noreply`.
+    if quiet
+        && matches!(
+            cmd,
+            b"delete" | b"incr" | b"decr" | b"touch" | b"flush_all" | b"verbosity"
+        )
+        && &out[mark..] != b"ERROR\r\n"
+    {
+        out.truncate(mark);
+    }
+    step
+}
+
+/// [`other`]'s commands, every reply written.
+fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> Step {
     let counters = shared.stats.mine();
-    let (args, quiet) = noreply(all_args);
-    let mut reply = |r: &[u8]| {
-        if !quiet {
-            out.extend_from_slice(r);
-        }
-    };
+    let (args, _) = noreply(all_args);
+    let mut reply = |r: &[u8]| out.extend_from_slice(r);
     match cmd {
         b"delete" => {
             // `delete <key> 0` is accepted for old clients; any other time
@@ -390,9 +418,7 @@ fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> 
             match counted {
                 Counted::Value { value, .. } => {
                     bump(hits, 1);
-                    if !quiet {
-                        let _ = write!(out, "{value}\r\n");
-                    }
+                    let _ = write!(out, "{value}\r\n");
                 }
                 Counted::NotFound | Counted::Exists => {
                     bump(misses, 1);
@@ -444,16 +470,21 @@ fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> 
         b"version" => {
             let _ = write!(out, "VERSION {}\r\n", crate::VERSION);
         }
-        // Logging levels do not apply here; memcached answers a quiet
-        // `verbosity` with nothing, whatever its level.
-        b"verbosity" => match args {
-            _ if quiet && args.len() <= 1 => {}
-            [v] if number::<u32>(v).is_some() => reply(b"OK\r\n"),
+        // Logging levels do not apply here, but the level is checked as
+        // memcached checks it.
+        b"verbosity" => match all_args {
+            [] => out.extend_from_slice(b"ERROR\r\n"),
+            [v] | [v, _] if number::<u32>(v).is_some() => reply(b"OK\r\n"),
+            [_] | [_, _] => reply(BAD_FORMAT),
             _ => out.extend_from_slice(b"ERROR\r\n"),
         },
         b"stats" => report::stats(shared, all_args, out),
         b"quit" => return Step::Close,
         b"shutdown" => out.extend_from_slice(b"ERROR: shutdown not enabled\r\n"),
+        // An HTTP request line (a browser, or a cross-protocol attack whose
+        // body holds commands): hang up before reading on, as memcached
+        // does.
+        _ if all_args.last().is_some_and(|t| t.starts_with(b"HTTP/")) => return Step::Close,
         _ => out.extend_from_slice(b"ERROR\r\n"),
     }
     Step::Done

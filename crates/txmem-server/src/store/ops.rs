@@ -36,9 +36,11 @@ pub struct Write<'a> {
     /// The client's expiry time (memcached's rules, see
     /// [`Clock::deadline`](super::Clock::deadline)).
     pub exptime: i64,
-    /// Store only if the present item's CAS identifier is this (0: no
-    /// check).
-    pub cas: u64,
+    /// Store only if the present item's CAS identifier is this (`None`: no
+    /// check). No item has identifier 0, so `Some(0)` never stores, as in
+    /// memcached (a text `cas` or meta `C0`); the binary protocol's 0 means
+    /// no check and becomes `None`.
+    pub cas: Option<u64>,
     /// For append and prepend: create the item with this expiry time when
     /// the key is absent (the meta protocol's `N` flag).
     pub vivify: Option<i64>,
@@ -62,7 +64,7 @@ impl<'a> Write<'a> {
             data,
             flags: 0,
             exptime: 0,
-            cas: 0,
+            cas: None,
             vivify: None,
             new_cas: None,
             invalidate: false,
@@ -157,15 +159,15 @@ impl Store {
             let deadline = self.clock().deadline(w.exptime);
             let item = match (&old, w.mode) {
                 (Some(o), Mode::Set | Mode::Replace)
-                    if w.invalidate && w.cas != 0 && w.cas < o.cas =>
+                    if w.invalidate && w.cas.is_some_and(|c| c < o.cas) =>
                 {
                     let mut item = Item::new(w.data.clone(), w.flags, o.expires, cas, now);
                     item.stale = true;
                     item.win_sent = o.win_sent;
                     item
                 }
-                (Some(o), _) if w.cas != 0 && o.cas != w.cas => return Ok(Written::Exists),
-                (None, _) if w.cas != 0 => return Ok(Written::NotFound),
+                (Some(o), _) if w.cas.is_some_and(|c| c != o.cas) => return Ok(Written::Exists),
+                (None, _) if w.cas.is_some() => return Ok(Written::NotFound),
                 (Some(_), Mode::Add) => return Ok(Written::NotStored),
                 (None, Mode::Replace) => return Ok(Written::NotStored),
                 (None, Mode::Append | Mode::Prepend) => match w.vivify {

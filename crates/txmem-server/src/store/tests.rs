@@ -61,7 +61,7 @@ proptest! {
                     let present = model.get(&key[..]).map(|(_, c)| *c);
                     let cas = if with_cas { present.unwrap_or(7) ^ u64::from(v % 2) } else { 0 };
                     let mut w = Write::new(mode, &key, Bytes::from(data.clone()));
-                    w.cas = cas;
+                    w.cas = (cas != 0).then_some(cas);
                     let out = s.write(&w);
                     let expect_ok = match (present, mode) {
                         (Some(c), _) if cas != 0 && c != cas => false,
@@ -254,7 +254,7 @@ fn concurrent_increments_and_cas_lose_no_update() {
                         let v = parse_counter(&item.data).unwrap();
                         let mut w =
                             Write::new(Mode::Set, b"c", v.wrapping_add(1).to_string().into());
-                        w.cas = item.cas;
+                        w.cas = Some(item.cas);
                         match s.write(&w) {
                             Written::Stored(_) => break,
                             Written::Exists => continue,

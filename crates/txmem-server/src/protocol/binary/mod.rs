@@ -129,7 +129,11 @@ pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Ve
     };
     let body = h.body_len as usize;
     let (extras_len, key_len) = (usize::from(h.extras_len), usize::from(h.key_len));
-    if h.magic != REQUEST_MAGIC || extras_len + key_len > body {
+    if h.magic != REQUEST_MAGIC {
+        // Not a request at all: hang up without a reply, as memcached does.
+        return Step::Close;
+    }
+    if extras_len + key_len > body {
         // The framing cannot be trusted: nothing says where the next
         // request starts.
         error(out, &h, status::INVALID_ARGUMENTS);
@@ -143,6 +147,16 @@ pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Ve
         return refuse(conn, input, out, &h, status::INVALID_ARGUMENTS);
     }
     if matches!(kind, Kind::Store(_)) && value_len > shared.store.config().max_item_size {
+        if kind == Kind::Store(Mode::Set) {
+            // A refused SET removes the old value, as memcached's does, so
+            // that no reader takes it for the new one. The key is needed
+            // for that, and it is short.
+            let keyed = HEADER_LEN + extras_len + key_len;
+            if input.len() < keyed {
+                return Step::NeedMore;
+            }
+            shared.store.delete(&input[keyed - key_len..keyed], 0);
+        }
         return refuse(conn, input, out, &h, status::VALUE_TOO_LARGE);
     }
     let total = HEADER_LEN + body;
@@ -359,7 +373,7 @@ fn store(shared: &Shared, mode: Mode, r: &Request<'_>, out: &mut Vec<u8>) {
     let written = shared.store.write(&Write {
         flags,
         exptime,
-        cas: h.cas,
+        cas: (h.cas != 0).then_some(h.cas),
         ..Write::new(mode, r.key, data)
     });
     let counters = shared.stats.mine();

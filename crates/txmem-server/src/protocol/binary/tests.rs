@@ -548,16 +548,32 @@ fn unknown_and_misshapen_requests_get_errors_and_the_connection_goes_on() {
 }
 
 #[test]
+fn an_oversized_add_or_replace_keeps_the_old_value() {
+    // memcached removes the old value for SET alone.
+    let mut c = Client::new();
+    c.set(b"k", b"v", 0);
+    let limit = c.shared.store.config().max_item_size;
+    for op in [ADD, REPLACE, APPEND] {
+        let extras = if op == APPEND { 0 } else { 8 };
+        let mut req = store_req(op, b"k", &vec![b'x'; limit + 1], 0, 0, 0);
+        if extras == 0 {
+            req = request(op, &[], b"k", &vec![b'x'; limit + 1], 0, 0);
+        }
+        assert_eq!(c.one(&req).status(), VALUE_TOO_LARGE);
+        assert_eq!(c.get(b"k").value, b"v");
+    }
+}
+
+#[test]
 fn broken_framing_closes_the_connection() {
     let mut c = Client::new();
     c.set(b"k", b"v", 0);
     let mut req = request(GET, &[], b"k", &[], 0, 0);
     req[0] = 0x81;
+    // A wrong magic byte is garbage, not a request: memcached hangs up
+    // without a reply.
     let (r, step) = c.feed(&req);
-    assert_eq!(
-        (r.len(), r[0].status(), step),
-        (1, INVALID_ARGUMENTS, Step::Close)
-    );
+    assert_eq!((r.len(), step), (0, Step::Close));
     // Key and extras longer than the body.
     let mut c = Client::new();
     let mut req = request(GET, &[], b"key", &[], 0, 0);
@@ -598,11 +614,15 @@ fn an_oversized_value_is_refused_unread() {
         left -= n;
         assert!(c.input.capacity() < 4 << 20);
     }
-    assert_eq!(c.get(b"k").value, b"v");
+    // As memcached: a refused SET removes the old value, so that no reader
+    // takes it for the new one.
+    assert_eq!(c.get(b"k").status(), KEY_NOT_FOUND);
+    c.set(b"k", b"v", 0);
     // One byte over the limit, and exactly the limit.
     let limit = c.shared.store.config().max_item_size;
     let r = c.one(&store_req(SETQ, b"k", &vec![b'x'; limit + 1], 0, 0, 0));
     assert_eq!((r.status(), r.h.opcode), (VALUE_TOO_LARGE, SETQ));
+    assert_eq!(c.get(b"k").status(), KEY_NOT_FOUND);
     c.set(b"k", &vec![b'x'; limit], 0);
     assert_eq!(c.get(b"k").value.len(), limit);
 }

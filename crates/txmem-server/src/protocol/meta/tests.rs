@@ -275,6 +275,18 @@ fn set_compares_cas_and_returns_it() {
 }
 
 #[test]
+fn a_cas_of_zero_is_compared_not_ignored() {
+    // No item has CAS identifier 0, so `C0` never matches (memcached's
+    // metaget test: a set with `C0` answers `EX`).
+    let mut c = Client::new();
+    c.check("ms k 1 T90 C0\r\nf\r\n", "NF\r\n");
+    c.check("ms k 1\r\nx\r\n", "HD\r\n");
+    c.check("ms k 1 T90 C0\r\nf\r\n", "EX\r\n");
+    c.check("ms k 1 MR C0\r\nf\r\n", "EX\r\n");
+    c.check("mg k v\r\n", "VA 1\r\nx\r\n");
+}
+
+#[test]
 fn explicit_cas_values() {
     let mut c = Client::new();
     c.check("ms k 1 E999 c\r\nx\r\n", "HD c999\r\n");
