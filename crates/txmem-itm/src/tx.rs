@@ -108,6 +108,9 @@ pub(crate) struct TxDesc {
     pub undo: Vec<UndoEntry>,
     pub undo_data: Vec<u8>,
     pub allocs: Vec<Block>,
+    /// Exception objects `[start, end)` the transaction allocated and has not thrown (or
+    /// freed) yet: private to it (see [`TxDesc::is_private`]).
+    pub unthrown: Vec<(usize, usize)>,
     pub frees: Vec<Block>,
     pub commit_actions: Vec<(UserFn, *mut c_void)>,
     pub undo_actions: Vec<(UserFn, *mut c_void)>,
@@ -284,6 +287,7 @@ impl TxDesc {
             undo: Vec::new(),
             undo_data: Vec::new(),
             allocs: Vec::new(),
+            unthrown: Vec::new(),
             frees: Vec::new(),
             commit_actions: Vec::new(),
             undo_actions: Vec::new(),
@@ -300,6 +304,32 @@ impl TxDesc {
         addr >= self.stack_lo && addr < self.jb.rsp
     }
 
+    /// True if only this transaction can reach `addr`, so barriers access it in place with
+    /// no log: stack frames created since the transaction began, and exception objects it
+    /// allocated and has not thrown. Both are dead if it aborts (the objects are freed).
+    ///
+    /// An exception object must be written in place, in program order, for two reasons: the
+    /// C++ runtime reads it before the transaction commits (a thrown pointer's value, a
+    /// vtable pointer, while it looks for a handler), and libstdc++'s transactional
+    /// constructors of its exception classes write it both through barriers and directly,
+    /// expecting the direct store to win. A redo log would reorder those writes.
+    ///
+    /// Not undone: a write to an object allocated before an inner transaction that is then
+    /// cancelled (g++ allocates, constructs and throws in one expression, so only an inner
+    /// transaction inside the exception's constructor could do that).
+    #[inline]
+    pub fn is_private(&self, addr: usize) -> bool {
+        self.is_tx_local_stack(addr) || (!self.unthrown.is_empty() && self.is_unthrown(addr))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn is_unthrown(&self, addr: usize) -> bool {
+        self.unthrown
+            .iter()
+            .any(|&(lo, hi)| addr >= lo && addr < hi)
+    }
+
     pub fn record(&self, event: Event) {
         if config::get().stats {
             let mut map = self.stats.lock().unwrap_or_else(|e| e.into_inner());
@@ -309,7 +339,7 @@ impl TxDesc {
 
     /// Logs the current `len` bytes at `addr` so a rollback restores them.
     pub fn log_undo(&mut self, addr: usize, len: usize) {
-        if len == 0 || self.is_tx_local_stack(addr) {
+        if len == 0 || self.is_private(addr) {
             return;
         }
         let off = self.undo_data.len();
@@ -352,6 +382,7 @@ impl TxDesc {
         self.undo.clear();
         self.undo_data.clear();
         self.allocs.clear();
+        self.unthrown.clear();
         self.frees.clear();
         self.commit_actions.clear();
         self.undo_actions.clear();
@@ -715,6 +746,12 @@ pub(crate) fn cancel(tx: &mut TxDesc, outer: bool) -> ! {
                 for b in tx.allocs.drain(n.allocs_len..) {
                     // SAFETY: allocated inside the cancelled inner transaction only.
                     unsafe { b.release() };
+                }
+                if !tx.unthrown.is_empty() {
+                    // Exception objects just freed are no longer private memory.
+                    let allocs = &tx.allocs;
+                    tx.unthrown
+                        .retain(|&(lo, _)| allocs.iter().any(|b| b.ptr as usize == lo));
                 }
                 tx.frees.truncate(n.frees_len);
                 tx.commit_actions.truncate(n.commit_actions_len);

@@ -313,6 +313,41 @@ fn contention_policies_none_hourglass_and_serialize_after() {
 }
 
 #[test]
+fn drop_references_is_refused_as_gcc_refuses_it() {
+    // GCC's libitm does not support `_ITM_dropReferences`: it says so and exits with
+    // EXIT_FAILURE. The same here, under every method, rather than returning from a call
+    // that did nothing.
+    let Some(exe) = compile("dropref") else {
+        return;
+    };
+    let reference = Command::new(&exe)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run on libitm");
+    assert_eq!(
+        reference.status.code(),
+        Some(1),
+        "GCC's libitm: {reference:?}"
+    );
+    for method in METHODS {
+        let out = run_preloaded(&exe, method);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{method}: {stdout}\n{stderr}");
+        assert!(
+            stderr.contains("txmem-itm: _ITM_dropReferences is not supported"),
+            "{method}: {stderr}"
+        );
+        assert!(!stdout.contains("returned"), "{method}: {stdout}");
+        assert!(
+            stderr.contains(&format!("txmem-itm stats: method={method}")),
+            "{method}: not run on txmem:\n{stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(&exe);
+}
+
+#[test]
 fn unknown_contention_policy_is_an_error_at_startup() {
     let Some(exe) = compile("counter") else {
         return;
@@ -377,4 +412,15 @@ fn cxx_try_catch_inside_a_transaction_with_cancel_and_rethrow() {
 #[test]
 fn cxx_linked_list_set_by_four_threads() {
     run_cxx("list", true, |_, t| assert_eq!(t["commits"], 6_000));
+}
+
+#[test]
+fn cxx_exceptions_thrown_out_of_a_transaction_arrive_with_the_values_thrown() {
+    // The runtime reads a thrown pointer's value and a thrown object's vtable pointer while it
+    // searches for a handler, before the transaction commits; libstdc++'s transactional
+    // exception constructors mix barrier and direct stores to the object.
+    run_cxx("throw_values", true, |_, t| {
+        assert_eq!(t["commits"], 7 * 2000, "{t:?}");
+        assert_eq!(t["cancels"], 0, "{t:?}");
+    });
 }

@@ -42,9 +42,9 @@ pub(crate) fn byte_mask(off: usize, n: usize) -> u64 {
 /// `[addr, addr+len)` must be readable by the program and `dst` writable for `len` bytes.
 pub(crate) unsafe fn read_bytes(addr: usize, dst: *mut u8, len: usize) {
     let tx = match running() {
-        Some(tx) if !tx.serial && !tx.is_tx_local_stack(addr) => tx,
+        Some(tx) if !tx.serial && !tx.is_private(addr) => tx,
         _ => {
-            // SAFETY: per the contract; alone (serial), outside a transaction, or in a frame
+            // SAFETY: per the contract; alone (serial), outside a transaction, or in memory
             // private to the transaction, so the memory is read as it is.
             unsafe { std::ptr::copy(addr as *const u8, dst, len) };
             return;
@@ -91,8 +91,8 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
         unsafe { std::ptr::copy(src, addr as *mut u8, len) };
         return;
     };
-    if tx.is_tx_local_stack(addr) {
-        // SAFETY: per the contract; the frame is private to the transaction and dead if it
+    if tx.is_private(addr) {
+        // SAFETY: per the contract; the memory is private to the transaction and dead if it
         // aborts, so nothing needs logging.
         unsafe { std::ptr::copy(src, addr as *mut u8, len) };
         return;
@@ -161,7 +161,7 @@ unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
         if let Some(tx) = running() {
-            if !tx.serial && !tx.is_tx_local_stack(addr) {
+            if !tx.serial && !tx.is_private(addr) {
                 let word = addr & !7;
                 let fast = if for_write {
                     None
@@ -199,7 +199,7 @@ unsafe fn write_value<T: Copy>(p: *mut T, v: T) {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
         if let Some(tx) = running() {
-            if !tx.serial && !tx.is_tx_local_stack(addr) {
+            if !tx.serial && !tx.is_private(addr) {
                 let word = addr & !7;
                 let off = addr - word;
                 let mut bytes = [0u8; 8];

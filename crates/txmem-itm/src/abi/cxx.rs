@@ -341,7 +341,9 @@ extern "C" fn _ZGTtdlPvmRKSt9nothrow_t(p: *mut c_void, _size: usize, _nt: *const
 
 // ---------------------------------------------------------------- exceptions
 
-/// Allocates an exception object; freed if the transaction aborts before throwing it.
+/// Allocates an exception object; freed if the transaction aborts before throwing it. Until
+/// it is thrown the object is the transaction's private memory, read and written in place
+/// ([`TxDesc::is_private`] says why).
 #[no_mangle]
 unsafe extern "C-unwind" fn _ITM_cxa_allocate_exception(size: usize) -> *mut c_void {
     if let Some(tx) = running() {
@@ -349,7 +351,19 @@ unsafe extern "C-unwind" fn _ITM_cxa_allocate_exception(size: usize) -> *mut c_v
     }
     // SAFETY: the real allocator (it terminates the program if it cannot allocate).
     let p = unsafe { cxa_allocate_exception()(size) };
+    if let Some(tx) = running() {
+        if !p.is_null() {
+            tx.unthrown.push((p as usize, p as usize + size));
+        }
+    }
     record_allocation(p, release_exception)
+}
+
+/// `p` is no longer the transaction's private memory: thrown, or freed.
+fn forget_unthrown(tx: &mut TxDesc, p: *mut c_void) {
+    if let Some(i) = tx.unthrown.iter().rposition(|&(lo, _)| lo == p as usize) {
+        tx.unthrown.swap_remove(i);
+    }
 }
 
 /// Frees an exception object at once (its constructor threw): no longer freed on abort.
@@ -357,6 +371,7 @@ unsafe extern "C-unwind" fn _ITM_cxa_allocate_exception(size: usize) -> *mut c_v
 unsafe extern "C" fn _ITM_cxa_free_exception(p: *mut c_void) {
     if let Some(tx) = running() {
         discard_allocation(tx, p);
+        forget_unthrown(tx, p);
     }
     // SAFETY: `p` came from `__cxa_allocate_exception` and was not thrown.
     unsafe { cxa_free_exception()(p) }
@@ -372,6 +387,7 @@ unsafe extern "C-unwind" fn _ITM_cxa_throw(
     if let Some(tx) = running() {
         save_uncaught(tx);
         discard_allocation(tx, obj);
+        forget_unthrown(tx, obj);
     }
     // SAFETY: the arguments are the compiler's, for the real `__cxa_throw`; the exception
     // unwinds through this frame, which holds nothing to drop.
