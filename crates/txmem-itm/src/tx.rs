@@ -304,15 +304,21 @@ impl TxDesc {
         addr >= self.stack_lo && addr < self.jb.rsp
     }
 
-    /// True if only this transaction can reach `addr`, so barriers access it in place with
-    /// no log: stack frames created since the transaction began, and exception objects it
-    /// allocated and has not thrown. Both are dead if it aborts (the objects are freed).
+    /// True if only this transaction can reach `addr`, so a write barrier stores to it in
+    /// place with no log: stack frames created since the transaction began, and exception
+    /// objects it allocated and has not thrown. Both are dead if it aborts (the objects are
+    /// freed).
     ///
     /// An exception object must be written in place, in program order, for two reasons: the
     /// C++ runtime reads it before the transaction commits (a thrown pointer's value, a
     /// vtable pointer, while it looks for a handler), and libstdc++'s transactional
     /// constructors of its exception classes write it both through barriers and directly,
     /// expecting the direct store to win. A redo log would reorder those writes.
+    ///
+    /// Read barriers test only the stack, to keep the common read one test shorter: a read of
+    /// an unthrown object takes the method's ordinary path, which finds nothing of it in the
+    /// logs and reads memory. (NOrec then logs the value; if the transaction overwrites it in
+    /// place and must revalidate, it aborts needlessly, and runs again.)
     ///
     /// Not undone: a write to an object allocated before an inner transaction that is then
     /// cancelled (g++ allocates, constructs and throws in one expression, so only an inner

@@ -42,9 +42,9 @@ pub(crate) fn byte_mask(off: usize, n: usize) -> u64 {
 /// `[addr, addr+len)` must be readable by the program and `dst` writable for `len` bytes.
 pub(crate) unsafe fn read_bytes(addr: usize, dst: *mut u8, len: usize) {
     let tx = match running() {
-        Some(tx) if !tx.serial && !tx.is_private(addr) => tx,
+        Some(tx) if !tx.serial && !tx.is_tx_local_stack(addr) => tx,
         _ => {
-            // SAFETY: per the contract; alone (serial), outside a transaction, or in memory
+            // SAFETY: per the contract; alone (serial), outside a transaction, or in a frame
             // private to the transaction, so the memory is read as it is.
             unsafe { std::ptr::copy(addr as *const u8, dst, len) };
             return;
@@ -161,7 +161,7 @@ unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
         if let Some(tx) = running() {
-            if !tx.serial && !tx.is_private(addr) {
+            if !tx.serial && !tx.is_tx_local_stack(addr) {
                 let word = addr & !7;
                 let fast = if for_write {
                     None

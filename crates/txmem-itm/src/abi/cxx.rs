@@ -342,7 +342,7 @@ extern "C" fn _ZGTtdlPvmRKSt9nothrow_t(p: *mut c_void, _size: usize, _nt: *const
 // ---------------------------------------------------------------- exceptions
 
 /// Allocates an exception object; freed if the transaction aborts before throwing it. Until
-/// it is thrown the object is the transaction's private memory, read and written in place
+/// it is thrown the object is the transaction's private memory, written in place
 /// ([`TxDesc::is_private`] says why).
 #[no_mangle]
 unsafe extern "C-unwind" fn _ITM_cxa_allocate_exception(size: usize) -> *mut c_void {
