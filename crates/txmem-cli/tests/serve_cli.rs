@@ -52,6 +52,78 @@ fn serves_a_client_and_stops_cleanly_on_sigterm() {
     assert!(report.contains("store/ops.rs"), "per-site rows: {report}");
 }
 
+/// Starts `txmem serve -p 0` with `extra` flags; the child and its address.
+fn serve(extra: &[&str]) -> (std::process::Child, String) {
+    let mut child = txmem()
+        .args(["serve", "-p", "0", "-t", "1"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start txmem serve");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let addr = first
+        .split_whitespace()
+        .find(|w| w.starts_with("127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no address in {first:?}"))
+        .trim_end_matches(',')
+        .to_string();
+    (child, addr)
+}
+
+/// Sends `req` and reads until the reply ends with `end`.
+fn ask(c: &mut TcpStream, req: &str, end: &str) -> String {
+    c.write_all(req.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut b = [0u8; 4096];
+    while !got.ends_with(end.as_bytes()) {
+        let n = c.read(&mut b).unwrap();
+        assert!(n > 0, "closed after {:?}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&b[..n]);
+    }
+    String::from_utf8(got).unwrap()
+}
+
+#[test]
+fn memcached_flags_take_effect() {
+    let (mut child, addr) = serve(&["-A", "-F", "-M", "-C", "-b", "77", "-B", "ascii", "-R", "3"]);
+    let mut c = TcpStream::connect(&addr).unwrap();
+    let settings = ask(&mut c, "stats settings\r\n", "END\r\n");
+    for line in [
+        "STAT cas_enabled no",
+        "STAT tcp_backlog 77",
+        "STAT binding_protocol ascii",
+        "STAT evictions off",
+        "STAT flush_enabled no",
+        "STAT reqs_per_event 3",
+    ] {
+        assert!(settings.contains(line), "{line} in {settings}");
+    }
+    assert_eq!(
+        ask(&mut c, "flush_all\r\n", "\r\n"),
+        "CLIENT_ERROR flush_all not allowed\r\n"
+    );
+    assert!(ask(&mut c, "shutdown now\r\n", "\r\n").starts_with("CLIENT_ERROR"));
+    c.write_all(b"shutdown\r\n").unwrap();
+    let mut rest = Vec::new();
+    c.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+
+    // Without -A, `shutdown` is refused and the server goes on.
+    let (mut child, addr) = serve(&[]);
+    let mut c = TcpStream::connect(&addr).unwrap();
+    assert_eq!(
+        ask(&mut c, "shutdown\r\n", "\r\n"),
+        "ERROR: shutdown not enabled\r\n"
+    );
+    assert!(ask(&mut c, "version\r\n", "\r\n").starts_with("VERSION"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn bad_flags_are_usage_errors() {
     for args in [
@@ -59,6 +131,10 @@ fn bad_flags_are_usage_errors() {
         &["serve", "-t", "0"],
         &["serve", "-I", "2g", "-m", "1"],
         &["serve", "-I", "lots"],
+        // memcached's smallest item size limit is 1 KB.
+        &["serve", "-I", "1000"],
+        &["serve", "-B", "http"],
+        &["serve", "-c", "0"],
     ] {
         let out = txmem().args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));

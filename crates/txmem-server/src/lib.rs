@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 pub use net::{Server, ServerHandle};
-pub use settings::{parse_size, Contention, Settings};
+pub use settings::{parse_size, Contention, Protocol, Settings, MIN_ITEM_SIZE};
 
 use stats::ServerStats;
 use store::{Store, StoreConfig};
@@ -79,6 +79,8 @@ pub struct Shared {
     /// txmem's counters at the last `stats reset` (txmem's own counters
     /// cannot be reset; `stats txmem` reports the difference).
     txmem_base: Mutex<txmem::stats::Stats>,
+    /// Completes [`Server::run_until`] when a client sends `shutdown`.
+    shutdown: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -91,6 +93,8 @@ impl Shared {
             // room for the threads of an embedding program.
             shards: settings.threads + 2,
             options: settings.contention.options(),
+            evict: settings.evict,
+            coarse_flush: !settings.cas,
         });
         Shared {
             store,
@@ -98,7 +102,15 @@ impl Shared {
             settings,
             connections: Connections::default(),
             txmem_base: Mutex::new(txmem::stats::snapshot()),
+            shutdown: tokio::sync::Notify::new(),
         }
+    }
+
+    /// Stops the server as its shutdown future would (the `shutdown`
+    /// command, allowed by `-A`).
+    pub fn request_shutdown(&self) {
+        // A stored permit: the server sees it even if it is not waiting.
+        self.shutdown.notify_one();
     }
 
     /// txmem's counters since start or the last `stats reset`.

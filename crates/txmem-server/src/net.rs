@@ -1,20 +1,21 @@
 //! The listener and the connections: one single-threaded tokio runtime per
 //! `-t` worker thread, a task per connection, and the maintenance thread.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
-use std::net::{SocketAddr, TcpListener as StdListener};
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::oneshot;
 
-use crate::protocol::{self, Conn, Step};
+use crate::protocol::{self, Conn, Out, Step};
 use crate::stats::bump;
 use crate::{Settings, Shared};
 
@@ -37,8 +38,7 @@ pub struct Server {
 impl Server {
     /// Binds the listening socket of `settings`.
     pub fn bind(settings: Settings) -> io::Result<Server> {
-        let listener = StdListener::bind((settings.listen.as_str(), settings.port))?;
-        listener.set_nonblocking(true)?;
+        let listener = listen(&settings)?;
         Ok(Server {
             shared: Arc::new(Shared::new(settings)),
             listener,
@@ -88,6 +88,7 @@ impl Server {
             tokio::select! {
                 r = accept_loop(&shared, listener, &workers) => r,
                 () = shutdown => Ok(()),
+                () = shared.shutdown.notified() => Ok(()),
             }
         });
         for w in workers {
@@ -118,6 +119,31 @@ impl Server {
             thread: Some(thread),
         })
     }
+}
+
+/// The listening socket: `-l`, `-p`, with `-b`'s backlog (which the
+/// standard library's `bind` does not take; tokio's socket does, and
+/// hands the socket back detached from its short-lived runtime).
+fn listen(settings: &Settings) -> io::Result<StdListener> {
+    let addr = (settings.listen.as_str(), settings.port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on"))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    runtime.block_on(async {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        let listener = socket.listen(settings.backlog)?.into_std()?;
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    })
 }
 
 /// A server running on its own thread (see [`Server::spawn`]); dropping
@@ -243,36 +269,131 @@ fn is_transient(e: &io::Error) -> bool {
         || e.raw_os_error() == Some(23) // ENFILE
 }
 
-/// One connection: read what arrived, run every complete request, write
-/// the replies in one go.
-async fn serve(shared: &Shared, mut sock: TcpStream) -> io::Result<()> {
+/// A connection's read buffer: the size taken from the pool, and the
+/// largest returned to it (one grown for a large value is freed instead).
+const READ_BUFFER: usize = 16 * 1024;
+
+/// Buffers kept per worker for the connections that have input or replies
+/// in flight; an idle connection holds none.
+const POOLED: usize = 64;
+
+thread_local! {
+    /// This worker's spare buffers (a worker is one thread, and a
+    /// connection stays on its worker).
+    static POOL: RefCell<(Vec<BytesMut>, Vec<Vec<u8>>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+fn take_input() -> BytesMut {
+    POOL.with_borrow_mut(|(inputs, _)| inputs.pop())
+        .unwrap_or_else(|| BytesMut::with_capacity(READ_BUFFER))
+}
+
+fn give_input(mut b: BytesMut) {
+    b.clear();
+    if b.capacity() >= READ_BUFFER && b.capacity() <= KEEP_BUFFER {
+        POOL.with_borrow_mut(|(inputs, _)| {
+            if inputs.len() < POOLED {
+                inputs.push(b);
+            }
+        });
+    }
+}
+
+fn take_output() -> Vec<u8> {
+    POOL.with_borrow_mut(|(_, outs)| outs.pop())
+        .unwrap_or_else(|| Vec::with_capacity(READ_BUFFER))
+}
+
+fn give_output(b: Vec<u8>) {
+    if b.capacity() >= READ_BUFFER && b.capacity() <= KEEP_BUFFER {
+        POOL.with_borrow_mut(|(_, outs)| {
+            if outs.len() < POOLED {
+                outs.push(b);
+            }
+        });
+    }
+}
+
+/// One connection: wait for input, run the complete requests, write their
+/// replies; repeat.
+///
+/// Memory: an idle connection holds no buffer (they go back to the
+/// worker's pool once its input is used up and its replies written). While
+/// replies wait past [`OUT_HIGH_WATER`](protocol::OUT_HIGH_WATER) they are
+/// written before another request runs, and nothing more is read until the
+/// client takes them, so a client that sends without reading is held by
+/// its socket buffers, not by the server's memory.
+async fn serve(shared: &Shared, sock: TcpStream) -> io::Result<()> {
     sock.set_nodelay(true)?;
-    let mut input = BytesMut::with_capacity(16 * 1024);
-    let mut out = Vec::with_capacity(16 * 1024);
-    let mut conn = Conn::new();
-    loop {
-        let n = sock.read_buf(&mut input).await?;
-        if n == 0 {
-            // Whatever is left in `input` is an incomplete request: it was
-            // never run, so nothing is half-stored.
-            return Ok(());
-        }
-        let counters = shared.stats.mine();
-        bump(&counters.bytes_read, n as u64);
-        let step = protocol::process(shared, &mut conn, &mut input, &mut out);
-        if !out.is_empty() {
-            sock.write_all(&out).await?;
-            bump(&shared.stats.mine().bytes_written, out.len() as u64);
-            out.clear();
-            if out.capacity() > KEEP_BUFFER {
-                out.shrink_to(16 * 1024);
+    let mut input = BytesMut::new();
+    let mut out = Out::new();
+    let mut conn = Conn::speaking(shared.settings.protocol);
+    let budget = shared.settings.reqs_per_event.max(1);
+    let result = async {
+        let mut need_input = true;
+        loop {
+            if need_input {
+                sock.readable().await?;
+                if input.capacity() == 0 {
+                    input = take_input();
+                } else if input.capacity() - input.len() < READ_BUFFER / 4 {
+                    input.reserve(READ_BUFFER);
+                }
+                let n = match sock.try_read_buf(&mut input) {
+                    Ok(0) => {
+                        // Whatever is left in `input` is an incomplete
+                        // request: it was never run, so nothing is
+                        // half-stored.
+                        return Ok(());
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(e),
+                };
+                bump(&shared.stats.mine().bytes_read, n as u64);
+            }
+            if out.capacity() == 0 {
+                out.set_buffer(take_output());
+            }
+            let step = protocol::process_some(shared, &mut conn, &mut input, &mut out, budget);
+            if !out.is_empty() {
+                write_out(&sock, &out).await?;
+                bump(&shared.stats.mine().bytes_written, out.len() as u64);
+            }
+            give_output(out.take_buffer());
+            match step {
+                Step::Close => return Ok(()),
+                Step::Yield => {
+                    // Let the worker's other connections run between
+                    // pieces of a long pipeline or a large reply.
+                    tokio::task::yield_now().await;
+                    need_input = false;
+                }
+                Step::Done | Step::NeedMore => need_input = true,
+            }
+            if input.is_empty() {
+                give_input(std::mem::take(&mut input));
             }
         }
-        if step == Step::Close {
-            return Ok(());
-        }
-        if input.is_empty() && input.capacity() > KEEP_BUFFER {
-            input = BytesMut::with_capacity(16 * 1024);
+    }
+    .await;
+    if input.capacity() > 0 {
+        give_input(input);
+    }
+    result
+}
+
+/// Writes every segment of `out`.
+async fn write_out(sock: &TcpStream, out: &Out) -> io::Result<()> {
+    for mut seg in out.segments() {
+        while !seg.is_empty() {
+            sock.writable().await?;
+            match sock.try_write(seg) {
+                Ok(n) => seg = &seg[n..],
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
         }
     }
+    Ok(())
 }

@@ -7,11 +7,12 @@ use std::io::Write as _;
 use txmem::stats::{SiteProfile, Stats};
 use txmem::AbortCause;
 
+use crate::protocol::Out;
 use crate::store::ITEM_OVERHEAD;
 use crate::Shared;
 
 /// Writes `STAT name value` lines and `END` for `stats [group]`.
-pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Vec<u8>) {
+pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Out) {
     let lines = match args {
         [] => group(shared, b""),
         [b"reset"] => {
@@ -97,6 +98,7 @@ fn general(shared: &Shared) -> Lines {
     line(&mut l, "evicted_unfetched", s.evicted_unfetched);
     line(&mut l, "evictions", s.evictions);
     line(&mut l, "reclaimed", s.reclaimed);
+    line(&mut l, "store_no_memory", store.no_memory());
     l
 }
 
@@ -135,8 +137,21 @@ fn settings(shared: &Shared) -> Lines {
     line(&mut l, "interface", &st.listen);
     line(&mut l, "num_threads", st.threads);
     line(&mut l, "item_size_max", shared.store.config().max_item_size);
-    line(&mut l, "evictions", "on");
-    line(&mut l, "cas_enabled", "yes");
+    line(&mut l, "evictions", if st.evict { "on" } else { "off" });
+    line(&mut l, "cas_enabled", if st.cas { "yes" } else { "no" });
+    line(&mut l, "tcp_backlog", st.backlog);
+    line(&mut l, "binding_protocol", st.protocol);
+    line(
+        &mut l,
+        "flush_enabled",
+        if st.flush_enabled { "yes" } else { "no" },
+    );
+    line(
+        &mut l,
+        "shutdown_command",
+        if st.shutdown_enabled { "yes" } else { "no" },
+    );
+    line(&mut l, "reqs_per_event", st.reqs_per_event);
     line(&mut l, "txmem_contention", st.contention);
     l
 }

@@ -65,6 +65,45 @@ impl FromStr for Contention {
     }
 }
 
+/// Which protocols a connection may speak (`-B`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Chosen by the connection's first byte (the default).
+    #[default]
+    Auto,
+    /// The text protocol and the meta commands only.
+    Ascii,
+    /// The binary protocol only.
+    Binary,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Auto => "auto-negotiate",
+            Protocol::Ascii => "ascii",
+            Protocol::Binary => "binary",
+        })
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Protocol::Auto),
+            "ascii" => Ok(Protocol::Ascii),
+            "binary" => Ok(Protocol::Binary),
+            _ => Err(format!(
+                "unknown protocol `{s}` (expected auto, ascii or binary)"
+            )),
+        }
+    }
+}
+
+/// The smallest `-I` accepted, as in memcached.
+pub const MIN_ITEM_SIZE: usize = 1024;
+
 /// Everything `txmem serve` is configured with.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -82,6 +121,23 @@ pub struct Settings {
     pub max_item_size: usize,
     /// Contention policy.
     pub contention: Contention,
+    /// Requests one connection runs before letting the others on its
+    /// worker run (`-R`).
+    pub reqs_per_event: usize,
+    /// Report CAS identifiers (`-C` turns this off: `gets` shows 0, and a
+    /// flush hides what was stored in its second, as memcached's does).
+    pub cas: bool,
+    /// The listening socket's backlog (`-b`).
+    pub backlog: u32,
+    /// The protocols connections may speak (`-B`).
+    pub protocol: Protocol,
+    /// Accept `flush_all` (`-F` turns this off).
+    pub flush_enabled: bool,
+    /// Accept `shutdown` (`-A`).
+    pub shutdown_enabled: bool,
+    /// Evict to make room (`-M` turns this off: a write that does not fit
+    /// is refused with an out-of-memory error).
+    pub evict: bool,
 }
 
 impl Default for Settings {
@@ -96,6 +152,13 @@ impl Default for Settings {
             max_connections: 1024,
             max_item_size: 1 << 20,
             contention: Contention::Backoff,
+            reqs_per_event: 20,
+            cas: true,
+            backlog: 1024,
+            protocol: Protocol::Auto,
+            flush_enabled: true,
+            shutdown_enabled: false,
+            evict: true,
         }
     }
 }

@@ -79,6 +79,9 @@ counters! {
     bytes_read,
     /// Bytes written to clients.
     bytes_written,
+    /// Times a connection stopped serving a pipeline to let others run
+    /// (its request budget, `-R`, spent with requests still waiting).
+    conn_yields,
 }
 
 impl Counters {

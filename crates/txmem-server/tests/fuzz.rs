@@ -4,7 +4,7 @@
 
 use bytes::BytesMut;
 use proptest::prelude::*;
-use txmem_server::protocol::{process, Conn, Step};
+use txmem_server::protocol::{process, Conn, Out, Step};
 use txmem_server::{Settings, Shared};
 
 fn shared() -> Shared {
@@ -59,7 +59,7 @@ fn command() -> impl Strategy<Value = &'static str> {
 fn feed(shared: &Shared, stream: &[u8], pieces: &[usize]) -> (Vec<u8>, bool) {
     let mut conn = Conn::new();
     let mut input = BytesMut::new();
-    let mut out = Vec::new();
+    let mut out = Out::new();
     let mut at = 0;
     let mut sizes = pieces.iter().cycle();
     while at < stream.len() {
@@ -67,10 +67,10 @@ fn feed(shared: &Shared, stream: &[u8], pieces: &[usize]) -> (Vec<u8>, bool) {
         input.extend_from_slice(&stream[at..at + n]);
         at += n;
         if process(shared, &mut conn, &mut input, &mut out) == Step::Close {
-            return (out, true);
+            return (out.to_vec(), true);
         }
     }
-    (out, false)
+    (out.to_vec(), false)
 }
 
 proptest! {

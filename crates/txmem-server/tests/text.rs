@@ -585,3 +585,93 @@ fn http_requests_are_hung_up_on() {
     let mut c = Client::connect(&h);
     c.expect(b"get p\r\n", b"END\r\n");
 }
+
+#[test]
+fn without_eviction_a_full_store_refuses_writes() {
+    // memcached's `-M`: out-of-memory errors instead of evictions, and
+    // everything stored stays readable.
+    let h = start(Settings {
+        threads: 1,
+        memory_mb: 2,
+        evict: false,
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    let value = "B".repeat(8192);
+    let mut stored = 0;
+    loop {
+        let reply = c.line(format!("set k{stored} 0 0 8192\r\n{value}\r\n").as_bytes());
+        if reply != "STORED\r\n" {
+            assert_eq!(reply, "SERVER_ERROR out of memory storing object\r\n");
+            break;
+        }
+        stored += 1;
+        assert!(stored < 1000, "a 2 MB store took {stored} items of 8 KB");
+    }
+    assert!(stored > 100);
+    assert_eq!(c.stat("", "store_no_memory"), 1);
+    assert_eq!(c.stat("", "evictions"), 0);
+    for i in 0..stored {
+        c.send(format!("get k{i}\r\n").as_bytes());
+        assert_eq!(
+            c.read_until(b"END\r\n").len(),
+            8192 + 23 + format!("{i}").len()
+        );
+    }
+}
+
+#[test]
+fn a_connection_speaks_only_the_protocol_allowed() {
+    use txmem_server::Protocol;
+    let h = start(Settings {
+        threads: 1,
+        protocol: Protocol::Binary,
+        ..Settings::default()
+    });
+    // Text on a binary-only server is garbage: hung up on once a header's
+    // worth has arrived.
+    let mut c = Client::connect(&h);
+    c.send(b"get a_key_long_enough_for_a_header\r\n");
+    assert!(c.closed());
+    let h = start(Settings {
+        threads: 1,
+        protocol: Protocol::Ascii,
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    c.expect(
+        b"version\r\n",
+        format!("VERSION {}\r\n", txmem_server::VERSION).as_bytes(),
+    );
+}
+
+#[test]
+fn without_cas_a_flush_hides_its_whole_second() {
+    // memcached's `-C`: writes are told apart by the second only, so one
+    // stored in the flush's second, after it, is gone too.
+    let h = start(Settings {
+        threads: 1,
+        cas: false,
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    let settings = c.stats("settings");
+    assert!(settings.contains(&("cas_enabled".into(), "no".into())));
+    // The second may turn between the flush and the write; not five times.
+    let mut hidden = 0;
+    for _ in 0..5 {
+        c.expect(b"flush_all 0\r\n", b"OK\r\n");
+        c.expect(b"set foo 0 0 3\r\nnew\r\n", b"STORED\r\n");
+        c.send(b"get foo\r\n");
+        if c.read_until(b"END\r\n") == b"END\r\n" {
+            hidden += 1;
+        }
+    }
+    assert!(hidden >= 4, "{hidden} of 5 writes hidden");
+    // With CAS, the write after the flush stands.
+    let h = start_default();
+    let mut c = Client::connect(&h);
+    c.expect(b"flush_all 0\r\n", b"OK\r\n");
+    c.expect(b"set foo 0 0 3\r\nnew\r\n", b"STORED\r\n");
+    c.expect(b"get foo\r\n", b"VALUE foo 0 3\r\nnew\r\nEND\r\n");
+}

@@ -1,7 +1,7 @@
 //! `txmem serve`: the memcached-compatible server of `txmem-server`.
 
 use clap::Args;
-use txmem_server::{parse_size, report, Contention, Server, Settings};
+use txmem_server::{parse_size, report, Contention, Protocol, Server, Settings, MIN_ITEM_SIZE};
 
 use crate::failure::Failure;
 
@@ -43,6 +43,44 @@ pub struct ServeArgs {
     #[arg(short = 'I', long = "max-item-size", value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
     pub max_item_size: usize,
 
+    /// Requests a connection runs before the others on its worker get a
+    /// turn (counted in `conn_yields`).
+    #[arg(short = 'R', long = "max-reqs-per-event", value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reqs_per_event: u32,
+
+    /// Do not report CAS identifiers as enabled (`stats settings`
+    /// `cas_enabled no`); a flush then hides everything stored in its
+    /// second, as memcached's does without CAS.
+    #[arg(short = 'C', long = "disable-cas")]
+    pub disable_cas: bool,
+
+    /// Backlog of the listening socket.
+    #[arg(short = 'b', long = "listen-backlog", value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub backlog: u32,
+
+    /// Protocols a connection may speak: auto (by its first byte), ascii
+    /// (text and meta) or binary.
+    #[arg(
+        short = 'B',
+        long = "protocol",
+        value_name = "PROTO",
+        default_value = "auto"
+    )]
+    pub protocol: Protocol,
+
+    /// Refuse `flush_all`.
+    #[arg(short = 'F', long = "disable-flush-all")]
+    pub disable_flush_all: bool,
+
+    /// Accept the `shutdown` command (it stops the server).
+    #[arg(short = 'A', long = "enable-shutdown")]
+    pub enable_shutdown: bool,
+
+    /// Never evict: refuse a write that does not fit with
+    /// `SERVER_ERROR out of memory storing object`.
+    #[arg(short = 'M', long = "disable-evictions")]
+    pub disable_evictions: bool,
+
     /// How aborted transactions retry: none, backoff, hourglass, or
     /// serialize-after=N (run irrevocably after N consecutive aborts).
     #[arg(long, value_name = "POLICY", default_value = "backoff")]
@@ -55,6 +93,12 @@ pub struct ServeArgs {
 
 /// Runs the server until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<u8, Failure> {
+    if args.max_item_size < MIN_ITEM_SIZE {
+        return Err(Failure::Usage(format!(
+            "--max-item-size {} is below the smallest allowed, {MIN_ITEM_SIZE} bytes",
+            args.max_item_size
+        )));
+    }
     if args.max_item_size > (args.memory_mb as usize) << 20 {
         return Err(Failure::Usage(format!(
             "--max-item-size {} is larger than the memory limit ({} MB)",
@@ -69,6 +113,13 @@ pub fn run(args: ServeArgs) -> Result<u8, Failure> {
         max_connections: args.max_connections as usize,
         max_item_size: args.max_item_size,
         contention: args.contention,
+        reqs_per_event: args.reqs_per_event as usize,
+        cas: !args.disable_cas,
+        backlog: args.backlog,
+        protocol: args.protocol,
+        flush_enabled: !args.disable_flush_all,
+        shutdown_enabled: args.enable_shutdown,
+        evict: !args.disable_evictions,
     };
     let server = Server::bind(settings).map_err(|e| {
         Failure::Run(format!(

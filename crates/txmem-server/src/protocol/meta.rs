@@ -46,7 +46,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use txmem::TxResult;
 
 use super::text::{data_block, line, number, refused, valid_key, BAD_CHUNK, BAD_FORMAT, TOO_LARGE};
-use super::{Conn, Step};
+use super::{Conn, Out, Step};
 use crate::stats::bump;
 use crate::store::{next_cas, Arith, Counted, Item, Mode, StoreTx, Write, Written, MAX_KEY_LEN};
 use crate::Shared;
@@ -63,7 +63,7 @@ pub fn step(
     conn: &mut Conn,
     input: &mut BytesMut,
     line_len: usize,
-    out: &mut Vec<u8>,
+    out: &mut Out,
 ) -> Step {
     let end = line(&input[..line_len]).map_or(line_len, |(end, _)| end);
     let is_set = tokens(&input[..end]).next() == Some(b"ms");
@@ -199,7 +199,7 @@ fn request(toks: &[&[u8]]) -> Result<(Vec<u8>, Flags), &'static [u8]> {
 /// same way: the opaque token (`O`) or the key (`k`, base64 with a `b`
 /// after it if the request's key was). Returns a result only to sit among
 /// `write!`s; appending to a vector cannot fail.
-fn push_echo(out: &mut Vec<u8>, f: &Flags, key: &[u8], c: u8) -> std::io::Result<()> {
+fn push_echo(out: &mut Out, f: &Flags, key: &[u8], c: u8) -> std::io::Result<()> {
     match c {
         b'O' => {
             out.extend_from_slice(b" O");
@@ -220,7 +220,7 @@ fn push_echo(out: &mut Vec<u8>, f: &Flags, key: &[u8], c: u8) -> std::io::Result
 }
 
 /// Appends `code`, the echoed flags and the line ending.
-fn push_status(out: &mut Vec<u8>, code: &[u8], f: &Flags, key: &[u8]) {
+fn push_status(out: &mut Out, code: &[u8], f: &Flags, key: &[u8]) {
     out.extend_from_slice(code);
     for &c in &f.order {
         let _ = push_echo(out, f, key, c);
@@ -296,7 +296,7 @@ fn get_tx(s: &mut StoreTx<'_, '_>, key: &[u8], f: &Flags) -> TxResult<Option<Fou
 }
 
 /// `mg <key> <flags>*`.
-fn get(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+fn get(shared: &Shared, toks: &[&[u8]], out: &mut Out) {
     let (key, f) = match request(toks) {
         Ok(r) => r,
         Err(reply) => return out.extend_from_slice(reply),
@@ -416,7 +416,7 @@ fn set(
     input: &mut BytesMut,
     end: usize,
     len: usize,
-    out: &mut Vec<u8>,
+    out: &mut Out,
 ) -> Step {
     let (key, f, bytes, mode) = match parse_set(&input[..end]) {
         Ok(parsed) => parsed,
@@ -547,7 +547,7 @@ fn delete_tx(s: &mut StoreTx<'_, '_>, key: &[u8], f: &Flags) -> TxResult<Deleted
 }
 
 /// `md <key> <flags>*`.
-fn delete(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+fn delete(shared: &Shared, toks: &[&[u8]], out: &mut Out) {
     let (key, f) = match request(toks) {
         Ok(r) => r,
         Err(reply) => return out.extend_from_slice(reply),
@@ -577,7 +577,7 @@ fn delete(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
 }
 
 /// `ma <key> <flags>*`.
-fn arith(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+fn arith(shared: &Shared, toks: &[&[u8]], out: &mut Out) {
     let (key, f) = match request(toks) {
         Ok(r) => r,
         Err(reply) => return out.extend_from_slice(reply),
@@ -653,7 +653,7 @@ fn arith(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
 }
 
 /// `me <key> [b]`: the item's metadata, for people.
-fn debug(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
+fn debug(shared: &Shared, toks: &[&[u8]], out: &mut Out) {
     let [_, raw, rest @ ..] = toks else {
         return out.extend_from_slice(BAD_FORMAT);
     };
@@ -686,10 +686,12 @@ fn debug(shared: &Shared, toks: &[&[u8]], out: &mut Vec<u8>) {
 
 /// Base64 (RFC 4648's standard alphabet) for binary keys.
 mod b64 {
+    use crate::protocol::Out;
+
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
     /// Appends `data` encoded, padded with `=`.
-    pub fn encode(data: &[u8], out: &mut Vec<u8>) {
+    pub fn encode(data: &[u8], out: &mut Out) {
         for chunk in data.chunks(3) {
             let b = [
                 chunk[0],
@@ -744,6 +746,7 @@ mod b64 {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use crate::protocol::Out;
 
         #[test]
         fn round_trips_and_rejects_garbage() {
@@ -757,13 +760,14 @@ mod b64 {
                 b"foobar",
                 b"\0\xff ",
             ] {
-                let mut text = Vec::new();
+                let mut text = Out::new();
                 encode(data, &mut text);
+                let text = text.to_vec();
                 assert_eq!(decode(&text).as_deref(), Some(data), "{text:?}");
             }
-            let mut text = Vec::new();
+            let mut text = Out::new();
             encode(b"foobar", &mut text);
-            assert_eq!(text, b"Zm9vYmFy");
+            assert_eq!(text.to_vec(), b"Zm9vYmFy");
             assert_eq!(decode(b"Zm9vYg").as_deref(), Some(&b"foob"[..]));
             assert_eq!(decode(b"Zm9vYg=="), Some(b"foob".to_vec()));
             assert_eq!(decode(b"Zm9vYg="), None);

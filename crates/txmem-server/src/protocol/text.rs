@@ -6,7 +6,7 @@ use std::io::Write as _;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::{meta, Conn, Step, MAX_LINE, MAX_RETRIEVAL_LINE};
+use super::{meta, Conn, Out, Step, MAX_LINE, MAX_RETRIEVAL_LINE};
 use crate::report;
 use crate::stats::bump;
 use crate::store::{Arith, Counted, Deleted, Mode, Refused, Write, Written, MAX_KEY_LEN};
@@ -53,7 +53,7 @@ pub fn number<T: std::str::FromStr>(token: &[u8]) -> Option<T> {
 }
 
 /// Runs the request at the front of `input`.
-pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Vec<u8>) -> Step {
+pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Out) -> Step {
     let from = conn.scanned.min(input.len());
     let Some((end, len)) = line(&input[from..]).map(|(e, l)| (from + e, from + l)) else {
         conn.scanned = input.len().saturating_sub(1); // a `\r` may end it
@@ -81,9 +81,9 @@ pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Ve
     let cmd: Vec<u8> = cmd.to_vec();
     match &cmd[..] {
         b"get" | b"gets" | b"gat" | b"gats" => {
-            let line = input.split_to(len);
-            retrieve(shared, &cmd, &line[..end], out);
-            Step::Done
+            let mut line = input.split_to(len);
+            line.truncate(end);
+            retrieve(shared, conn, &cmd, line.freeze(), out)
         }
         b"set" | b"add" | b"replace" | b"append" | b"prepend" | b"cas" => {
             storage(shared, conn, &cmd, input, end, len, out)
@@ -114,58 +114,137 @@ fn noreply<'a, 'b>(args: &'b [&'a [u8]]) -> (&'b [&'a [u8]], bool) {
     }
 }
 
-/// `get`/`gets <key>*`, `gat`/`gats <exptime> <key>*`: one transaction for
-/// all the keys.
-fn retrieve(shared: &Shared, cmd: &[u8], line: &[u8], out: &mut Vec<u8>) {
-    let mut args = line.split(|&b| b == b' ').filter(|t| !t.is_empty()).skip(1);
+/// The most keys of a multi-get served in one transaction; a longer
+/// multi-get is served in batches of this many, each a transaction of its
+/// own (memcached's multi-gets are not atomic at all), so that its reply
+/// can be written, and the client made to read it, between batches.
+pub const GET_BATCH: usize = 64;
+
+/// A retrieval being served: its line, where its next key starts, and
+/// what it asks for.
+#[derive(Debug)]
+pub struct PendingGet {
+    line: Bytes,
+    at: usize,
+    with_cas: bool,
+    touch: Option<i64>,
+}
+
+/// The token of `line` at or after `from`: its start and end.
+fn token_at(line: &[u8], from: usize) -> Option<(usize, usize)> {
+    let start = from + line.get(from..)?.iter().position(|&b| b != b' ')?;
+    let end = line[start..]
+        .iter()
+        .position(|&b| b == b' ')
+        .map_or(line.len(), |n| start + n);
+    Some((start, end))
+}
+
+/// `get`/`gets <key>*`, `gat`/`gats <exptime> <key>*` (`line` without its
+/// line ending): the keys in batches of [`GET_BATCH`], each one
+/// transaction. Returns [`Step::Yield`] with the rest of the keys left in
+/// `conn` when the reply passes [`OUT_HIGH_WATER`](super::OUT_HIGH_WATER).
+fn retrieve(shared: &Shared, conn: &mut Conn, cmd: &[u8], line: Bytes, out: &mut Out) -> Step {
     let with_cas = cmd.ends_with(b"s");
+    let (_, mut at) = token_at(&line, 0).expect("the command is a token");
     let touch = if cmd.starts_with(b"gat") {
-        match args.next().map(number::<i64>) {
-            Some(Some(t)) => Some(t),
-            Some(None) => {
-                out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
-                return;
-            }
+        match token_at(&line, at) {
+            Some((s, e)) => match number::<i64>(&line[s..e]) {
+                Some(t) => {
+                    at = e;
+                    Some(t)
+                }
+                None => {
+                    out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
+                    return Step::Done;
+                }
+            },
             None => {
                 out.extend_from_slice(b"ERROR\r\n");
-                return;
+                return Step::Done;
             }
         }
     } else {
         None
     };
-    let keys: Vec<&[u8]> = args.collect();
-    if keys.is_empty() {
+    let mut keys = line[at..]
+        .split(|&b| b == b' ')
+        .filter(|t| !t.is_empty())
+        .peekable();
+    if keys.peek().is_none() {
         out.extend_from_slice(b"ERROR\r\n");
-        return;
+        return Step::Done;
     }
-    if !keys.iter().all(|k| valid_key(k)) {
+    if !keys.all(valid_key) {
         out.extend_from_slice(BAD_FORMAT);
-        return;
+        return Step::Done;
     }
+    serve_keys(
+        shared,
+        conn,
+        PendingGet {
+            line,
+            at,
+            with_cas,
+            touch,
+        },
+        out,
+    )
+}
+
+/// Goes on with a retrieval [`retrieve`] left unfinished.
+pub fn resume(shared: &Shared, conn: &mut Conn, get: PendingGet, out: &mut Out) -> Step {
+    serve_keys(shared, conn, get, out)
+}
+
+fn serve_keys(shared: &Shared, conn: &mut Conn, mut get: PendingGet, out: &mut Out) -> Step {
     let counters = shared.stats.mine();
-    let hits = shared
-        .store
-        .get_many(keys.iter().copied(), touch, out, |out, key, item| {
-            out.extend_from_slice(b"VALUE ");
-            out.extend_from_slice(key);
-            let _ = write!(out, " {} {}", item.flags, item.data.len());
-            if with_cas {
-                let _ = write!(out, " {}", item.cas);
-            }
-            out.extend_from_slice(b"\r\n");
-            out.extend_from_slice(&item.data);
-            out.extend_from_slice(b"\r\n");
-        });
-    out.extend_from_slice(b"END\r\n");
-    let n = keys.len() as u64;
-    bump(&counters.cmd_get, n);
-    bump(&counters.get_hits, hits);
-    bump(&counters.get_misses, n - hits);
-    if touch.is_some() {
-        bump(&counters.cmd_touch, n);
-        bump(&counters.touch_hits, hits);
-        bump(&counters.touch_misses, n - hits);
+    loop {
+        let mut batch = Vec::with_capacity(GET_BATCH.min(8));
+        let mut at = get.at;
+        while batch.len() < GET_BATCH {
+            let Some((s, e)) = token_at(&get.line, at) else {
+                break;
+            };
+            batch.push(&get.line[s..e]);
+            at = e;
+        }
+        let with_cas = get.with_cas;
+        let hits =
+            shared
+                .store
+                .get_many(batch.iter().copied(), get.touch, out, |out, key, item| {
+                    out.extend_from_slice(b"VALUE ");
+                    out.extend_from_slice(key);
+                    let _ = write!(out, " {} {}", item.flags, item.data.len());
+                    if with_cas {
+                        let _ = write!(out, " {}", item.cas);
+                    }
+                    out.extend_from_slice(b"\r\n");
+                    // Referenced, not copied, when large: the reply to a
+                    // multi-get naming a large key many times costs a pointer
+                    // per key.
+                    out.value(&item.data);
+                    out.extend_from_slice(b"\r\n");
+                });
+        let n = batch.len() as u64;
+        bump(&counters.cmd_get, n);
+        bump(&counters.get_hits, hits);
+        bump(&counters.get_misses, n - hits);
+        if get.touch.is_some() {
+            bump(&counters.cmd_touch, n);
+            bump(&counters.touch_hits, hits);
+            bump(&counters.touch_misses, n - hits);
+        }
+        get.at = at;
+        if token_at(&get.line, at).is_none() {
+            out.extend_from_slice(b"END\r\n");
+            return Step::Done;
+        }
+        if out.len() >= super::OUT_HIGH_WATER {
+            conn.pending = Some(Box::new(get));
+            return Step::Yield;
+        }
     }
 }
 
@@ -214,7 +293,7 @@ fn storage(
     input: &mut BytesMut,
     end: usize,
     len: usize,
-    out: &mut Vec<u8>,
+    out: &mut Out,
 ) -> Step {
     let is_cas = cmd == b"cas";
     let (key, flags, exptime, bytes, cas, quiet) = match parse_storage(&input[..end], is_cas) {
@@ -295,7 +374,7 @@ pub fn data_block(
     key: &[u8],
     bytes: usize,
     replaces: bool,
-    out: &mut Vec<u8>,
+    out: &mut Out,
 ) -> Result<Bytes, Step> {
     if bytes > shared.store.config().max_item_size {
         input.advance(len);
@@ -338,7 +417,7 @@ pub fn refused(why: Refused) -> &'static [u8] {
 }
 
 /// Every command without a data block except retrievals.
-fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> Step {
+fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Out) -> Step {
     let (_, quiet) = noreply(all_args);
     let mark = out.len();
     let step = command(shared, cmd, all_args, out);
@@ -350,7 +429,7 @@ fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> 
             cmd,
             b"delete" | b"incr" | b"decr" | b"touch" | b"flush_all" | b"verbosity"
         )
-        && &out[mark..] != b"ERROR\r\n"
+        && !(out.len() - mark == 7 && out.ends_with(b"ERROR\r\n"))
     {
         out.truncate(mark);
     }
@@ -358,7 +437,7 @@ fn other(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> 
 }
 
 /// [`other`]'s commands, every reply written.
-fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -> Step {
+fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Out) -> Step {
     let counters = shared.stats.mine();
     let (args, _) = noreply(all_args);
     let mut reply = |r: &[u8]| out.extend_from_slice(r);
@@ -461,6 +540,10 @@ fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -
                 out.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
                 return Step::Done;
             };
+            if !shared.settings.flush_enabled {
+                reply(b"CLIENT_ERROR flush_all not allowed\r\n");
+                return Step::Done;
+            }
             bump(&counters.cmd_flush, 1);
             shared.store.flush_all(delay);
             reply(b"OK\r\n");
@@ -480,7 +563,18 @@ fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Vec<u8>) -
         },
         b"stats" => report::stats(shared, all_args, out),
         b"quit" => return Step::Close,
-        b"shutdown" => out.extend_from_slice(b"ERROR: shutdown not enabled\r\n"),
+        b"shutdown" if !shared.settings.shutdown_enabled => {
+            out.extend_from_slice(b"ERROR: shutdown not enabled\r\n")
+        }
+        // memcached's graceful mode waits for nothing more here: the
+        // server stops at once either way.
+        b"shutdown" => match all_args {
+            [] | [b"graceful"] => {
+                shared.request_shutdown();
+                return Step::Close;
+            }
+            _ => out.extend_from_slice(b"CLIENT_ERROR invalid shutdown mode\r\n"),
+        },
         // An HTTP request line (a browser, or a cross-protocol attack whose
         // body holds commands): hang up before reading on, as memcached
         // does.

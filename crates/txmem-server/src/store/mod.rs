@@ -62,6 +62,13 @@ pub const BUCKET_BYTES: usize = 16;
 /// The largest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
 
+/// Server time's units per second.
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// LRU entries per shard a write refused for want of memory looks at for
+/// dead items first, when eviction is off.
+const CRAWL_ON_REFUSAL: usize = 1000;
+
 /// The store's settings.
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
@@ -73,6 +80,13 @@ pub struct StoreConfig {
     pub shards: usize,
     /// How transactions run: contention policy, serialization.
     pub options: TxOptions,
+    /// Evict to make room; if false, a write that does not fit is refused
+    /// (memcached's `-M`).
+    pub evict: bool,
+    /// A flush hides everything stored in the second it takes effect,
+    /// even after it (memcached's behaviour without CAS identifiers, `-C`,
+    /// which tells writes apart by the second only).
+    pub coarse_flush: bool,
 }
 
 impl Default for StoreConfig {
@@ -82,6 +96,8 @@ impl Default for StoreConfig {
             max_item_size: 1 << 20,
             shards: 4,
             options: TxOptions::new().serialize_after(None),
+            evict: true,
+            coarse_flush: false,
         }
     }
 }
@@ -189,6 +205,8 @@ pub struct Store {
     /// Items stored with an expiry time, plus flushes: while zero, nothing
     /// can die and the crawler has nothing to do.
     mortal: AtomicU64,
+    /// Writes refused for want of memory without eviction (`-M`).
+    no_memory: AtomicU64,
 }
 
 static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
@@ -214,7 +232,14 @@ impl Store {
             config,
             maintainer: OnceLock::new(),
             mortal: AtomicU64::new(0),
+            no_memory: AtomicU64::new(0),
         }
+    }
+
+    /// Writes refused for want of memory while eviction is off
+    /// (`store_no_memory`).
+    pub fn no_memory(&self) -> u64 {
+        self.no_memory.load(Ordering::Relaxed)
     }
 
     /// The store's settings.
@@ -281,7 +306,14 @@ impl Store {
             return true;
         }
         let f = self.flush_at.load(Ordering::Acquire);
-        f != 0 && f <= now && item.stored <= f
+        if f == 0 || f > now {
+            return false;
+        }
+        if self.config.coarse_flush {
+            item.stored / NANOS_PER_SECOND <= f / NANOS_PER_SECOND
+        } else {
+            item.stored <= f
+        }
     }
 
     /// Bytes charged to the memory limit now: the items and LRU entries
@@ -316,6 +348,17 @@ impl Store {
         let cost = key_len + value_len + ITEM_OVERHEAD + key_len + ENTRY_OVERHEAD;
         if cost > self.config.memory_limit {
             return Err(Refused::OutOfMemory);
+        }
+        if !self.config.evict {
+            // Only what is dead may go.
+            if self.used() + cost > self.config.memory_limit {
+                self.crawl(CRAWL_ON_REFUSAL);
+            }
+            if self.used() + cost > self.config.memory_limit {
+                self.no_memory.fetch_add(1, Ordering::Relaxed);
+                return Err(Refused::OutOfMemory);
+            }
+            return Ok(());
         }
         if self.evict_until(self.config.memory_limit - cost) {
             Ok(())
@@ -423,7 +466,7 @@ impl Store {
 
     /// Evicts down to the low-water mark if above the high-water mark.
     fn evict_if_high(&self) {
-        if self.used() > self.high_water() {
+        if self.config.evict && self.used() > self.high_water() {
             self.evict_until(self.low_water());
         }
     }

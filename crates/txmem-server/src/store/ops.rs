@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use super::{next_cas, Item, Store};
+use crate::protocol::Out;
 
 /// How a write treats the item already there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -305,8 +306,8 @@ impl Store {
         &self,
         keys: impl Iterator<Item = &'k [u8]> + Clone,
         touch: Option<i64>,
-        out: &mut Vec<u8>,
-        mut found: impl FnMut(&mut Vec<u8>, &'k [u8], &Item),
+        out: &mut Out,
+        mut found: impl FnMut(&mut Out, &'k [u8], &Item),
     ) -> u64 {
         let mark = out.len();
         match touch {

@@ -26,7 +26,7 @@ use std::iter;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use super::{Conn, Step};
+use super::{Conn, Out, Step};
 use crate::report;
 use crate::stats::bump;
 use crate::store::{Arith, Counted, Deleted, Mode, Refused, Write, Written, MAX_KEY_LEN};
@@ -123,7 +123,7 @@ fn well_formed(kind: Kind, extras: usize, key: usize, value: usize) -> bool {
 }
 
 /// Runs the binary request at the front of `input`.
-pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Vec<u8>) -> Step {
+pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Out) -> Step {
     let Some(h) = Header::parse(input) else {
         return Step::NeedMore;
     };
@@ -184,13 +184,7 @@ pub fn step(shared: &Shared, conn: &mut Conn, input: &mut BytesMut, out: &mut Ve
 /// Answers the request with header `h` with an error before its body is
 /// buffered, and skips the body as it arrives: an announced length never
 /// makes the server hold that many bytes.
-fn refuse(
-    conn: &mut Conn,
-    input: &mut BytesMut,
-    out: &mut Vec<u8>,
-    h: &Header,
-    status: u16,
-) -> Step {
+fn refuse(conn: &mut Conn, input: &mut BytesMut, out: &mut Out, h: &Header, status: u16) -> Step {
     input.advance(HEADER_LEN);
     conn.swallow(h.body_len as usize);
     error(out, h, status);
@@ -206,7 +200,7 @@ struct Request<'a> {
     value: &'a [u8],
 }
 
-fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Vec<u8>) -> Step {
+fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Out) -> Step {
     let h = r.h;
     let counters = shared.stats.mine();
     match kind {
@@ -299,6 +293,7 @@ fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Vec<u8>) -> Step 
             }
             return Step::Close;
         }
+        Kind::Flush if !shared.settings.flush_enabled => error(out, h, status::AUTH_ERROR),
         Kind::Flush => {
             let delay = if r.extras.is_empty() {
                 0
@@ -349,7 +344,7 @@ fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Vec<u8>) -> Step 
 }
 
 /// Set, add, replace, append and prepend.
-fn store(shared: &Shared, mode: Mode, r: &Request<'_>, out: &mut Vec<u8>) {
+fn store(shared: &Shared, mode: Mode, r: &Request<'_>, out: &mut Out) {
     let h = r.h;
     let (flags, exptime) = if r.extras.len() == 8 {
         (u32_at(r.extras, 0), i64::from(u32_at(r.extras, 4)))
@@ -413,7 +408,7 @@ fn store(shared: &Shared, mode: Mode, r: &Request<'_>, out: &mut Vec<u8>) {
 /// Increment and decrement: extras are the delta, the initial value and the
 /// expiration of a counter created for an absent key ([`NO_VIVIFY`]: do not
 /// create one).
-fn arith(shared: &Shared, incr: bool, r: &Request<'_>, out: &mut Vec<u8>) {
+fn arith(shared: &Shared, incr: bool, r: &Request<'_>, out: &mut Out) {
     let h = r.h;
     let delta = u64_at(r.extras, 0);
     let initial = u64_at(r.extras, 8);

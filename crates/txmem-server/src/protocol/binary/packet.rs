@@ -1,6 +1,8 @@
 //! The binary protocol's packets: the header, the opcodes and statuses,
 //! and encoding (requests, for clients and tests; replies, for the server).
 
+use crate::protocol::Out;
+
 /// The first byte of every binary request.
 pub const REQUEST_MAGIC: u8 = 0x80;
 
@@ -102,6 +104,8 @@ pub mod status {
     pub const NON_NUMERIC: u16 = 0x0006;
     /// An opcode this server does not know.
     pub const UNKNOWN_COMMAND: u16 = 0x0081;
+    /// Not allowed (memcached's answer to a flush when `-F` disabled it).
+    pub const AUTH_ERROR: u16 = 0x0020;
     /// No room could be made for the item.
     pub const OUT_OF_MEMORY: u16 = 0x0082;
 }
@@ -151,15 +155,22 @@ impl Header {
 
     /// Appends the header's wire form to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(self.magic);
-        out.push(self.opcode);
-        out.extend_from_slice(&self.key_len.to_be_bytes());
-        out.push(self.extras_len);
-        out.push(self.data_type);
-        out.extend_from_slice(&self.status.to_be_bytes());
-        out.extend_from_slice(&self.body_len.to_be_bytes());
-        out.extend_from_slice(&self.opaque.to_be_bytes());
-        out.extend_from_slice(&self.cas.to_be_bytes());
+        out.extend_from_slice(&self.to_bytes());
+    }
+
+    /// The header's wire form.
+    pub fn to_bytes(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0] = self.magic;
+        b[1] = self.opcode;
+        b[2..4].copy_from_slice(&self.key_len.to_be_bytes());
+        b[4] = self.extras_len;
+        b[5] = self.data_type;
+        b[6..8].copy_from_slice(&self.status.to_be_bytes());
+        b[8..12].copy_from_slice(&self.body_len.to_be_bytes());
+        b[12..16].copy_from_slice(&self.opaque.to_be_bytes());
+        b[16..24].copy_from_slice(&self.cas.to_be_bytes());
+        b
     }
 }
 
@@ -240,9 +251,27 @@ fn packet(
     out
 }
 
+/// Where a packet is encoded: a request's buffer or a connection's
+/// replies.
+trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Sink for Out {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn encode(
-    out: &mut Vec<u8>,
+    out: &mut impl Sink,
     magic: u8,
     opcode: u8,
     status: u16,
@@ -252,7 +281,7 @@ fn encode(
     key: &[u8],
     value: &[u8],
 ) {
-    Header {
+    let header = Header {
         magic,
         opcode,
         key_len: u16::try_from(key.len()).expect("key length fits 16 bits"),
@@ -264,10 +293,11 @@ fn encode(
         opaque,
         cas,
     }
-    .encode(out);
-    out.extend_from_slice(extras);
-    out.extend_from_slice(key);
-    out.extend_from_slice(value);
+    .to_bytes();
+    out.put(&header);
+    out.put(extras);
+    out.put(key);
+    out.put(value);
 }
 
 /// The text an error response carries.
@@ -281,13 +311,14 @@ fn message(status: u16) -> &'static [u8] {
         status::NON_NUMERIC => b"Non-numeric value",
         status::UNKNOWN_COMMAND => b"Unknown command",
         status::OUT_OF_MEMORY => b"Out of memory",
+        status::AUTH_ERROR => b"Auth failure",
         _ => b"",
     }
 }
 
 /// Appends the reply to the request with header `h`.
 pub(super) fn reply(
-    out: &mut Vec<u8>,
+    out: &mut Out,
     h: &Header,
     status: u16,
     cas: u64,
@@ -314,7 +345,7 @@ pub(super) fn reply(
 }
 
 /// Appends an error reply (no CAS, the status's message as the value).
-pub(super) fn error(out: &mut Vec<u8>, h: &Header, status: u16) {
+pub(super) fn error(out: &mut Out, h: &Header, status: u16) {
     reply(out, h, status, 0, &[], &[], message(status));
 }
 

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use super::opcode::*;
 use super::status::*;
 use super::*;
-use crate::protocol::process;
+use crate::protocol::{process, Out};
 use crate::store::RELATIVE_LIMIT;
 use crate::Settings;
 
@@ -70,9 +70,9 @@ impl Client {
     /// Feeds `bytes`; returns the replies and the step.
     fn feed(&mut self, bytes: &[u8]) -> (Vec<Resp>, Step) {
         self.input.extend_from_slice(bytes);
-        let mut out = Vec::new();
+        let mut out = Out::new();
         let step = process(&self.shared, &mut self.conn, &mut self.input, &mut out);
-        (responses(&out), step)
+        (responses(&out.to_vec()), step)
     }
 
     /// Sends one request and returns its replies (the connection stays
@@ -630,7 +630,7 @@ fn an_oversized_value_is_refused_unread() {
 fn feed_all(shared: &Shared, stream: &[u8], pieces: &[usize]) -> (Vec<u8>, bool) {
     let mut conn = Conn::new();
     let mut input = BytesMut::new();
-    let mut out = Vec::new();
+    let mut out = Out::new();
     let mut at = 0;
     let mut sizes = pieces.iter().cycle();
     while at < stream.len() {
@@ -638,10 +638,10 @@ fn feed_all(shared: &Shared, stream: &[u8], pieces: &[usize]) -> (Vec<u8>, bool)
         input.extend_from_slice(&stream[at..at + n]);
         at += n;
         if process(shared, &mut conn, &mut input, &mut out) == Step::Close {
-            return (out, true);
+            return (out.to_vec(), true);
         }
     }
-    (out, false)
+    (out.to_vec(), false)
 }
 
 /// A request with random fields: a known or unknown opcode, random

@@ -3,7 +3,7 @@
 use bytes::BytesMut;
 use proptest::prelude::*;
 
-use crate::protocol::{process, Conn, Step};
+use crate::protocol::{process, Conn, Out, Step};
 use crate::{Settings, Shared};
 
 /// A server's state and one connection to it.
@@ -23,11 +23,11 @@ impl Client {
     /// Sends `request` and returns everything it answered.
     fn send(&mut self, request: &[u8]) -> String {
         let mut input = BytesMut::from(request);
-        let mut out = Vec::new();
+        let mut out = Out::new();
         let step = process(&self.shared, &mut self.conn, &mut input, &mut out);
         assert_eq!(step, Step::NeedMore);
         assert!(input.is_empty(), "left over: {input:?}");
-        String::from_utf8_lossy(&out).into_owned()
+        String::from_utf8_lossy(&out.to_vec()).into_owned()
     }
 
     /// Sends `request` and checks the answer.
@@ -331,7 +331,7 @@ fn set_waits_for_its_data() {
     let c = Client::new();
     let mut conn = Conn::new();
     let mut input = BytesMut::new();
-    let mut out = Vec::new();
+    let mut out = Out::new();
     let request = b"ms k 10 T0 k\r\n0123456789\r\n";
     for (i, &b) in request.iter().enumerate() {
         input.extend_from_slice(&[b]);
@@ -341,7 +341,7 @@ fn set_waits_for_its_data() {
             assert!(out.is_empty(), "answered early at byte {i}");
         }
     }
-    assert_eq!(out, b"HD kk\r\n");
+    assert_eq!(out.to_vec(), b"HD kk\r\n");
     assert!(input.is_empty());
 }
 
@@ -541,7 +541,7 @@ fn meta_request(deterministic: bool) -> impl Strategy<Value = Vec<u8>> {
 fn feed(shared: &Shared, stream: &[u8], pieces: &[usize]) -> Vec<u8> {
     let mut conn = Conn::new();
     let mut input = BytesMut::new();
-    let mut out = Vec::new();
+    let mut out = Out::new();
     let mut at = 0;
     for &n in pieces.iter().cycle() {
         if at >= stream.len() {
@@ -554,7 +554,7 @@ fn feed(shared: &Shared, stream: &[u8], pieces: &[usize]) -> Vec<u8> {
             break;
         }
     }
-    out
+    out.to_vec()
 }
 
 proptest! {
