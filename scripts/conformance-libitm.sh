@@ -271,9 +271,15 @@ for file in "$SUITE"/libitm.c/*.c "$SUITE"/libitm.c++/*.C; do
         NOTES+=("$test: dg-do $DO: built, not run")
         continue
     fi
+    differ=""
     for col in "${COLS[@]}"; do
         RESULT[$test,$col]=$(run_one "$exe" "$col" "$OUT/logs/$key.$col")
+        status=$(sed -n 's/^exit status \([0-9]*\).*/\1/p' "$OUT/logs/$key.$col.err" | tail -1)
+        [ "$col" = gcc-libitm ] && gcc_status=$status
+        [ "$status" != "$gcc_status" ] && differ+=" $col $status,"
     done
+    # The same verdict can hide another way of failing (an abort where GCC exits cleanly).
+    [ -n "$differ" ] && NOTES+=("$test: exit status gcc-libitm $gcc_status, but${differ%,}")
     # Proof of binding, once: the dynamic linker resolves the program's TM calls to txmem.
     if [ -z "$BOUND_CHECKED" ] && [ "${RESULT[$test,norec]}" = PASS ]; then
         LD_DEBUG=bindings LD_DEBUG_OUTPUT="$OUT/logs/bindings" LD_PRELOAD="$LIB" \
