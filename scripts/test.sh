@@ -2,7 +2,8 @@
 # The project's test command (the README's Quick start; `.ci/run` runs it).
 # Needs a Rust toolchain; the client tests install libmemcached's tools
 # (apt), pymemcache and Dask (a venv under target/) through scripts/client-deps.sh.
-# gcc with libitm enables the libitm peer rows.
+# gcc with libitm enables the libitm peer rows; TXMEM_GCC_SRC (a gcc source
+# tree) adds GCC's libitm testsuite run on txmem-itm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,11 @@ RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem-itm --release --test loom
+
+if [ -n "${TXMEM_GCC_SRC:-}" ]; then
+    echo "== GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"
+    ./scripts/conformance-libitm.sh "$TXMEM_GCC_SRC"
+fi
 
 echo "== real memcached clients against txmem serve (pymemcache, libmemcached's tools)"
 ./scripts/client-deps.sh
