@@ -7,7 +7,7 @@
 //! here: a word's own lock or its redo entry is already the first thing a barrier looks at,
 //! behind a one-bit filter. Types Rust can pass
 //! by value (integers, `float`, `double` and their complex forms, which the x86-64 ABI passes
-//! like a struct of two) are Rust functions made by [`barriers!`]. `long double` (x87 `st0`),
+//! like a struct of two) are Rust functions made by `barriers!`. `long double` (x87 `st0`),
 //! its complex form (`st0`/`st1`), and the vector types `__m64`/`__m128`/`__m256` (`xmm0`/
 //! `ymm0`) have no Rust type with that calling convention, so small naked assembly stubs move the
 //! value between its register and a buffer and call the byte-wise functions below.
