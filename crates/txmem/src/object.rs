@@ -5,7 +5,7 @@
 //! the commit protocol (`tx::commit::lock`) and re-exported here, so that an
 //! object implementation finds everything it names in one place.
 
-use crate::item::Item;
+use crate::item::{Item, NEEDS_CLEANUP, READ};
 pub(crate) use crate::tx::commit::lock::{Commit, LockOutcome};
 
 /// A transactional object: a datatype whose operations a transaction tracks as
@@ -58,5 +58,27 @@ pub trait TObject: Sync {
     /// [`NEEDS_CLEANUP`](crate::item::NEEDS_CLEANUP).
     fn cleanup(&self, item: &mut Item, committed: bool) {
         let _ = (item, committed);
+    }
+
+    /// Undoes the item's effects when an
+    /// [`or_else`](crate::Transaction::or_else) branch that created it is
+    /// rolled back; the runtime then drops its pending write. What the
+    /// branch read stays read: the transaction goes on to the second branch
+    /// because of it, so it must still hold at commit (and a blocking
+    /// `retry` must wake when it changes).
+    ///
+    /// The default runs [`cleanup`](Self::cleanup) at once, as for an
+    /// aborted transaction, if the item is flagged
+    /// [`NEEDS_CLEANUP`](crate::item::NEEDS_CLEANUP), and keeps no flag
+    /// but `READ`. An object whose write already changed shared state that
+    /// the branch's reads depend on may keep that change until the
+    /// transaction ends instead, by leaving `NEEDS_CLEANUP` set: the
+    /// collections keep an insert's placeholder, which holds the absence of
+    /// the key that the insert reported.
+    fn roll_back(&self, item: &mut Item) {
+        if item.has(NEEDS_CLEANUP) {
+            self.cleanup(item, false);
+        }
+        item.restore_flags(item.flags() & READ);
     }
 }

@@ -471,3 +471,44 @@ fn an_abandoned_placeholder_keeps_the_changes_committed_in_its_gap() {
         ]
     });
 }
+
+/// A `TList` search passes over nodes equal to its element that it cannot
+/// see (its own insert undone, another transaction's placeholder): the
+/// rest of the run lies in *their* gaps. Here the transaction reads `x`
+/// present, inserts a second `x` in an `or_else` branch that it rolls back
+/// (the placeholder, linked before the committed `x`, stays until the
+/// transaction ends), and another transaction removes the committed `x`,
+/// whose unlink moves only the placeholder's gap. The search for `x` that
+/// follows must not report it absent from a snapshot in which it was
+/// present; with nothing written, the commit validates nothing else.
+#[test]
+fn a_search_past_an_invisible_duplicate_sees_a_removal_behind_it() {
+    for mode in MODES {
+        let list: &'static TList<u64> = Box::leak(Box::new(TList::new()));
+        txmem::atomically(|tx| list.insert(tx, 5));
+        let first = AtomicBool::new(true);
+        let seen = TxOptions::new().opacity(mode).run(|tx| {
+            let before = list.contains(tx, &5)?;
+            tx.or_else(
+                |tx| {
+                    list.insert(tx, 5)?;
+                    Err(tx.retry())
+                },
+                |_| Ok(()),
+            )?;
+            if first.swap(false, Ordering::SeqCst) {
+                let other = thread::spawn(|| txmem::atomically(|tx| list.remove(tx, &5)));
+                assert!(
+                    other.join().unwrap(),
+                    "{mode:?}: the committed 5 was removed"
+                );
+            }
+            Ok((before, list.contains(tx, &5)?))
+        });
+        assert!(
+            seen.0 == seen.1,
+            "{mode:?}: the committed attempt saw 5 present, then absent ({seen:?})"
+        );
+        assert!(list.load_vec().is_empty(), "{mode:?}");
+    }
+}

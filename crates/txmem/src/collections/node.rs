@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use crossbeam_epoch::Guard;
 
 use crate::error::TxResult;
-use crate::item::{Item, NEEDS_CLEANUP, USER_FLAG0};
+use crate::item::{Item, NEEDS_CLEANUP, READ, USER_FLAG0};
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::tx::{ItemId, ReadVia, Transaction};
 use crate::types::cell::ValueCell;
@@ -192,22 +192,45 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// structure word under key `read_key` went from `old` to `new` because
     /// of this link alone, so the transaction's own read of it (if it read
     /// `old`) stays valid (thesis §5); the node becomes a write that cleanup
-    /// must see, and the size grows by one. Returns whether the
-    /// transaction's read of the structure word was moved.
+    /// must see, and the size grows by one. Returns whether the transaction
+    /// now reads the structure word (at `new`).
+    ///
+    /// `absent`: the insert reports the key absent. It records no read
+    /// for that (inserts of distinct keys never conflict): its placeholder
+    /// keeps the key absent for others until the transaction ends, and
+    /// `check_unrecorded` gives the absence the opacity check a read would
+    /// get. Inside an `or_else` branch it does record the read, at `new`:
+    /// a rollback keeps the placeholder linked (`roll_back_item`), and a
+    /// transaction blocked in `retry` must wake when the key appears.
+    ///
+    /// The moved read and the recorded absence outlive a rollback of the
+    /// branch (`Transaction::keep_read`): the structure keeps the version
+    /// this link gave it.
     fn adopt_placeholder<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         node: *const Self::Node,
         read_key: u64,
-        old: u64,
-        new: u64,
-    ) -> bool {
-        let mut moved = false;
-        if let Some(rid) = tx.find_item(self, read_key) {
+        (old, new): (u64, u64),
+        absent: bool,
+    ) -> TxResult<bool> {
+        let read = if absent && tx.in_branch() {
+            Some(tx.item(self, read_key))
+        } else {
+            tx.find_item(self, read_key)
+        };
+        let mut reads = false;
+        if let Some(rid) = read {
             let it = tx.item_ref(rid);
-            if it.is_read() && it.read_version() == old {
-                tx.item_mut(rid).observe(new);
-                moved = true;
+            if it.is_read() {
+                if it.read_version() == old {
+                    tx.keep_read(rid, new);
+                    reads = true;
+                }
+            } else if absent {
+                // (Created just above: inside a branch.)
+                tx.keep_read(rid, new);
+                reads = true;
             }
         }
         let id = tx.item(self, node as u64);
@@ -215,7 +238,28 @@ pub(super) trait NodeCollection: TObject + Sized {
         item.set_flags(F_INSERT | NEEDS_CLEANUP);
         item.mark_write();
         self.size_delta(tx, 1);
-        moved
+        if absent {
+            tx.check_unrecorded(old)?;
+        }
+        Ok(reads)
+    }
+
+    /// [`TObject::roll_back`]: the placeholder of an insert made in a
+    /// rolled-back branch stays linked until the transaction ends, as if
+    /// the transaction had removed its own insert again (cleanup unlinks
+    /// it). It keeps the key absent for others, as the insert may have
+    /// reported to the branch; and the structure version its link moved,
+    /// under reads the transaction keeps, stays where it is (unlinking a
+    /// list node would move its predecessor's gap again). The size change
+    /// is undone with the size item.
+    #[inline]
+    fn roll_back_item(&self, item: &mut Item) {
+        if item.has(F_INSERT) {
+            item.set_flags(F_REMOVE);
+            item.clear_write();
+        } else {
+            item.restore_flags(item.flags() & READ);
+        }
     }
 
     /// Records the removal of a node visible to the transaction: its own
@@ -273,6 +317,10 @@ macro_rules! node_tobject {
 
             fn cleanup(&self, item: &mut $crate::item::Item, committed: bool) {
                 self.cleanup_item(item, committed)
+            }
+
+            fn roll_back(&self, item: &mut $crate::item::Item) {
+                self.roll_back_item(item)
             }
         }
     };
@@ -773,16 +821,19 @@ pub(super) trait GapChain: NodeCollection {
         pos: &Pos<Self::Node>,
         node: *const Self::Node,
         new_gap: u64,
-    ) {
-        if self.adopt_placeholder(tx, node, pos.pred as u64 | 1, pos.gap, new_gap) {
+        absent: bool,
+    ) -> TxResult<()> {
+        let key = pos.pred as u64 | 1;
+        if self.adopt_placeholder(tx, node, key, (pos.gap, new_gap), absent)? {
             let id = tx.item(self, node as u64 | 1);
             // No opacity check needed: while the predecessor's gap was
             // locked, the new node's interval was part of an interval this
             // transaction had read at the current version. If another link
             // after the node came in since, this read is stale and fails
             // validation.
-            tx.item_mut(id).observe(TVersion::version_of(new_gap));
+            tx.keep_read(id, TVersion::version_of(new_gap));
         }
+        Ok(())
     }
 
     /// Unlinks `np` if it is linked right after `pred` and both gap locks

@@ -3,7 +3,7 @@
 //! wake on a change to anything either branch read).
 
 use super::state::{Saved, Savepoint, TxState};
-use crate::item::{NEEDS_CLEANUP, READ};
+use crate::item::READ;
 
 pub(super) fn push(st: &mut TxState) {
     st.rare = true;
@@ -31,17 +31,30 @@ pub(super) fn log_before_change(st: &mut TxState, pos: usize) {
     }
 }
 
+/// Records a read of item `pos` at `word` that rolling back the open
+/// branches keeps: in the item, and in every savepoint that saved the item
+/// as read (at the version this read replaces). For a read the attempt's
+/// own change moved (a structure version its insert bumped, which stays
+/// bumped after a rollback: see `TObject::roll_back`), and for an absence
+/// an insert reported inside a branch.
+pub(super) fn keep_read(st: &mut TxState, pos: usize, word: u64) {
+    st.items[pos].observe(word);
+    for sp in st.savepoints.iter_mut() {
+        for saved in sp.log.iter_mut().filter(|s| s.pos == pos) {
+            if saved.flags & READ != 0 {
+                saved.read_version = word;
+            }
+        }
+    }
+}
+
 pub(super) fn roll_back(st: &mut TxState) {
     let sp = st.savepoints.pop().expect("roll_back without savepoint");
     for item in &mut st.items[sp.len..] {
-        if item.has(NEEDS_CLEANUP) {
-            // SAFETY: objects outlive the transaction.
-            let obj = unsafe { item.object.as_ref() };
-            obj.cleanup(item, false);
-        }
-        let kept = item.flags() & READ;
-        item.restore_flags(kept);
-        item.value.clear();
+        // SAFETY: objects outlive the transaction.
+        let obj = unsafe { item.object.as_ref() };
+        obj.roll_back(item);
+        item.clear_write();
     }
     for saved in sp.log.into_iter().rev() {
         let item = &mut st.items[saved.pos];

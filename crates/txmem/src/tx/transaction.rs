@@ -97,6 +97,30 @@ impl<'env> Transaction<'env> {
         &mut self.st.items[id.0]
     }
 
+    /// Records a read of item `id` at `word` that a rollback of the
+    /// enclosing [`or_else`](Self::or_else) branches keeps (see
+    /// `savepoint::keep_read`): for a read the attempt's own structural
+    /// change moved, and for an absence an insert reports inside a branch.
+    // (Only the collections use it, and the loom build has none.)
+    #[cfg_attr(txmem_loom, allow(dead_code))]
+    pub(crate) fn keep_read(&mut self, id: ItemId, word: u64) {
+        self.st.mutated = true;
+        if self.st.savepoints.is_empty() {
+            self.st.items[id.0].observe(word);
+        } else {
+            savepoint::keep_read(&mut self.st, id.0, word);
+        }
+    }
+
+    /// True inside a branch of [`or_else`](Self::or_else) (a branch that
+    /// may still be rolled back).
+    // (Only the collections use it, and the loom build has none.)
+    #[cfg_attr(txmem_loom, allow(dead_code))]
+    #[inline]
+    pub(crate) fn in_branch(&self) -> bool {
+        !self.st.savepoints.is_empty()
+    }
+
     /// The standard transactional read of a value protected by `version`.
     ///
     /// Calls `load` between two reads of the version word until both agree

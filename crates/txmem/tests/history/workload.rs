@@ -6,6 +6,7 @@
 //! different values. Threads yield now and then inside transactions, so
 //! that two cores interleave them a lot.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Barrier, Mutex};
@@ -184,6 +185,13 @@ impl Fresh {
         }
         let n = self.keys.load(Ordering::Relaxed);
         (n > 0).then(|| scatter(n - 1 - rng.random_range(0..n.min(RECENT))))
+    }
+
+    /// One of the last keys drawn: often one whose insert is still in
+    /// flight.
+    pub fn recent(&self, rng: &mut SmallRng) -> Option<u32> {
+        let n = self.keys.load(Ordering::Relaxed);
+        (n > 0).then(|| scatter(n - 1 - rng.random_range(0..n.min(RECENT / 3))))
     }
 
     /// Notes what the committed attempt (the last one) of a transaction
@@ -498,6 +506,11 @@ enum MapOp {
     Append(u32, u32, bool),
     Remove(u32),
     Read(u32),
+    /// `or_else`: the first branch inserts into the key (`true`: with
+    /// `insert`, else `insert_if_absent`), notes what it found and
+    /// retries; the second reads the key. What the first branch saw is
+    /// part of the transaction, and its insert is undone.
+    Branch(u32, bool),
     Scan,
     /// Every entry, then the length.
     Count,
@@ -595,6 +608,45 @@ impl<M: MapStore> Map<M> {
         Ok(())
     }
 
+    /// [`MapOp::Branch`].
+    fn branch<'e>(
+        &'e self,
+        tx: &mut Transaction<'e>,
+        k: u32,
+        swap: bool,
+        ev: &mut Vec<Event>,
+    ) -> TxResult<()> {
+        // (Both branches record into the attempt's events.)
+        let events = RefCell::new(std::mem::take(ev));
+        let done = tx.or_else(
+            |tx| {
+                let ev = &mut *events.borrow_mut();
+                let value = if swap {
+                    self.map.insert(tx, k, Vec::new())?
+                } else if self.map.insert_if_absent(tx, k, Vec::new())? {
+                    None
+                } else {
+                    let value = self.map.get(tx, &k)?;
+                    if value.is_none() {
+                        ev.push(Event::Impossible(format!(
+                            "insert_if_absent found key {k} present, get found it absent"
+                        )));
+                    }
+                    value
+                };
+                ev.push(Event::Get { key: k, value });
+                Err(tx.retry())
+            },
+            |tx| {
+                // Between the branches: a good moment for others to commit.
+                thread::yield_now();
+                self.read(tx, k, &mut events.borrow_mut())
+            },
+        );
+        *ev = events.into_inner();
+        done
+    }
+
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, ev: &mut Vec<Event>) -> TxResult<()> {
         let value = self.map.remove(tx, &k)?;
         let removed = value.is_some();
@@ -622,7 +674,18 @@ impl<M: MapStore> Workload for Map<M> {
                 (0..15, _) | (_, None) => MapOp::Create(self.fresh.key(), self.fresh.elem()),
                 (15..45, Some(k)) => MapOp::Append(k, self.fresh.elem(), rng.random_bool(0.5)),
                 (45..60, Some(k)) => MapOp::Remove(k),
-                (60..80, Some(k)) => MapOp::Read(k),
+                (60..70, Some(k)) => MapOp::Read(k),
+                (70..80, Some(k)) => {
+                    // Mostly a key whose insert may be in flight: the
+                    // interleaving that matters is another transaction
+                    // inserting it between the two branches.
+                    let k = if rng.random_ratio(3, 4) {
+                        self.fresh.recent(rng).unwrap_or(k)
+                    } else {
+                        k
+                    };
+                    MapOp::Branch(k, rng.random_bool(0.5))
+                }
                 (80..95, _) => MapOp::Scan,
                 _ => MapOp::Count,
             }
@@ -635,6 +698,7 @@ impl<M: MapStore> Workload for Map<M> {
                     MapOp::Append(k, x, swap) => self.append(tx, k, x, swap, ev)?,
                     MapOp::Remove(k) => self.remove(tx, k, ev)?,
                     MapOp::Read(k) => self.read(tx, k, ev)?,
+                    MapOp::Branch(k, swap) => self.branch(tx, k, swap, ev)?,
                     MapOp::Scan => ev.push(self.map.scan(tx, rng)?),
                     MapOp::Count => {
                         let found = self.map.to_vec(tx)?;
@@ -737,6 +801,9 @@ enum SetOp {
     Insert(u32),
     Remove(u32),
     Contains(u32),
+    /// `or_else`: the first branch inserts the element, notes whether it
+    /// was there (sets only) and retries; the second reads its presence.
+    Branch(u32),
     List,
     /// All elements, then the length.
     Count,
@@ -789,6 +856,28 @@ impl<S: SetStore> Set<S> {
         Ok(())
     }
 
+    /// [`SetOp::Branch`].
+    fn branch<'e>(&'e self, tx: &mut Transaction<'e>, x: u32, ev: &mut Vec<Event>) -> TxResult<()> {
+        let events = RefCell::new(std::mem::take(ev));
+        let done = tx.or_else(
+            |tx| {
+                if let Some(inserted) = self.set.insert(tx, x)? {
+                    events.borrow_mut().push(Event::Has {
+                        elem: x,
+                        present: !inserted,
+                    });
+                }
+                Err(tx.retry())
+            },
+            |tx| {
+                thread::yield_now();
+                self.contains(tx, x, &mut events.borrow_mut())
+            },
+        );
+        *ev = events.into_inner();
+        done
+    }
+
     fn remove<'e>(&'e self, tx: &mut Transaction<'e>, x: u32, ev: &mut Vec<Event>) -> TxResult<()> {
         let present = self.set.remove(tx, x)?;
         ev.push(Event::Has { elem: x, present });
@@ -825,7 +914,15 @@ impl<S: SetStore> Workload for Set<S> {
             match (rng.random_range(0..100), self.fresh.target(rng)) {
                 (0..25, _) | (_, None) => SetOp::Insert(self.fresh.key()),
                 (25..55, Some(x)) => SetOp::Remove(x),
-                (55..80, Some(x)) => SetOp::Contains(x),
+                (55..70, Some(x)) => SetOp::Contains(x),
+                (70..80, Some(x)) => {
+                    let x = if rng.random_ratio(3, 4) {
+                        self.fresh.recent(rng).unwrap_or(x)
+                    } else {
+                        x
+                    };
+                    SetOp::Branch(x)
+                }
                 (80..95, _) => SetOp::List,
                 _ => SetOp::Count,
             }
@@ -837,6 +934,7 @@ impl<S: SetStore> Workload for Set<S> {
                     SetOp::Insert(x) => self.insert(tx, x, ev)?,
                     SetOp::Remove(x) => self.remove(tx, x, ev)?,
                     SetOp::Contains(x) => self.contains(tx, x, ev)?,
+                    SetOp::Branch(x) => self.branch(tx, x, ev)?,
                     SetOp::List => {
                         let found = self.set.to_vec(tx)?;
                         ev.push(Event::Elements { found });

@@ -315,11 +315,8 @@ where
             // SAFETY: not shared yet.
             unsafe { deref(e) }.state.set_flags_locked(INSERTING);
             if let Some(linked) = self.place(&pos, e, tx.guard()) {
-                self.adopt(tx, e, &linked)?;
-                if mode != WriteMode::Blind {
-                    // It reports the key absent: see `check_unrecorded`.
-                    tx.check_unrecorded(linked.old)?;
-                }
+                // Unless the write is blind, it reports the key absent.
+                self.adopt(tx, e, &linked, mode != WriteMode::Blind)?;
                 return Ok(Upserted::Inserted);
             }
             // SAFETY: `place` did not publish `e`: it is still ours alone.
@@ -332,23 +329,18 @@ where
 
     /// Records a placeholder this transaction placed (see
     /// [`adopt_placeholder`](NodeCollection::adopt_placeholder)); if the
-    /// leaf split and the transaction had read it, it also reads the new
+    /// leaf split and the transaction reads the leaf, it also reads the new
     /// right leaf at its first version (the split is its own doing).
     fn adopt<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         e: EPtr<K, V>,
         linked: &Linked<K, V>,
+        absent: bool,
     ) -> TxResult<()> {
         let read_key = linked.leaf as u64 | 1;
-        let had_read = linked.split.is_some()
-            && tx.find_item(self, read_key).is_some_and(|id| {
-                let it = tx.item_ref(id);
-                it.is_read() && it.read_version() == linked.old
-            });
-        self.adopt_placeholder(tx, e, read_key, linked.old, linked.new);
-        if had_read {
-            let (right, word) = linked.split.expect("had_read implies a split");
+        let reads = self.adopt_placeholder(tx, e, read_key, (linked.old, linked.new), absent)?;
+        if let (true, Some((right, word))) = (reads, linked.split) {
             self.record_leaf(tx, right, word)?;
         }
         Ok(())

@@ -284,11 +284,11 @@ where
             let new_word = TVersion::next_after(p.word, 0);
             b.version.unlock_to(new_word);
             // Our own read of this bucket (an absent key we now insert) stays
-            // valid: the version changed because of us alone.
-            self.adopt_placeholder(tx, node, bucket_key(p.idx, t.log2), p.word, new_word);
-            if mode != WriteMode::Blind {
-                tx.check_unrecorded(p.word)?;
-            }
+            // valid: the version changed because of us alone. Unless the
+            // write is blind, the insert reports the key absent.
+            let bucket = bucket_key(p.idx, t.log2);
+            let reports = mode != WriteMode::Blind;
+            self.adopt_placeholder(tx, node, bucket, (p.word, new_word), reports)?;
             // The load factor, on a sample of inserts (see the module docs).
             if ((h ^ (h >> 32)) & 15 == 0 || p.walked >= LONG_CHAIN) && self.over_loaded(tx, t) {
                 self.grow(t);

@@ -3,7 +3,6 @@
 //! recording the gap where an absent element would be.
 
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 
 use crate::collections::node::{GapChain, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING};
 use crate::collections::{below_start, placeholder_in_the_way};
@@ -65,7 +64,13 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
 
     /// The first node equal to `x` visible to this transaction, starting at
     /// `pos.next`. Invisible nodes met on the way (other transactions'
-    /// placeholders, removals in flight) are added to the read set.
+    /// placeholders, removals in flight, the transaction's own removals and
+    /// undone inserts) are added to the read set, and so are their gaps:
+    /// the rest of the run of equal nodes lies in those, not in the gap
+    /// before the run that [`find`](Self::find) records for an absence. The
+    /// unlink of a committed removal behind an invisible node moves only
+    /// that node's gap. (Inserts of the element go before the run and move
+    /// the gap before it.)
     fn first_visible<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -82,7 +87,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             if self.visible(tx, cur)? {
                 return Ok(Some(cur));
             }
-            cur = n.next.load(Ordering::Acquire);
+            cur = self.record_gap_after(tx, cur)?;
         }
         Ok(None)
     }
@@ -115,7 +120,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
     /// For a set: whether the transaction sees an element equal to `x` among
     /// the nodes from `pos.next`. Another transaction's placeholder for it
     /// wins (the attempt aborts), whether or not this transaction has read
-    /// it before: otherwise both inserts could commit.
+    /// it before: otherwise both inserts could commit. Invisible nodes are
+    /// passed as in [`first_visible`](Self::first_visible).
     pub(super) fn present<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
@@ -140,7 +146,7 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             if self.visible(tx, cur)? {
                 return Ok(Found::Present);
             }
-            cur = n.next.load(Ordering::Acquire);
+            cur = self.record_gap_after(tx, cur)?;
         }
         Ok(Found::Absent)
     }

@@ -40,12 +40,8 @@ impl<T: Ord + Clone + Send + Sync + 'static> SortedList<T> {
             let np = Box::into_raw(fresh);
             match self.link_after(&pos, np) {
                 Some(new_gap) => {
-                    self.adopt_link(tx, &pos, np, new_gap);
-                    if !self.dups {
-                        // A set's insert reports the element absent: see
-                        // `check_unrecorded`.
-                        tx.check_unrecorded(pos.gap)?;
-                    }
+                    // A set's insert reports the element absent.
+                    self.adopt_link(tx, &pos, np, new_gap, !self.dups)?;
                     return Ok(true);
                 }
                 None => {
