@@ -279,6 +279,12 @@ impl<'env> Transaction<'env> {
     /// transaction waits for a change to anything either branch read.
     /// Handlers registered inside a rolled-back branch are discarded.
     ///
+    /// What the first branch read stays part of the transaction, which
+    /// commits only if it still holds: the choice of `second` depends on
+    /// it. That includes a key an insert found absent: the insert is undone
+    /// for this transaction, but the key stays reserved (other inserts of
+    /// it wait) until the transaction ends.
+    ///
     /// ```
     /// # use txmem::{atomically, TBox};
     /// let a = TBox::new(0u32);
