@@ -22,7 +22,7 @@ use crate::output::OutputFile;
 #[command(
     after_help = "Suites: quick (default), micro, intset, bank, all. `--list` shows every workload and system.\n\
                   Use a release build for real numbers: cargo run --release -- bench micro\n\
-                  libitm rows need gcc with libitm (CC_LIBITM picks the compiler; ITM_DEFAULT_METHOD is passed on),\n\
+                  libitm rows need gcc with libitm (CC_LIBITM picks the compiler; ITM_DEFAULT_METHOD its method, ml_wt if unset),\n\
                   or TXMEM_LIBITM_HARNESS naming a harness built elsewhere. The tinystm row needs TINYSTM_BANK\n\
                   naming TinySTM's test/bank program."
 )]

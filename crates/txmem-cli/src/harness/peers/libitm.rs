@@ -94,7 +94,7 @@ impl Libitm {
         &self.gcc
     }
 
-    /// The TM method libitm uses (`ITM_DEFAULT_METHOD`, or libitm's default).
+    /// The TM method GCC's libitm runs (`ITM_DEFAULT_METHOD`, or `ml_wt`).
     pub fn method(&self) -> &str {
         &self.method
     }
@@ -114,6 +114,8 @@ impl Libitm {
         let sabotage = false;
         let ms = |d: Duration| d.as_millis().max(1).to_string();
         let mut cmd = Command::new(&self.exe);
+        // (txmem-itm ignores it: it reads TXMEM_ITM_METHOD.)
+        cmd.env("ITM_DEFAULT_METHOD", &self.method);
         if let Runtime::TxmemItm(lib) = runtime {
             cmd.env("LD_PRELOAD", lib);
         }
@@ -212,23 +214,17 @@ pub fn txmem_itm_method() -> String {
 /// The environment variable naming a prebuilt harness.
 const PREBUILT: &str = "TXMEM_LIBITM_HARNESS";
 
-/// The TM method libitm will use: `ITM_DEFAULT_METHOD`, or its default.
-fn method() -> String {
-    std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| default_method().into())
-}
+/// The method GCC's libitm runs when the user names none.
+///
+/// Left to itself, libitm runs a program with one registered thread
+/// serial-irrevocable, without instrumentation, and picks `ml_wt` (or its
+/// HTM method where RTM works) once a second thread exists: a one-thread row
+/// would measure no STM at all. `ml_wt` is its default STM, so every thread
+/// count runs that.
+const DEFAULT_METHOD: &str = "ml_wt";
 
-/// What libitm picks without `ITM_DEFAULT_METHOD`: serial-irrevocable while
-/// one thread is registered; with more, its HTM method (RTM, falling back to
-/// serial mode) on a CPU with RTM, else `ml_wt`.
-fn default_method() -> &'static str {
-    use txmem_elide::htm::{Rtm, RtmVerdict};
-    match Rtm::detection().verdict {
-        RtmVerdict::Usable | RtmVerdict::DisabledByEnvironment => {
-            "default (serialirr with 1 thread, htm with more: RTM with a serial fallback)"
-        }
-        RtmVerdict::NotX86 | RtmVerdict::NoRtmBit => {
-            "default (serialirr with 1 thread, ml_wt otherwise)"
-        }
-        _ => "default (serialirr with 1 thread; with more, htm if libitm finds RTM, else ml_wt)",
-    }
+/// The TM method GCC's libitm runs: `ITM_DEFAULT_METHOD` if the user set
+/// it, else [`DEFAULT_METHOD`]; the harness is always run with it set.
+fn method() -> String {
+    std::env::var("ITM_DEFAULT_METHOD").unwrap_or_else(|_| DEFAULT_METHOD.into())
 }
