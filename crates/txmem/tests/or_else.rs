@@ -251,3 +251,33 @@ fn a_blocked_or_else_wakes_when_a_key_its_insert_found_absent_appears() {
         "the blocked transaction never woke (or failed) after key {K} appeared"
     );
 }
+
+/// A read-only transaction's snapshot attempt records no reads: when both
+/// of its branches retry, it must rerun as an ordinary attempt and wait on
+/// what the branches read, not block on nothing.
+#[test]
+fn a_read_only_or_else_whose_branches_both_retry_wakes() {
+    let a: &'static txmem::TBox<u32> = Box::leak(Box::new(txmem::TBox::new(0)));
+    let b: &'static txmem::TBox<u32> = Box::leak(Box::new(txmem::TBox::new(0)));
+    let (done_tx, done_rx) = mpsc::channel();
+    thread::spawn(move || {
+        let got = txmem::read_only(|tx| {
+            tx.or_else(
+                |tx| {
+                    let n = a.get(tx)?;
+                    tx.check(n > 0)?;
+                    Ok(('a', n))
+                },
+                |tx| {
+                    let n = b.get(tx)?;
+                    tx.check(n > 0)?;
+                    Ok(('b', n))
+                },
+            )
+        });
+        let _ = done_tx.send(got);
+    });
+    thread::sleep(Duration::from_millis(50));
+    atomically(|tx| b.set(tx, 3));
+    assert_eq!(done_rx.recv_timeout(Duration::from_secs(20)), Ok(('b', 3)));
+}
