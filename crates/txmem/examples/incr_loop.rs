@@ -1,8 +1,10 @@
 //! One `TBox` increment per transaction in a loop; prints ns per transaction.
 //! Used for profiling and for instruction counts under callgrind:
-//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty]`
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty] [rw10]`
 //! (`update`: the increment as a single-operation transaction, `TBox::update`;
-//! `empty`: a transaction that touches nothing, the runtime's fixed cost).
+//! `empty`: a transaction that touches nothing, the runtime's fixed cost;
+//! `rw10`: ten reads of `TArray` elements, then writes of ten others, as
+//! `scripts/peers/tinystm_fixed_cost.c` does on TinySTM).
 //! The peers' loops (a mutex, `fast-stm`, `stm`) are in
 //! `examples/increment_ratios.rs`, which also runs one system alone for
 //! callgrind.
@@ -30,7 +32,9 @@ fn main() {
     let read_only = args.iter().any(|a| a == "read");
     let single = args.iter().any(|a| a == "update");
     let empty = args.iter().any(|a| a == "empty");
+    let rw10 = args.iter().any(|a| a == "rw10");
     let b = txmem::TBox::new(0u64);
+    let a = txmem::TArray::new(20, 0u64);
     let t = std::time::Instant::now();
     let mut sum = 0;
     for _ in 0..n {
@@ -38,6 +42,17 @@ fn main() {
             b.update(|v| v + 1);
         } else if empty {
             run!(|_| Ok(()));
+        } else if rw10 {
+            run!(|tx| {
+                let mut s = 0;
+                for k in 0..10 {
+                    s += a.get(tx, k)?;
+                }
+                for k in 10..20 {
+                    a.set(tx, k, s + k as u64)?;
+                }
+                Ok(())
+            });
         } else if read_only {
             sum += run!(|tx| b.get(tx));
         } else {
