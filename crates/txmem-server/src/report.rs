@@ -21,6 +21,12 @@ pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Out) {
             return;
         }
         [name] => group(shared, name),
+        // Per-prefix statistics are not kept; switching them is accepted,
+        // as memcached's clients do it.
+        [b"detail", b"on" | b"off"] => {
+            out.extend_from_slice(b"OK\r\n");
+            return;
+        }
         _ => None,
     };
     let Some(lines) = lines else {

@@ -138,6 +138,10 @@ pub struct Settings {
     /// Evict to make room (`-M` turns this off: a write that does not fit
     /// is refused with an out-of-memory error).
     pub evict: bool,
+    /// Accept memcached's debug-build command `debugtime <seconds>`, which
+    /// moves the server's clock forward (for memcached's own tests of
+    /// expiry; off by default, as anyone could expire every item with it).
+    pub debug_time: bool,
 }
 
 impl Default for Settings {
@@ -159,6 +163,7 @@ impl Default for Settings {
             flush_enabled: true,
             shutdown_enabled: false,
             evict: true,
+            debug_time: false,
         }
     }
 }

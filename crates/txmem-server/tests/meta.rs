@@ -82,7 +82,7 @@ fn meta_commands_over_tcp() {
     );
     c.check(b"ms Zm9v 1 b MA k\r\n!\r\n", "HD kZm9v b\r\n");
     c.check(b"mg foo s v\r\n", "VA 6 s6\r\nhello!\r\n");
-    c.check(b"mg foo Z\r\n", "CLIENT_ERROR bad command line format\r\n");
+    c.check(b"mg foo Z\r\n", "CLIENT_ERROR invalid flag\r\n");
     // Stale-while-revalidate across two connections: one wins the recache.
     let mut d = Client::connect(server.addr);
     c.check(b"md foo I T30\r\n", "HD\r\n");

@@ -675,3 +675,23 @@ fn without_cas_a_flush_hides_its_whole_second() {
     c.expect(b"set foo 0 0 3\r\nnew\r\n", b"STORED\r\n");
     c.expect(b"get foo\r\n", b"VALUE foo 0 3\r\nnew\r\nEND\r\n");
 }
+
+#[test]
+fn debugtime_moves_the_clock_only_when_allowed() {
+    let h = start_default();
+    let mut c = Client::connect(&h);
+    c.expect(b"debugtime 5\r\n", b"ERROR\r\n");
+    let h = start(Settings {
+        threads: 1,
+        debug_time: true,
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    c.expect(b"set k 0 2 1\r\nx\r\n", b"STORED\r\n");
+    c.expect(b"get k\r\n", b"VALUE k 0 1\r\nx\r\nEND\r\n");
+    c.expect(b"debugtime 3\r\n", b"OK\r\n");
+    c.expect(b"get k\r\n", b"END\r\n");
+    c.expect(b"debugtime x\r\n", b"ERROR\r\n");
+    c.expect(b"stats detail on\r\n", b"OK\r\n");
+    c.expect(b"stats detail off\r\n", b"OK\r\n");
+}

@@ -81,6 +81,12 @@ pub struct ServeArgs {
     #[arg(short = 'M', long = "disable-evictions")]
     pub disable_evictions: bool,
 
+    /// Accept memcached's debug-build `debugtime <seconds>`, which moves
+    /// the server's clock forward (for memcached's tests of expiry; anyone
+    /// connected could expire every item with it).
+    #[arg(long = "debug-time")]
+    pub debug_time: bool,
+
     /// How aborted transactions retry: none, backoff, hourglass, or
     /// serialize-after=N (run irrevocably after N consecutive aborts).
     #[arg(long, value_name = "POLICY", default_value = "backoff")]
@@ -120,6 +126,7 @@ pub fn run(args: ServeArgs) -> Result<u8, Failure> {
         flush_enabled: !args.disable_flush_all,
         shutdown_enabled: args.enable_shutdown,
         evict: !args.disable_evictions,
+        debug_time: args.debug_time,
     };
     let server = Server::bind(settings).map_err(|e| {
         Failure::Run(format!(

@@ -129,15 +129,18 @@ struct Flags {
 }
 
 impl Flags {
-    /// Parses flag tokens; `None` for an unknown or repeated flag, or a
-    /// token that does not parse. memcached accepts every known flag on
-    /// every command and ignores those that do not apply; so does this.
-    fn parse(tokens: &[&[u8]]) -> Option<Flags> {
+    /// Parses flag tokens; the error reply (memcached's wording, which
+    /// clients match) for an unknown or repeated flag, or a token that does
+    /// not parse. memcached accepts every known flag on every command and
+    /// ignores those that do not apply; so does this.
+    fn parse(tokens: &[&[u8]]) -> Result<Flags, &'static [u8]> {
         let mut f = Flags::default();
         for tok in tokens {
-            let (&c, arg) = tok.split_first()?;
+            let Some((&c, arg)) = tok.split_first() else {
+                return Err(BAD_FORMAT);
+            };
             if f.order.contains(&c) {
-                return None;
+                return Err(b"CLIENT_ERROR duplicate flag\r\n");
             }
             f.order.push(c);
             match c {
@@ -151,20 +154,36 @@ impl Flags {
                 // proxy's routing hints (ignored by a server).
                 b'c' | b'f' | b'h' | b'k' | b'l' | b's' | b't' | b'P' | b'L' => {}
                 b'O' if arg.len() <= MAX_OPAQUE => f.opaque = arg.to_vec(),
-                b'T' => f.ttl = Some(number(arg)?),
-                b'N' => f.vivify = Some(number(arg)?),
-                b'R' => f.recache = Some(number(arg)?),
-                b'F' => f.client_flags = Some(number(arg)?),
-                b'C' => f.compare = Some(number(arg)?),
-                b'E' => f.new_cas = Some(number(arg)?),
-                b'J' => f.initial = Some(number(arg)?),
-                b'D' => f.delta = Some(number(arg)?),
+                b'O' => return Err(b"CLIENT_ERROR opaque token too long\r\n"),
+                b'T' => f.ttl = Some(token(arg)?),
+                b'N' => f.vivify = Some(token(arg)?),
+                b'R' => f.recache = Some(token(arg)?),
+                b'F' => f.client_flags = Some(number(arg).ok_or(BAD_FORMAT)?),
+                b'C' => f.compare = Some(token(arg)?),
+                b'E' => f.new_cas = Some(token(arg)?),
+                b'J' => {
+                    f.initial = Some(
+                        number(arg)
+                            .ok_or(&b"CLIENT_ERROR invalid numeric initial value\r\n"[..])?,
+                    )
+                }
+                b'D' => {
+                    f.delta = Some(
+                        number(arg).ok_or(&b"CLIENT_ERROR invalid numeric delta value\r\n"[..])?,
+                    )
+                }
                 b'M' if arg.len() == 1 => f.mode = Some(arg[0]),
-                _ => return None,
+                b'M' => return Err(b"CLIENT_ERROR incorrect length for M token\r\n"),
+                _ => return Err(b"CLIENT_ERROR invalid flag\r\n"),
             }
         }
-        Some(f)
+        Ok(f)
     }
+}
+
+/// A flag's numeric argument.
+fn token<T: std::str::FromStr>(arg: &[u8]) -> Result<T, &'static [u8]> {
+    number(arg).ok_or(b"CLIENT_ERROR bad token in command line format\r\n")
 }
 
 /// The key a command names: `raw` itself, or `raw` base64-decoded (`b`),
@@ -191,7 +210,7 @@ fn request(toks: &[&[u8]]) -> Result<(Vec<u8>, Flags), &'static [u8]> {
     let [_, raw, flags @ ..] = toks else {
         return Err(BAD_FORMAT);
     };
-    let f = Flags::parse(flags).ok_or(BAD_FORMAT)?;
+    let f = Flags::parse(flags)?;
     Ok((decode_key(raw, f.base64)?, f))
 }
 
@@ -396,7 +415,7 @@ fn parse_set(line: &[u8]) -> Result<SetLine, (Option<usize>, &'static [u8])> {
         .filter(|n| (0..=i64::from(i32::MAX) - 2).contains(n))
         .ok_or((None, BAD_CHUNK))? as usize;
     let bad = |reply| (Some(bytes), reply);
-    let f = Flags::parse(flags).ok_or(bad(BAD_FORMAT))?;
+    let f = Flags::parse(flags).map_err(bad)?;
     let key = decode_key(raw, f.base64).map_err(bad)?;
     let mode = match f.mode {
         None | Some(b'S' | b's') => Mode::Set,

@@ -562,6 +562,22 @@ fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Out) -> St
             _ => out.extend_from_slice(b"ERROR\r\n"),
         },
         b"stats" => report::stats(shared, all_args, out),
+        // memcached's debug build: move the clock forward by whole seconds
+        // (`p` and `r`, pause and resume, change nothing here).
+        b"debugtime" if shared.settings.debug_time => match all_args {
+            [b"p"] | [b"r"] => out.extend_from_slice(b"OK\r\n"),
+            [n] => match number::<i64>(n) {
+                Some(n) => {
+                    shared
+                        .store
+                        .clock()
+                        .advance(std::time::Duration::from_secs(n.max(0) as u64));
+                    out.extend_from_slice(b"OK\r\n");
+                }
+                None => out.extend_from_slice(b"ERROR\r\n"),
+            },
+            _ => out.extend_from_slice(b"ERROR\r\n"),
+        },
         b"quit" => return Step::Close,
         b"shutdown" if !shared.settings.shutdown_enabled => {
             out.extend_from_slice(b"ERROR: shutdown not enabled\r\n")

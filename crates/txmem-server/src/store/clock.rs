@@ -14,7 +14,7 @@ const NANOS: u64 = 1_000_000_000;
 pub struct Clock {
     start: Instant,
     unix_start: Duration,
-    #[cfg(test)]
+    /// How far the clock was moved forward ([`Clock::advance`]).
     skew: std::sync::atomic::AtomicU64,
 }
 
@@ -32,17 +32,15 @@ impl Clock {
             unix_start: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .unwrap_or_default(),
-            #[cfg(test)]
             skew: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     /// Now, in server nanoseconds.
     pub fn now(&self) -> u64 {
-        let t = self.start.elapsed().as_nanos() as u64 + 1;
-        #[cfg(test)]
-        let t = t + self.skew.load(std::sync::atomic::Ordering::Relaxed);
-        t
+        self.start.elapsed().as_nanos() as u64
+            + 1
+            + self.skew.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Now, in Unix seconds.
@@ -92,8 +90,8 @@ impl Clock {
         self.now().saturating_sub(t) / NANOS
     }
 
-    /// Moves the clock forward (tests of expiry).
-    #[cfg(test)]
+    /// Moves the clock forward (tests of expiry; memcached's `debugtime`
+    /// when `--debug-time` allows it).
     pub fn advance(&self, by: Duration) {
         self.skew
             .fetch_add(by.as_nanos() as u64, std::sync::atomic::Ordering::Relaxed);

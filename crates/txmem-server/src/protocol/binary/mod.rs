@@ -319,6 +319,9 @@ fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Out) -> Step {
         Kind::Stat => {
             if r.key == b"reset" {
                 shared.reset_stats();
+            } else if r.key == b"detail on" || r.key == b"detail off" {
+                // Per-prefix statistics are not kept; switching them is
+                // accepted, as memcached's clients do it.
             } else {
                 let Some(lines) = report::group(shared, r.key) else {
                     error(out, h, status::KEY_NOT_FOUND);

@@ -509,6 +509,9 @@ fn stat_groups() {
         c.one(&request(STAT, &[], b"bogus", &[], 0, 0)).status(),
         KEY_NOT_FOUND
     );
+    // memcached's binary test switches per-prefix statistics on first.
+    let r = c.one(&request(STAT, &[], b"detail on", &[], 0, 0));
+    assert_eq!((r.status(), r.key.len()), (SUCCESS, 0));
 }
 
 #[test]
