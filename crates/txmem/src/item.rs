@@ -142,12 +142,33 @@ impl ItemValue {
         }
     }
 
+    /// A pointer to the stored `T` for reading only: an inline value's
+    /// pointer derives from a shared borrow of `buf`, so writing through it
+    /// is undefined behaviour (use [`slot_mut`](Self::slot_mut) for that).
     #[inline]
-    fn slot<T: Clone + 'static>(&self) -> Option<*mut T> {
+    fn slot<T: Clone + 'static>(&self) -> Option<*const T> {
         if !self.holds::<T>() {
             return None;
         }
-        let base = self.buf.as_ptr() as *mut MaybeUninit<[usize; 2]>;
+        let base = self.buf.as_ptr();
+        Some(if fits_inline::<T>() {
+            base.cast::<T>()
+        } else {
+            // SAFETY: for boxed values the first word holds the box pointer,
+            // written by `set` for this very type.
+            unsafe { *base.cast::<*const T>() }
+        })
+    }
+
+    /// A pointer to the stored `T` that may be written through or moved out
+    /// of: an inline value's pointer derives from a unique borrow of `buf`;
+    /// a boxed value's is the box's own (`Box::into_raw` in `set`).
+    #[inline]
+    fn slot_mut<T: Clone + 'static>(&mut self) -> Option<*mut T> {
+        if !self.holds::<T>() {
+            return None;
+        }
+        let base = self.buf.as_mut_ptr();
         Some(if fits_inline::<T>() {
             base.cast::<T>()
         } else {
@@ -160,21 +181,23 @@ impl ItemValue {
     /// The stored value, if one of type `T` is stored.
     #[inline]
     pub fn get<T: Clone + 'static>(&self) -> Option<&T> {
-        // SAFETY: `slot` returns a pointer to a live `T` owned by `self`.
+        // SAFETY: `slot` returns a pointer to a live `T` owned by `self`,
+        // valid for reads while `self` is borrowed.
         self.slot::<T>().map(|p| unsafe { &*p })
     }
 
     /// The stored value, mutably, if one of type `T` is stored.
     #[inline]
     pub fn get_mut<T: Clone + 'static>(&mut self) -> Option<&mut T> {
-        // SAFETY: as in `get`, and `&mut self` makes the access unique.
-        self.slot::<T>().map(|p| unsafe { &mut *p })
+        // SAFETY: `slot_mut` returns a pointer to a live `T` owned by
+        // `self`, derived from `&mut self`, which makes the access unique.
+        self.slot_mut::<T>().map(|p| unsafe { &mut *p })
     }
 
     /// Moves the stored value out, leaving the slot empty.
     #[inline]
     pub fn take<T: Clone + 'static>(&mut self) -> Option<T> {
-        let p = self.slot::<T>()?;
+        let p = self.slot_mut::<T>()?;
         // SAFETY: `p` points to a live `T`; after reading it we give up the
         // slot's ownership (and free the box without dropping its content).
         let value = unsafe { ptr::read(p) };
@@ -192,7 +215,7 @@ impl ItemValue {
     /// one.
     #[inline]
     pub(crate) fn take_boxed<T: Clone + 'static>(&mut self) -> Option<Box<T>> {
-        let p = self.slot::<T>()?;
+        let p = self.slot_mut::<T>()?;
         let boxed = if fits_inline::<T>() {
             // SAFETY: `p` points to a live inline `T`, whose ownership moves
             // out here (the slot is marked empty below).

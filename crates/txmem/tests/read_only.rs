@@ -127,7 +127,8 @@ fn a_read_only_transaction_may_become_irrevocable() {
 #[test]
 fn read_only_audits_see_consistent_totals_under_transfers() {
     for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
-        const N: usize = 64;
+        const N: usize = if cfg!(miri) { 8 } else { 64 };
+        const ROUNDS: u64 = if cfg!(miri) { 6 } else { 400 };
         let accounts = TArray::from_fn(N, |_| 100i64);
         let stop = AtomicBool::new(false);
         let audits = std::sync::atomic::AtomicU64::new(0);
@@ -142,7 +143,7 @@ fn read_only_audits_see_consistent_totals_under_transfers() {
                 let (accounts, stop, audit, audits) = (&accounts, &stop, &audit, &audits);
                 s.spawn(move || {
                     let _stop = StopOnDrop(stop);
-                    for round in 0..400 {
+                    for round in 0..ROUNDS {
                         let (total, torn) = audit.run(|tx| {
                             // Half the audits read element by element, half
                             // with `fold` (one datatype operation).
@@ -164,7 +165,7 @@ fn read_only_audits_see_consistent_totals_under_transfers() {
                 });
             }
         });
-        assert_eq!(audits.load(Ordering::Relaxed), 800);
+        assert_eq!(audits.load(Ordering::Relaxed), 2 * ROUNDS);
         let sum: i64 = (0..N).map(|i| accounts.load(i)).sum();
         assert_eq!(sum, 100 * N as i64);
     }
@@ -195,7 +196,7 @@ fn read_only_map_lookups_see_committed_pairs() {
             }
         });
         let _stop = StopOnDrop(&stop);
-        for _ in 0..3000 {
+        for _ in 0..if cfg!(miri) { 20 } else { 3000 } {
             let k = fastrand_key();
             let (a, b) = read_only().run(|tx| Ok((map.get(tx, &k)?, map.get(tx, &(k + 1000))?)));
             assert_eq!(a, b, "key {k}: a read-only lookup saw half a pair");
@@ -298,7 +299,7 @@ fn history_is_refused_for_values_not_stored_inline() {
 /// stamp write that finished before the audit began.
 #[test]
 fn history_audits_are_consistent_and_respect_real_time() {
-    const N: usize = 64;
+    const N: usize = if cfg!(miri) { 8 } else { 64 };
     const STAMPS: usize = 4;
     let accounts = TArray::from_fn(N, |_| 100i64).with_snapshot_history();
     let stamps = TArray::from_fn(STAMPS, |_| 0u64).with_snapshot_history();
@@ -330,7 +331,7 @@ fn history_audits_are_consistent_and_respect_real_time() {
             // Stops the writers however this thread ends (a failed
             // assertion too: the test must fail, not hang).
             let _stop = StopOnDrop(stop);
-            for round in 0..2_000 {
+            for round in 0..if cfg!(miri) { 10 } else { 2_000 } {
                 let before: Vec<u64> = finished.iter().map(|f| f.load(Ordering::SeqCst)).collect();
                 let (total, seen) = audit.run(|tx| {
                     let total = if round % 2 == 0 {
@@ -426,7 +427,7 @@ fn fold_agrees_with_get() {
 fn history_never_hides_writes_whose_versions_ran_ahead_of_the_clock() {
     let cells = TArray::from_fn(2, |_| 0u64).with_snapshot_history();
     let opts = read_only();
-    for round in 0..200u64 {
+    for round in 0..if cfg!(miri) { 4 } else { 200u64 } {
         // (Five or six writes: a ticked snapshot bound then falls between
         // the element's last two versions in one case or the other.)
         let writes = 5 + round % 2;

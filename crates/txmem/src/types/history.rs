@@ -29,9 +29,7 @@
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use atomic_maybe_uninit::AtomicMaybeUninit;
-
-use super::cell::ValueCell;
+use super::cell::{AtomicWord, ValueCell};
 use crate::version::{TVersion, LOCK_BIT};
 
 /// The version word of a `Previous` that holds no value yet: unlocked, and
@@ -44,7 +42,7 @@ pub(crate) struct Previous {
     /// The version word of the saved value; at first a word no snapshot
     /// accepts.
     version: AtomicU64,
-    bits: AtomicMaybeUninit<u64>,
+    bits: AtomicWord,
     /// The replacing commit's commit version: one step past the clock it
     /// read after locking (or its tick). Not the slot's new version, which
     /// may run ahead of the clock (one step past the old version when that
@@ -56,7 +54,7 @@ impl Previous {
     pub fn new() -> Self {
         Previous {
             version: AtomicU64::new(NONE),
-            bits: AtomicMaybeUninit::new(MaybeUninit::uninit()),
+            bits: AtomicWord::new(MaybeUninit::uninit()),
             overwritten: AtomicU64::new(0),
         }
     }

@@ -109,8 +109,10 @@ where
             hi.version.unlock_to(plain);
             b.version.unlock_to(plain | MOVED);
         }
-        self.table.store(new, Ordering::Release);
-        let old = t as *const Table<K, V> as usize;
+        // The old table's pointer as the map held it (from `Box::into_raw`),
+        // not `t`'s: a pointer derived from a shared reference may not free
+        // the allocation. Only the resizer writes `table`, so it is `t`.
+        let old = self.table.swap(new, Ordering::Release) as usize;
         let guard = crossbeam_epoch::pin();
         // SAFETY: the map no longer points to the old table; operations
         // pinned earlier may still follow it (to its `next`), so free it
