@@ -91,6 +91,12 @@ declare -A skip=(
     [whitespace.t]="memcached's own source style"
     [64bit.t]="slab preallocation of more than 4 GB (T_MEMD_INITIAL_MALLOC)"
     [stats-conns.t]="stats conns over unix sockets and UDP"
+    [issue_14.t]="slab pages (stats slabs total_malloced)"
+    [issue_163.t]="per-slab-class stats (31:mem_requested, items:31:reclaimed)"
+    [issue_22.t]="per-slab-class eviction counts (items:31:evicted) under memcached's page allocation"
+    [issue_42.t]="per-slab-class stats (items:1:mem_requested against 1:chunk_size)"
+    [issue_67.t]="UDP ports and the MEMCACHED_PORT_FILENAME port file"
+    [stats.t]="memcached's exact set of 83 general statistics (LRU, slab and thread internals among them) and stats cachedump of a slab class"
     [conn-limits.t]="the response-object and read-buffer pools (-o read_buf_mem_limit, response_obj_oom); txmem serve bounds a connection's memory by not reading while its replies back up"
 )
 
@@ -140,7 +146,14 @@ while [ $# -gt 0 ]; do
         -h) echo "txmem serve (memcached's flags: -p -l -t -m -c -I -C -b -B -F -A -M -R)"; exit 0 ;;
         -p|-l|-t|-m|-c|-I|-b|-B|-R) args+=("$1" "$2"); shift 2 ;;
         -C|-F|-A|-M) args+=("$1"); shift ;;
-        -U|-u|-o|-e|-P|-f|-n|-D|-a|-X|-Y|-Z) shift 2 ;;
+        -o)
+            # Of memcached's extended options, only idle_timeout has a
+            # counterpart.
+            for opt in ${2//,/ }; do
+                case "$opt" in idle_timeout=*) args+=(--idle-timeout "${opt#idle_timeout=}") ;; esac
+            done
+            shift 2 ;;
+        -U|-u|-e|-P|-f|-n|-D|-a|-X|-Y|-Z) shift 2 ;;
         -s) echo "unix sockets are not served" >&2; exit 1 ;;
         -*) shift ;;
         *) shift ;;

@@ -49,6 +49,7 @@ pub struct Connections {
     current: AtomicU64,
     total: AtomicU64,
     rejected: AtomicU64,
+    idle_kicks: AtomicU64,
 }
 
 impl Connections {
@@ -63,6 +64,10 @@ impl Connections {
     /// Connections refused for being over the limit.
     pub fn rejected(&self) -> u64 {
         self.rejected.load(Ordering::Relaxed)
+    }
+    /// Connections closed for being idle past `--idle-timeout`.
+    pub fn idle_kicks(&self) -> u64 {
+        self.idle_kicks.load(Ordering::Relaxed)
     }
 }
 

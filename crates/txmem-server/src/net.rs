@@ -333,7 +333,18 @@ async fn serve(shared: &Shared, sock: TcpStream) -> io::Result<()> {
         let mut need_input = true;
         loop {
             if need_input {
-                sock.readable().await?;
+                match shared.settings.idle_timeout {
+                    None => sock.readable().await?,
+                    Some(limit) => {
+                        if tokio::time::timeout(limit, sock.readable()).await.is_err() {
+                            shared
+                                .connections
+                                .idle_kicks
+                                .fetch_add(1, Ordering::Relaxed);
+                            return Ok(());
+                        }
+                    }
+                }
                 if input.capacity() == 0 {
                     input = take_input();
                 } else if input.capacity() - input.len() < READ_BUFFER / 4 {

@@ -91,6 +91,7 @@ fn general(shared: &Shared) -> Lines {
     line(&mut l, "curr_connections", c.current());
     line(&mut l, "total_connections", c.total());
     line(&mut l, "rejected_connections", c.rejected());
+    line(&mut l, "idle_kicks", c.idle_kicks());
     for (name, value) in shared.stats.totals().named() {
         line(&mut l, name, value);
     }

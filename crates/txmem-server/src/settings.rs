@@ -142,6 +142,9 @@ pub struct Settings {
     /// moves the server's clock forward (for memcached's own tests of
     /// expiry; off by default, as anyone could expire every item with it).
     pub debug_time: bool,
+    /// Close a connection that sends nothing for this long (memcached's
+    /// `-o idle_timeout`; `None`: never).
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 impl Default for Settings {
@@ -164,6 +167,7 @@ impl Default for Settings {
             shutdown_enabled: false,
             evict: true,
             debug_time: false,
+            idle_timeout: None,
         }
     }
 }

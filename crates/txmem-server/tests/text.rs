@@ -695,3 +695,27 @@ fn debugtime_moves_the_clock_only_when_allowed() {
     c.expect(b"stats detail on\r\n", b"OK\r\n");
     c.expect(b"stats detail off\r\n", b"OK\r\n");
 }
+
+#[test]
+fn idle_connections_are_closed_after_the_timeout() {
+    let h = start(Settings {
+        threads: 1,
+        idle_timeout: Some(Duration::from_millis(300)),
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    c.expect(b"set k 0 0 1\r\nx\r\n", b"STORED\r\n");
+    thread::sleep(Duration::from_millis(800));
+    assert!(c.closed());
+    let mut d = Client::connect(&h);
+    assert_eq!(d.stat("", "idle_kicks"), 1);
+    // A replaced flushed item counts as reclaimed, as in memcached.
+    d.expect(b"flush_all\r\n", b"OK\r\n");
+    d.expect(b"set k 0 0 1\r\ny\r\n", b"STORED\r\n");
+    assert_eq!(d.stat("", "reclaimed"), 1);
+    d.expect(b"slabs automove 1\r\n", b"OK\r\n");
+    d.expect(
+        b"slabs automove invalid\r\n",
+        b"CLIENT_ERROR bad command line format\r\n",
+    );
+}

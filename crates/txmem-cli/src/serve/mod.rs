@@ -87,6 +87,11 @@ pub struct ServeArgs {
     #[arg(long = "debug-time")]
     pub debug_time: bool,
 
+    /// Close connections that send nothing for this many seconds (0:
+    /// never), counted in `idle_kicks` (memcached's `-o idle_timeout`).
+    #[arg(long = "idle-timeout", value_name = "SECONDS", default_value_t = 0)]
+    pub idle_timeout: u64,
+
     /// How aborted transactions retry: none, backoff, hourglass, or
     /// serialize-after=N (run irrevocably after N consecutive aborts).
     #[arg(long, value_name = "POLICY", default_value = "backoff")]
@@ -127,6 +132,8 @@ pub fn run(args: ServeArgs) -> Result<u8, Failure> {
         shutdown_enabled: args.enable_shutdown,
         evict: !args.disable_evictions,
         debug_time: args.debug_time,
+        idle_timeout: (args.idle_timeout > 0)
+            .then(|| std::time::Duration::from_secs(args.idle_timeout)),
     };
     let server = Server::bind(settings).map_err(|e| {
         Failure::Run(format!(

@@ -562,6 +562,15 @@ fn command(shared: &Shared, cmd: &[u8], all_args: &[&[u8]], out: &mut Out) -> St
             _ => out.extend_from_slice(b"ERROR\r\n"),
         },
         b"stats" => report::stats(shared, all_args, out),
+        // There are no slab classes to move pages between; the setting is
+        // checked as memcached checks it, and has no effect.
+        b"slabs" => match all_args {
+            [b"automove", n] => match number::<u32>(n) {
+                Some(0..=2) => reply(b"OK\r\n"),
+                _ => reply(BAD_FORMAT),
+            },
+            _ => out.extend_from_slice(b"ERROR\r\n"),
+        },
         // memcached's debug build: move the clock forward by whole seconds
         // (`p` and `r`, pause and resume, change nothing here).
         b"debugtime" if shared.settings.debug_time => match all_args {

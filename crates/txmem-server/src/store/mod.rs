@@ -594,9 +594,16 @@ impl<'s> StoreTx<'_, 's> {
         let item = Arc::new(item);
         let shard = store.shard();
         match store.map.insert(self.tx, key.clone(), item.clone())? {
-            Some(old) => shard
-                .bytes
-                .add(self.tx, cost - old.cost(key.len()) as i64)?,
+            Some(old) => {
+                // Replacing an expired or flushed item reuses its room, as
+                // memcached counts it.
+                if store.dead(&old, self.now) {
+                    shard.reclaimed.add(self.tx, 1)?;
+                }
+                shard
+                    .bytes
+                    .add(self.tx, cost - old.cost(key.len()) as i64)?
+            }
             None => {
                 let entry = Entry {
                     key,
