@@ -6,8 +6,7 @@
 //! Why `finish` tests one `rare` flag: an ordinary attempt used none of the
 //! index, savepoints, handlers or irrevocability, and ends with one branch.
 
-use super::context::Tracking;
-use super::state::TxState;
+use super::state::{Tracking, TxState};
 use crate::clock;
 use crate::error::AbortCause;
 use crate::options::Opacity;

@@ -11,7 +11,7 @@ use crossbeam_utils::CachePadded;
 
 use super::attempt::Snapshot;
 use super::handlers::run_handlers;
-use super::state::TxState;
+use super::state::{Tracking, TxState};
 use crate::contention::Contention;
 use crate::options::{self, Opacity, TxOptions};
 use crate::stats::{self, SiteCounters, SiteTable, ThreadStats};
@@ -281,17 +281,6 @@ pub(super) struct Mode {
     /// The first attempt's kind: a snapshot attempt if the transaction is
     /// declared read-only.
     pub(super) snapshot: Snapshot,
-}
-
-/// The read-tracking knobs of [`Mode::tracking`], as bits (so that a mode
-/// still fits one word).
-pub(super) struct Tracking;
-
-impl Tracking {
-    /// Every read goes to the tracking set (no read log).
-    pub(super) const NO_UNTRACKED_READS: u8 = 1;
-    /// Reads never look for the transaction's own writes.
-    pub(super) const NO_READ_MY_WRITES: u8 = 2;
 }
 
 impl Mode {

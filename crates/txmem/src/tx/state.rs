@@ -107,6 +107,17 @@ pub(super) struct Saved {
     pub(super) value: ItemValue,
 }
 
+/// The read-tracking knobs of an attempt's options (`Mode::tracking` in
+/// `context`), as bits, so that a mode still fits one word.
+pub(super) struct Tracking;
+
+impl Tracking {
+    /// Every read goes to the tracking set (no read log).
+    pub(super) const NO_UNTRACKED_READS: u8 = 1;
+    /// Reads never look for the transaction's own writes.
+    pub(super) const NO_READ_MY_WRITES: u8 = 2;
+}
+
 /// The state of one thread's transaction, reused across transactions so that
 /// a steady-state transaction allocates nothing.
 pub(crate) struct TxState {
