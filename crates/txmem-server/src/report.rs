@@ -27,6 +27,10 @@ pub fn stats(shared: &Shared, args: &[&[u8]], out: &mut Out) {
             out.extend_from_slice(b"OK\r\n");
             return;
         }
+        [b"detail", b"dump"] => {
+            out.extend_from_slice(b"END\r\n");
+            return;
+        }
         _ => None,
     };
     let Some(lines) = lines else {
@@ -147,6 +151,9 @@ fn settings(shared: &Shared) -> Lines {
     line(&mut l, "evictions", if st.evict { "on" } else { "off" });
     line(&mut l, "cas_enabled", if st.cas { "yes" } else { "no" });
     line(&mut l, "tcp_backlog", st.backlog);
+    // No unix socket, no SASL.
+    line(&mut l, "domain_socket", "NULL");
+    line(&mut l, "auth_enabled_sasl", "no");
     line(&mut l, "binding_protocol", st.protocol);
     line(
         &mut l,

@@ -322,6 +322,9 @@ fn run(shared: &Shared, kind: Kind, r: &Request<'_>, out: &mut Out) -> Step {
             } else if r.key == b"detail on" || r.key == b"detail off" {
                 // Per-prefix statistics are not kept; switching them is
                 // accepted, as memcached's clients do it.
+            } else if r.key == b"detail dump" {
+                // memcached's dump of no prefixes.
+                reply(out, h, status::SUCCESS, 0, &[], b"detailed", b"END\r\n");
             } else {
                 let Some(lines) = report::group(shared, r.key) else {
                     error(out, h, status::KEY_NOT_FOUND);

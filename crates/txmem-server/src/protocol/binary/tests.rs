@@ -512,6 +512,12 @@ fn stat_groups() {
     // memcached's binary test switches per-prefix statistics on first.
     let r = c.one(&request(STAT, &[], b"detail on", &[], 0, 0));
     assert_eq!((r.status(), r.key.len()), (SUCCESS, 0));
+    let rs = c.call(&request(STAT, &[], b"detail dump", &[], 0, 0));
+    assert_eq!(rs.len(), 2);
+    assert_eq!(
+        (&rs[0].key[..], &rs[0].value[..]),
+        (&b"detailed"[..], &b"END\r\n"[..])
+    );
 }
 
 #[test]
