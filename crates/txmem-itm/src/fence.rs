@@ -65,7 +65,7 @@ pub(crate) fn heavy() {
         let rc =
             unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) };
         if rc != 0 {
-            crate::tx::fatal("membarrier failed after registration");
+            crate::fatal::fatal("membarrier failed after registration");
         }
     }
 }

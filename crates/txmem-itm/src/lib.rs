@@ -95,7 +95,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub(crate) mod abi;
+pub(crate) mod checkpoint;
 pub(crate) mod config;
+pub(crate) mod cxxrt;
+pub(crate) mod fatal;
 pub(crate) mod fence;
 pub(crate) mod method;
 pub(crate) mod orec;
@@ -118,7 +121,7 @@ extern "C" fn on_load() {
 }
 
 extern "C" fn stats_at_exit() {
-    stats::print_at_exit();
+    stats::print(tx::desc::all_descs().map(|d| &d.stats));
 }
 
 #[used]

@@ -3,8 +3,45 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fmt::Write as _;
+use std::sync::Mutex;
 
-use crate::method::AbortCause;
+/// Why a transaction aborted (and will run again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum AbortCause {
+    /// A read found its word's orec locked by a committing writer.
+    ReadLocked,
+    /// A read found a newer version and the read set no longer validated.
+    ReadValidate,
+    /// A write (eager) found its word's orec locked by another transaction.
+    WriteLocked,
+    /// Commit could not lock an orec of its write set.
+    CommitLocked,
+    /// Commit-time validation of the read set failed.
+    CommitValidate,
+    /// Validation failed while upgrading to irrevocable; the rerun starts serial.
+    Upgrade,
+}
+
+impl AbortCause {
+    pub const ALL: [AbortCause; 6] = [
+        AbortCause::ReadLocked,
+        AbortCause::ReadValidate,
+        AbortCause::WriteLocked,
+        AbortCause::CommitLocked,
+        AbortCause::CommitValidate,
+        AbortCause::Upgrade,
+    ];
+    pub fn label(self) -> &'static str {
+        match self {
+            AbortCause::ReadLocked => "read-locked",
+            AbortCause::ReadValidate => "read-validate",
+            AbortCause::WriteLocked => "write-locked",
+            AbortCause::CommitLocked => "commit-locked",
+            AbortCause::CommitValidate => "commit-validate",
+            AbortCause::Upgrade => "upgrade-validate",
+        }
+    }
+}
 
 /// Something that happened to a transaction, counted against its site.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,11 +163,12 @@ fn symbolize(addr: usize) -> String {
     format!("{addr:#x}")
 }
 
-/// Sums every thread's counters and prints the table on stderr.
-pub(crate) extern "C" fn print_at_exit() {
+/// Sums the counters of every thread (each descriptor's `per_site`) and prints the table on
+/// stderr.
+pub(crate) fn print<'a>(per_site: impl Iterator<Item = &'a Mutex<HashMap<usize, SiteStats>>>) {
     let mut sites: HashMap<usize, SiteStats> = HashMap::new();
-    for d in crate::tx::all_descs() {
-        let map = d.stats.lock().unwrap_or_else(|e| e.into_inner());
+    for map in per_site {
+        let map = map.lock().unwrap_or_else(|e| e.into_inner());
         for (site, s) in map.iter() {
             sites.entry(*site).or_default().merge(s);
         }

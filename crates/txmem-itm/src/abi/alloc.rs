@@ -4,18 +4,7 @@
 
 use std::ffi::c_void;
 
-use crate::tx;
-
-/// A block the runtime frees later: at commit (a deferred free or `delete`) or at abort (an
-/// allocation of the aborted transaction), with the function that matches its allocation.
-#[derive(Clone, Copy)]
-pub(crate) struct Block {
-    /// The block; null once discarded (its owner changed: a thrown exception object).
-    pub ptr: *mut c_void,
-    /// The size, for a sized `operator delete`.
-    pub size: usize,
-    pub release: unsafe extern "C" fn(*mut c_void, usize),
-}
+use crate::tx::desc::{self, Block, TxDesc};
 
 impl Block {
     fn malloced(ptr: *mut c_void) -> Block {
@@ -25,17 +14,6 @@ impl Block {
             release: release_free,
         }
     }
-
-    /// Releases the block (nothing if it was discarded).
-    ///
-    /// # Safety
-    /// The block must be live and owned by the caller.
-    pub(crate) unsafe fn release(self) {
-        if !self.ptr.is_null() {
-            // SAFETY: `release` matches the function that allocated `ptr` (caller's contract).
-            unsafe { (self.release)(self.ptr, self.size) }
-        }
-    }
 }
 
 unsafe extern "C" fn release_free(p: *mut c_void, _: usize) {
@@ -43,8 +21,8 @@ unsafe extern "C" fn release_free(p: *mut c_void, _: usize) {
     unsafe { libc::free(p) }
 }
 
-fn running() -> Option<&'static mut tx::TxDesc> {
-    let p = tx::current_or_null();
+fn running() -> Option<&'static mut TxDesc> {
+    let p = desc::current_or_null();
     // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
     let tx = unsafe { p.as_mut()? };
     (tx.nesting > 0).then_some(tx)

@@ -14,12 +14,13 @@
 
 use std::mem::MaybeUninit;
 
-use crate::tx::{self, TxDesc};
+use crate::tx::desc::{self, TxDesc};
+use crate::tx::lifecycle;
 
 /// The descriptor of a running transaction, or None.
 #[inline]
 fn running() -> Option<&'static mut TxDesc> {
-    let p = tx::current_or_null();
+    let p = desc::current_or_null();
     // SAFETY: the thread's own descriptor (leaked, so 'static); barriers run one at a time
     // on their thread and no other reference to it is live while one runs.
     let tx = unsafe { p.as_mut()? };
@@ -53,7 +54,7 @@ pub(crate) unsafe fn read_bytes(addr: usize, dst: *mut u8, len: usize) {
     for (word, off, n, pos) in pieces(addr, len) {
         let val = match tx.method.read_word(tx, word) {
             Ok(v) => v,
-            Err(cause) => tx::abort_and_restart(tx, cause),
+            Err(cause) => lifecycle::abort_and_restart(tx, cause),
         };
         let bytes = val.to_le_bytes();
         // SAFETY: `dst` has room for `len` bytes and `pos + n <= len`.
@@ -115,7 +116,7 @@ pub(crate) unsafe fn write_bytes(addr: usize, src: *const u8, len: usize) {
             .method
             .write_word(tx, word, u64::from_le_bytes(bytes), mask)
         {
-            tx::abort_and_restart(tx, cause);
+            lifecycle::abort_and_restart(tx, cause);
         }
     }
 }
@@ -151,7 +152,7 @@ fn read_word_slow(tx: &mut TxDesc, word: usize, for_write: bool) -> u64 {
     };
     match val {
         Ok(v) => v,
-        Err(cause) => tx::abort_and_restart(tx, cause),
+        Err(cause) => lifecycle::abort_and_restart(tx, cause),
     }
 }
 
@@ -210,7 +211,7 @@ unsafe fn write_value<T: Copy>(p: *mut T, v: T) {
                     .method
                     .write_word(tx, word, u64::from_le_bytes(bytes), mask)
                 {
-                    tx::abort_and_restart(tx, cause);
+                    lifecycle::abort_and_restart(tx, cause);
                 }
                 return;
             }

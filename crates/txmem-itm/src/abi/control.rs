@@ -3,10 +3,12 @@
 use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 
-use crate::tx::{self, TxDesc};
+use crate::fatal::fatal;
+use crate::tx::desc::{self, TxDesc};
+use crate::tx::lifecycle;
 
 fn running() -> Option<&'static mut TxDesc> {
-    let p = tx::current_or_null();
+    let p = desc::current_or_null();
     // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
     let tx = unsafe { p.as_mut()? };
     (tx.nesting > 0).then_some(tx)
@@ -15,8 +17,8 @@ fn running() -> Option<&'static mut TxDesc> {
 #[no_mangle]
 extern "C" fn _ITM_commitTransaction() {
     match running() {
-        Some(tx) => tx::commit(tx),
-        None => tx::fatal("_ITM_commitTransaction outside a transaction"),
+        Some(tx) => lifecycle::commit(tx),
+        None => fatal("_ITM_commitTransaction outside a transaction"),
     }
 }
 
@@ -26,12 +28,12 @@ const OUTER_ABORT: u32 = 16;
 #[no_mangle]
 extern "C" fn _ITM_abortTransaction(reason: u32) -> ! {
     let Some(tx) = running() else {
-        tx::fatal("_ITM_abortTransaction outside a transaction")
+        fatal("_ITM_abortTransaction outside a transaction")
     };
     if reason & USER_ABORT == 0 {
-        tx::fatal("_ITM_abortTransaction with a reason other than a user cancel");
+        fatal("_ITM_abortTransaction with a reason other than a user cancel");
     }
-    tx::cancel(tx, reason & OUTER_ABORT != 0)
+    lifecycle::cancel(tx, reason & OUTER_ABORT != 0)
 }
 
 #[no_mangle]
@@ -46,17 +48,17 @@ extern "C" fn _ITM_inTransaction() -> u32 {
 #[no_mangle]
 extern "C" fn _ITM_getTransactionId() -> u64 {
     // 1 is the ABI's id for "no transaction"; ids of transactions start at 2.
-    running().map_or(1, tx::transaction_id)
+    running().map_or(1, lifecycle::transaction_id)
 }
 
 #[no_mangle]
 extern "C" fn _ITM_changeTransactionMode(mode: u32) {
     // modeSerialIrrevocable is the only mode the ABI defines.
     if mode != 0 {
-        tx::fatal("_ITM_changeTransactionMode with an unknown mode");
+        fatal("_ITM_changeTransactionMode with an unknown mode");
     }
     if let Some(tx) = running() {
-        tx::go_irrevocable(tx);
+        lifecycle::go_irrevocable(tx);
     }
 }
 
@@ -143,7 +145,7 @@ extern "C" fn _ITM_getTMCloneOrIrrevocable(f: *mut c_void) -> *mut c_void {
 extern "C" fn _ITM_getTMCloneSafe(f: *mut c_void) -> *mut c_void {
     match find_clone(f as usize) {
         Some(c) => c as *mut c_void,
-        None => tx::fatal("no transactional clone for a function called as transaction_safe"),
+        None => fatal("no transactional clone for a function called as transaction_safe"),
     }
 }
 
@@ -182,7 +184,7 @@ unsafe extern "C" fn _ITM_error(loc: *const SrcLocation, code: i32) -> ! {
                 .into_owned()
         })
     };
-    tx::fatal(&format!(
+    fatal(&format!(
         "_ITM_error {code} at {}",
         src.as_deref().unwrap_or("an unknown location")
     ))

@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 
 use super::{load_word, lock_orec, release, store_masked, AbortCause, Method, Privatization};
 use crate::orec::{self, CLOCK};
-use crate::tx::TxDesc;
+use crate::tx::desc::TxDesc;
 
 pub(crate) struct Eager;
 

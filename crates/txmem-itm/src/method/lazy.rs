@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 
 use super::{lock_orec, release, write_back, AbortCause, Method, Privatization};
 use crate::orec::{self, CLOCK};
-use crate::tx::TxDesc;
+use crate::tx::desc::TxDesc;
 
 pub(crate) struct Lazy;
 

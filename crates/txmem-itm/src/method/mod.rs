@@ -5,49 +5,13 @@ mod lazy;
 mod norec;
 mod serial;
 
-use crate::config::{self, MethodKind};
+use crate::config::MethodKind;
 use std::sync::atomic::{fence, Ordering};
 
 use crate::orec::{self, CLOCK, LOCKED};
-use crate::tx::TxDesc;
+use crate::tx::desc::TxDesc;
 
-/// Why a transaction aborted (and will run again).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum AbortCause {
-    /// A read found its word's orec locked by a committing writer.
-    ReadLocked,
-    /// A read found a newer version and the read set no longer validated.
-    ReadValidate,
-    /// A write (eager) found its word's orec locked by another transaction.
-    WriteLocked,
-    /// Commit could not lock an orec of its write set.
-    CommitLocked,
-    /// Commit-time validation of the read set failed.
-    CommitValidate,
-    /// Validation failed while upgrading to irrevocable; the rerun starts serial.
-    Upgrade,
-}
-
-impl AbortCause {
-    pub const ALL: [AbortCause; 6] = [
-        AbortCause::ReadLocked,
-        AbortCause::ReadValidate,
-        AbortCause::WriteLocked,
-        AbortCause::CommitLocked,
-        AbortCause::CommitValidate,
-        AbortCause::Upgrade,
-    ];
-    pub fn label(self) -> &'static str {
-        match self {
-            AbortCause::ReadLocked => "read-locked",
-            AbortCause::ReadValidate => "read-validate",
-            AbortCause::WriteLocked => "write-locked",
-            AbortCause::CommitLocked => "commit-locked",
-            AbortCause::CommitValidate => "commit-validate",
-            AbortCause::Upgrade => "upgrade-validate",
-        }
-    }
-}
+pub(crate) use crate::stats::AbortCause;
 
 /// What a committed transaction must wait for before it returns to code that may use data it
 /// privatized (or saw another transaction privatize) without barriers.
@@ -105,11 +69,6 @@ pub(crate) trait Method {
     fn write_back_serial(&self, tx: &mut TxDesc);
 }
 
-/// The method a transaction runs, dispatched by a `match` rather than a vtable: barriers are
-/// the hot path, and a match lets each method's read and write be inlined into them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Dispatch(MethodKind);
-
 /// Runs `$body` with `$m` bound to the method `$kind` names.
 macro_rules! with_method {
     ($kind:expr, $m:ident => $body:expr) => {
@@ -134,26 +93,29 @@ macro_rules! with_method {
     };
 }
 
-impl Dispatch {
+/// The method a transaction runs ([`TxDesc::method`]), dispatched by a `match` rather than a
+/// vtable: barriers are the hot path, and a match lets each method's read and write be inlined
+/// into them.
+impl MethodKind {
     #[inline(always)]
     pub fn reads_states_at_commit(self) -> bool {
-        with_method!(self.0, m => m.reads_states_at_commit())
+        with_method!(self, m => m.reads_states_at_commit())
     }
     #[inline(always)]
     pub fn begin(self, tx: &mut TxDesc) {
-        with_method!(self.0, m => m.begin(tx))
+        with_method!(self, m => m.begin(tx))
     }
     #[inline(always)]
     pub fn fast_read(self, tx: &mut TxDesc, word: usize) -> Option<u64> {
-        with_method!(self.0, m => m.fast_read(tx, word))
+        with_method!(self, m => m.fast_read(tx, word))
     }
     #[inline(always)]
     pub fn read_word(self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        with_method!(self.0, m => m.read_word(tx, word))
+        with_method!(self, m => m.read_word(tx, word))
     }
     #[inline(always)]
     pub fn read_for_write(self, tx: &mut TxDesc, word: usize) -> Result<u64, AbortCause> {
-        with_method!(self.0, m => m.read_for_write(tx, word))
+        with_method!(self, m => m.read_for_write(tx, word))
     }
     #[inline(always)]
     pub fn write_word(
@@ -163,29 +125,20 @@ impl Dispatch {
         val: u64,
         mask: u64,
     ) -> Result<(), AbortCause> {
-        with_method!(self.0, m => m.write_word(tx, word, val, mask))
+        with_method!(self, m => m.write_word(tx, word, val, mask))
     }
     pub fn commit(self, tx: &mut TxDesc) -> Result<Privatization, AbortCause> {
-        with_method!(self.0, m => m.commit(tx))
+        with_method!(self, m => m.commit(tx))
     }
     pub fn rollback(self, tx: &mut TxDesc) {
-        with_method!(self.0, m => m.rollback(tx))
+        with_method!(self, m => m.rollback(tx))
     }
     pub fn validate(self, tx: &TxDesc) -> bool {
-        with_method!(self.0, m => m.validate(tx))
+        with_method!(self, m => m.validate(tx))
     }
     pub fn write_back_serial(self, tx: &mut TxDesc) {
-        with_method!(self.0, m => m.write_back_serial(tx))
+        with_method!(self, m => m.write_back_serial(tx))
     }
-}
-
-pub(crate) fn serial() -> Dispatch {
-    Dispatch(MethodKind::Serial)
-}
-
-/// The method TXMEM_ITM_METHOD names, for transactions that need not run serial.
-pub(crate) fn default_method() -> Dispatch {
-    Dispatch(config::get().method)
 }
 
 /// Stores the bytes of `val` selected by `mask` into the word at `word`.

@@ -15,7 +15,7 @@ use crossbeam_utils::CachePadded;
 
 use super::{load_word, write_back, AbortCause, Method, Privatization};
 use crate::seqlock;
-use crate::tx::TxDesc;
+use crate::tx::desc::TxDesc;
 
 /// The sequence lock (`seqlock`): even while no commit writes back, odd during a write-back.
 static SEQ: CachePadded<AtomicU64> = CachePadded::new(AtomicU64::new(0));

@@ -2,7 +2,7 @@
 //! log (unless irrevocable) lets it cancel.
 
 use super::{load_word, store_masked, AbortCause, Method, Privatization};
-use crate::tx::TxDesc;
+use crate::tx::desc::TxDesc;
 
 pub(crate) struct Serial;
 
