@@ -113,7 +113,8 @@ use crate::tx::Transaction;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
-use super::node::{MapNodes, NodeCollection, Upserted, WriteMode, INSERTING};
+use super::node::map::{MapNodes, Upserted, WriteMode};
+use super::node::{NodeCollection, INSERTING};
 use super::size::SizeCounter;
 use super::struct_wait;
 use storage::{deref, free_inner, EPtr, Entry, InnerData, Leaf, LeafData, Linked, Slots, CAP};
@@ -277,7 +278,39 @@ where
         Ok(self.find(tx, key, |_| ())?.is_some())
     }
 
-    super::node::map_write_api!();
+    /// Inserts `key → value`, returning the old value if `key` was
+    /// present (which it then overwrites), as `std`'s `insert` does.
+    /// Reads the old value; an insert of an absent key reads nothing.
+    pub fn insert<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+    ) -> TxResult<Option<V>> {
+        Ok(match self.upsert(tx, key, value, WriteMode::Swap)? {
+            Upserted::Present(old) => old,
+            _ => None,
+        })
+    }
+
+    /// Inserts `key → value` if `key` is absent; returns whether it did.
+    /// Reads the key's presence only if it is there.
+    pub fn insert_if_absent<'env>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        key: K,
+        value: V,
+    ) -> TxResult<bool> {
+        let done = self.upsert(tx, key, value, WriteMode::IfAbsent)?;
+        Ok(matches!(done, Upserted::Inserted))
+    }
+
+    /// Sets `key → value`, inserting or overwriting, without reading the
+    /// old value (a blind write, as [`TBox::set`](crate::TBox::set):
+    /// concurrent sets of one key never abort each other).
+    pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, key: K, value: V) -> TxResult<()> {
+        self.upsert(tx, key, value, WriteMode::Blind).map(|_| ())
+    }
 
     fn upsert<'env>(
         &'env self,

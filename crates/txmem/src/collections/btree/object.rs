@@ -7,7 +7,8 @@ use std::ptr;
 
 use crossbeam_epoch::Guard;
 
-use crate::collections::node::{node_tobject, MapNodes, NodeCollection};
+use crate::collections::node::map::MapNodes;
+use crate::collections::node::{node_tobject, NodeCollection};
 use crate::collections::size::SizeCounter;
 use crate::collections::struct_wait;
 use crate::item::Item;

@@ -4,7 +4,7 @@
 
 use std::ops::{Bound, RangeBounds};
 
-use crate::collections::node::MapNodes;
+use crate::collections::node::map::MapNodes;
 use crate::collections::{below_start, within_end};
 use crate::error::TxResult;
 use crate::tx::Transaction;

@@ -9,7 +9,8 @@ use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::Guard;
 
-use crate::collections::node::{node_tobject, retire, MapNodes, NodeCollection};
+use crate::collections::node::map::MapNodes;
+use crate::collections::node::{node_tobject, retire, NodeCollection};
 use crate::collections::size::SizeCounter;
 use crate::item::Item;
 use crate::object::Commit;

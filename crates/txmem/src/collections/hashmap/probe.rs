@@ -7,7 +7,8 @@ use std::hash::{BuildHasher, Hash};
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-use crate::collections::node::{MapNodes, DELETED, INSERTING};
+use crate::collections::node::map::MapNodes;
+use crate::collections::node::{DELETED, INSERTING};
 use crate::collections::{still_current, struct_wait};
 use crate::error::TxResult;
 use crate::tx::Transaction;

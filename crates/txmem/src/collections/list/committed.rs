@@ -5,7 +5,8 @@
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 
-use crate::collections::node::{GapChain, DELETED, INSERTING, UNLINKED};
+use crate::collections::node::gaps::{GapChain, UNLINKED};
+use crate::collections::node::{DELETED, INSERTING};
 use crate::collections::{struct_wait, within_end};
 use crate::version::TVersion;
 

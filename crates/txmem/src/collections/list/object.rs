@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_epoch::Guard;
 
-use crate::collections::node::{node_tobject, GapChain, NodeCollection};
+use crate::collections::node::gaps::GapChain;
+use crate::collections::node::{node_tobject, NodeCollection};
 use crate::collections::size::SizeCounter;
 use crate::collections::struct_wait;
 use crate::item::Item;

@@ -6,7 +6,8 @@ use std::ops::{Bound, RangeBounds};
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-use crate::collections::node::{GapChain, DELETED, F_INSERT, F_REMOVE, INSERTING};
+use crate::collections::node::gaps::GapChain;
+use crate::collections::node::{DELETED, F_INSERT, F_REMOVE, INSERTING};
 use crate::collections::within_end;
 use crate::error::TxResult;
 use crate::tx::Transaction;

@@ -4,7 +4,8 @@
 
 use std::ops::Bound;
 
-use crate::collections::node::{GapChain, Pos, DELETED, F_INSERT, F_REMOVE, INSERTING};
+use crate::collections::node::gaps::{GapChain, Pos};
+use crate::collections::node::{DELETED, F_INSERT, F_REMOVE, INSERTING};
 use crate::collections::{below_start, placeholder_in_the_way};
 use crate::error::TxResult;
 use crate::tx::Transaction;

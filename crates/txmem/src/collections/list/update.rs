@@ -2,7 +2,8 @@
 //! its search ended on (under that node's gap lock); a removal marks the
 //! node it found, to be deleted and unlinked at commit.
 
-use crate::collections::node::{GapChain, NodeCollection};
+use crate::collections::node::gaps::GapChain;
+use crate::collections::node::NodeCollection;
 use crate::collections::struct_wait;
 use crate::error::TxResult;
 use crate::tx::Transaction;
