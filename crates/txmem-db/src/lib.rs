@@ -7,6 +7,7 @@
 //! consistency conditions: a run whose check fails is a failure, never a
 //! number.
 
+pub mod hash;
 pub mod tpcc;
 pub mod ycsb;
 

@@ -39,7 +39,7 @@
 //! OrderStatus know the order id; the most recent order of a customer comes
 //! from the orders-by-customer index), so `OORDER` is hashed.
 //!
-//! The hash maps hash with [`KeyHasher`](keys::KeyHasher), a multiply and
+//! The hash maps hash with [`KeyHasher`](crate::hash::KeyHasher), a multiply and
 //! mix over the packed keys, instead of SipHash. History has no primary
 //! key in the spec: loaded rows take their customer's key, a run's rows
 //! keys that each thread takes from blocks of a shared counter

@@ -4,11 +4,12 @@
 use txmem::{TBTreeMap, TCounter, THashMap};
 
 use super::config::Config;
-use super::keys::{DistrictId, KeyHasher, NameKey, WarehouseId};
+use super::keys::{DistrictId, NameKey, WarehouseId};
 use super::schema::{
     Customer, CustomerBalance, CustomerData, District, History, Item, Money, Order, OrderLine,
     Stock, StockCounters, Warehouse,
 };
+use crate::hash::KeyHasher;
 
 /// A hash-mapped table (keys hashed with [`KeyHasher`]).
 pub type HashTable<K, V> = THashMap<K, V, KeyHasher>;

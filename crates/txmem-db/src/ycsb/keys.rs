@@ -4,7 +4,7 @@
 use rand::Rng;
 
 use super::config::Distribution;
-use super::hash::Permutation;
+use super::permutation::Permutation;
 use super::zipfian::Zipfian;
 
 /// Draws record numbers in `0..n` by one of YCSB's distributions. Each

@@ -88,8 +88,8 @@
 
 mod check;
 mod config;
-mod hash;
 mod keys;
+mod permutation;
 mod record;
 mod table;
 mod txn;

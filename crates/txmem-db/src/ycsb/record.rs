@@ -23,7 +23,7 @@
 //! (`readallfields=true`), and since a txmem value is replaced whole, a
 //! write of one field would build the whole record just the same.
 
-use super::hash::mix64;
+use crate::hash::mix64;
 
 /// Fields up to this many bytes are stored inside the record.
 pub const INLINE: usize = 112;

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use txmem::{atomically, TBTreeMap, THashMap, Transaction, TxResult};
 
 use super::config::Index;
-use super::hash::{mix64, KeyHasher};
 use super::record::{Record, Stamp};
+use crate::hash::{mix64, KeyHasher};
 
 /// Records loaded per transaction.
 const LOAD_BATCH: u64 = 256;

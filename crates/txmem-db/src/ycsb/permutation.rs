@@ -1,55 +1,5 @@
-//! Mixing functions: a 64-bit bijective mixer, the hash map's hasher built
-//! on it, and a keyed permutation of `0..n` that spreads popular zipfian
-//! ranks over the key space.
-
-use std::hash::{BuildHasher, Hasher};
-
-/// splitmix64's finalizer: a bijection on `u64` whose every output bit
-/// depends on every input bit.
-#[inline]
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The hasher of the hash index: record numbers through [`mix64`]. The
-/// standard library's SipHash resists hash flooding, which keys drawn by
-/// the workload itself cannot attempt, at several times the cost.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct KeyHasher;
-
-impl BuildHasher for KeyHasher {
-    type Hasher = KeyState;
-    #[inline]
-    fn build_hasher(&self) -> KeyState {
-        KeyState(0)
-    }
-}
-
-/// The state of one [`KeyHasher`] hash.
-#[derive(Clone, Copy, Debug)]
-pub struct KeyState(u64);
-
-impl Hasher for KeyState {
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    #[inline]
-    fn write_u64(&mut self, n: u64) {
-        self.0 = mix64(self.0 ^ n);
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-}
+//! A keyed permutation of `0..n` that spreads popular zipfian ranks over
+//! the key space.
 
 /// A pseudo-random permutation of `0..n`: a few rounds of multiplying by
 /// an odd constant, adding a constant and folding the high half into the
