@@ -17,7 +17,7 @@ pub(crate) enum MethodKind {
 
 /// What a transaction does after an abort, before it runs again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Contention {
+pub(crate) enum ContentionPolicy {
     /// Run again at once.
     None,
     /// Spin for a time that doubles with each consecutive abort (up to a limit).
@@ -31,7 +31,7 @@ pub(crate) enum Contention {
 pub(crate) struct Config {
     pub method: MethodKind,
     pub stats: bool,
-    pub contention: Contention,
+    pub contention: ContentionPolicy,
     /// Consecutive aborts after which a transaction restarts serial (`u32::MAX`: never).
     pub serialize_after: u32,
     /// Consecutive aborts after which a transaction closes the hourglass.
@@ -72,9 +72,9 @@ fn parse_from(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
     };
     let stats = var("TXMEM_ITM_STATS").as_deref() == Some("1");
     let contention = match var("TXMEM_ITM_CM").as_deref() {
-        None | Some("") | Some("backoff") => Contention::Backoff,
-        Some("none") => Contention::None,
-        Some("hourglass") => Contention::Hourglass,
+        None | Some("") | Some("backoff") => ContentionPolicy::Backoff,
+        Some("none") => ContentionPolicy::None,
+        Some("hourglass") => ContentionPolicy::Hourglass,
         Some(other) => {
             return Err(format!(
                 "unknown TXMEM_ITM_CM '{other}' (expected 'backoff', 'none' or 'hourglass')"
@@ -84,7 +84,7 @@ fn parse_from(var: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
     // The hourglass is an alternative to serializing, so with it nothing serializes after
     // aborts unless asked to.
     let serialize_default = match contention {
-        Contention::Hourglass => u32::MAX,
+        ContentionPolicy::Hourglass => u32::MAX,
         _ => 100,
     };
     let serialize_after = positive(
@@ -161,12 +161,12 @@ mod tests {
     #[test]
     fn contention_policies_and_their_serialization_defaults() {
         let c = parse_with(&[("TXMEM_ITM_CM", "hourglass")]).unwrap();
-        assert_eq!(c.contention, Contention::Hourglass);
+        assert_eq!(c.contention, ContentionPolicy::Hourglass);
         assert_eq!(c.serialize_after, u32::MAX);
         assert_eq!(c.hourglass_after, 128);
         let c = parse_with(&[("TXMEM_ITM_CM", "none"), ("TXMEM_ITM_SERIALIZE_AFTER", "7")]);
         let c = c.unwrap();
-        assert_eq!(c.contention, Contention::None);
+        assert_eq!(c.contention, ContentionPolicy::None);
         assert_eq!(c.serialize_after, 7);
         assert!(parse_with(&[("TXMEM_ITM_CM", "karma")])
             .unwrap_err()

@@ -179,9 +179,9 @@ pub(crate) fn print<'a>(per_site: impl Iterator<Item = &'a Mutex<HashMap<usize, 
     }
     let method = crate::config::get().method.name();
     let cm = match crate::config::get().contention {
-        crate::config::Contention::None => "none",
-        crate::config::Contention::Backoff => "backoff",
-        crate::config::Contention::Hourglass => "hourglass",
+        crate::config::ContentionPolicy::None => "none",
+        crate::config::ContentionPolicy::Backoff => "backoff",
+        crate::config::ContentionPolicy::Hourglass => "hourglass",
     };
     let gate = crate::fence::kind();
     let mut out = format!("txmem-itm stats: method={method} cm={cm} gate-fence={gate}\n");

@@ -187,12 +187,12 @@ pub fn build(name: &str, input: Input) -> Option<Box<dyn App>> {
         )))),
         "ssca2" => Some(Box::new(ssca2::Ssca2::new(ssca2::Params::of(input)))),
         "vacation-low" => Some(Box::new(vacation::Vacation::new(
-            vacation::Contention::Low,
+            vacation::ContentionLevel::Low,
             input,
             1,
         ))),
         "vacation-high" => Some(Box::new(vacation::Vacation::new(
-            vacation::Contention::High,
+            vacation::ContentionLevel::High,
             input,
             1,
         ))),

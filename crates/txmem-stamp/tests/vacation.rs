@@ -4,15 +4,15 @@
 
 use txmem_stamp::vacation::check::{verify, State};
 use txmem_stamp::vacation::gen::{census, task};
-use txmem_stamp::vacation::{Contention, Params, Vacation};
+use txmem_stamp::vacation::{ContentionLevel, Params, Vacation};
 use txmem_stamp::{measure, App, Input, Variant};
 
 const SEED: u64 = 42;
 
 fn apps() -> [Vacation; 2] {
     [
-        Vacation::new(Contention::Low, Input::Dev, SEED),
-        Vacation::new(Contention::High, Input::Dev, SEED),
+        Vacation::new(ContentionLevel::Low, Input::Dev, SEED),
+        Vacation::new(ContentionLevel::High, Input::Dev, SEED),
     ]
 }
 
@@ -61,7 +61,7 @@ fn names_and_arguments() {
     assert_eq!(low.name(), "vacation-low");
     assert_eq!(high.name(), "vacation-high");
     assert_eq!(low.describe(), "-n2 -q90 -u98 -r4096 -t20000");
-    let paper = Vacation::new(Contention::High, Input::Paper, SEED);
+    let paper = Vacation::new(ContentionLevel::High, Input::Paper, SEED);
     assert_eq!(paper.describe(), "-n8 -q1 -u60 -r1048576 -t4194304");
 }
 
@@ -70,7 +70,7 @@ fn names_and_arguments() {
 #[test]
 fn runs_execute_the_generated_tasks() {
     let _g = serial();
-    let app = Vacation::new(Contention::High, Input::Dev, SEED);
+    let app = Vacation::new(ContentionLevel::High, Input::Dev, SEED);
     let expected = census(app.params(), SEED);
     for (variant, threads) in [(Variant::Seq, 1), (Variant::Typed, 2), (Variant::Words, 2)] {
         let (_, state) = app.run_to_state(variant, threads).unwrap();
@@ -90,7 +90,7 @@ fn runs_execute_the_generated_tasks() {
 
 #[test]
 fn generator_is_deterministic() {
-    let p = Params::new(Contention::High, Input::Dev);
+    let p = Params::new(ContentionLevel::High, Input::Dev);
     let a: Vec<_> = (0..500).map(|i| task(&p, 7, i)).collect();
     let b: Vec<_> = (0..500).map(|i| task(&p, 7, i)).collect();
     assert_eq!(a, b);
@@ -108,7 +108,7 @@ fn generator_is_deterministic() {
 #[test]
 fn check_catches_corruption() {
     let _g = serial();
-    let app = Vacation::new(Contention::High, Input::Dev, SEED);
+    let app = Vacation::new(ContentionLevel::High, Input::Dev, SEED);
     let p = *app.params();
     let (_, good) = app.run_to_state(Variant::Typed, 2).unwrap();
     verify(&p, &good).unwrap();
@@ -170,7 +170,7 @@ fn check_catches_corruption() {
 #[test]
 fn typed_plus_versus_typed_aborts() {
     let _g = serial();
-    let app = Vacation::new(Contention::High, Input::Dev, SEED);
+    let app = Vacation::new(ContentionLevel::High, Input::Dev, SEED);
     let typed = measure(&app, Variant::Typed, 2).unwrap();
     let plus = measure(&app, Variant::TypedPlus, 2).unwrap();
     for (name, m) in [("typed", &typed), ("typed-plus", &plus)] {

@@ -195,7 +195,7 @@ static TICKETS: AtomicU64 = AtomicU64::new(1);
 /// Per-transaction contention state, kept across the attempts of one
 /// `atomically` call.
 #[derive(Debug, Default)]
-pub(crate) struct Contention {
+pub(crate) struct ContentionManager {
     pub consecutive: u32,
     priority: u64,
     published: bool,
@@ -203,11 +203,11 @@ pub(crate) struct Contention {
     rng: u64,
 }
 
-impl Contention {
+impl ContentionManager {
     pub fn reset(&mut self, seed: u64) {
-        *self = Contention {
+        *self = ContentionManager {
             rng: seed | 1,
-            ..Contention::default()
+            ..ContentionManager::default()
         };
     }
 
@@ -225,7 +225,7 @@ impl Contention {
     /// (bounded) to a higher published priority. `cm` is the transaction's
     /// state, `None` before its first abort (priority 0).
     #[inline]
-    pub fn defer_to_priority(cm: Option<&Contention>) {
+    pub fn defer_to_priority(cm: Option<&ContentionManager>) {
         let own = cm.map_or(0, |c| c.priority);
         let mut spins = 0;
         while spins < PRIORITY_WAIT_SPINS {
@@ -309,7 +309,7 @@ impl Contention {
 /// A transaction's contention state dies with its `atomically` call, also
 /// when a panic unwinds out of it: the precedence it held goes with it (a
 /// leaked hourglass would keep every other transaction from beginning).
-impl Drop for Contention {
+impl Drop for ContentionManager {
     fn drop(&mut self) {
         self.finish();
     }

@@ -10,7 +10,7 @@ use super::desc::{
 };
 use super::gate::{self, enter_ordinary, enter_serial, leave_serial, quiesce, quiesce_proxy};
 use crate::checkpoint::{longjmp, JmpBuf};
-use crate::config::{self, Contention, MethodKind};
+use crate::config::{self, ContentionPolicy, MethodKind};
 use crate::cxxrt;
 use crate::fatal::fatal;
 use crate::method::{AbortCause, Privatization};
@@ -166,14 +166,14 @@ pub(crate) fn abort_and_restart(tx: &mut TxDesc, cause: AbortCause) -> ! {
         tx.restart_serial = Some(Event::SwitchedMidFlight);
     } else if tx.consecutive_aborts >= cfg.serialize_after {
         tx.restart_serial = Some(Event::AfterAborts);
-    } else if cfg.contention != Contention::None {
+    } else if cfg.contention != ContentionPolicy::None {
         // Back off a little, longer after each abort, so that two transactions that keep
         // conflicting stop meeting at the same point.
         let spins = 1u32 << tx.consecutive_aborts.min(10);
         for _ in 0..spins {
             std::hint::spin_loop();
         }
-        if cfg.contention == Contention::Hourglass
+        if cfg.contention == ContentionPolicy::Hourglass
             && tx.consecutive_aborts >= cfg.hourglass_after
             && !tx.holds_hourglass
             && gate::close_hourglass(tx)

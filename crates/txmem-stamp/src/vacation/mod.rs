@@ -9,8 +9,8 @@
 //! the tables (add capacity, or retire unused items).
 //!
 //! Contention comes from how many ids the tasks draw from (`-q`) and how
-//! many each task touches (`-n`): [`Contention::Low`] and
-//! [`Contention::High`] are the STO thesis' two configurations.
+//! many each task touches (`-n`): [`ContentionLevel::Low`] and
+//! [`ContentionLevel::High`] are the STO thesis' two configurations.
 //!
 //! The variants share the generator ([`gen`]) and the verification
 //! ([`check`]); each module holds one way to store the database:
@@ -141,7 +141,7 @@ pub fn price_of(kind: Kind, id: u64) -> i64 {
 
 /// Which of the thesis' two configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Contention {
+pub enum ContentionLevel {
     /// `vacation-low`: few queries per task over most of the ids.
     Low,
     /// `vacation-high`: more queries per task over 1% of the ids, and more
@@ -166,10 +166,10 @@ pub struct Params {
 
 impl Params {
     /// The parameters of a configuration at an input size.
-    pub fn new(contention: Contention, input: Input) -> Params {
+    pub fn new(contention: ContentionLevel, input: Input) -> Params {
         let (queries, percent_queried, percent_user) = match contention {
-            Contention::Low => (2, 90, 98),
-            Contention::High => (8, 1, 60),
+            ContentionLevel::Low => (2, 90, 98),
+            ContentionLevel::High => (8, 1, 60),
         };
         let (relations, tasks) = match input {
             Input::Dev => (4096, 20_000),
@@ -194,7 +194,7 @@ impl Params {
 /// The vacation application: a configuration, an input size and a seed.
 #[derive(Clone, Debug)]
 pub struct Vacation {
-    contention: Contention,
+    contention: ContentionLevel,
     params: Params,
     seed: u64,
 }
@@ -202,12 +202,12 @@ pub struct Vacation {
 impl Vacation {
     /// Vacation in `contention`'s configuration at `input`'s size; `seed`
     /// determines every task.
-    pub fn new(contention: Contention, input: Input, seed: u64) -> Vacation {
+    pub fn new(contention: ContentionLevel, input: Input, seed: u64) -> Vacation {
         Vacation::with_params(contention, Params::new(contention, input), seed)
     }
 
     /// Vacation with explicit parameters (`contention` only names it).
-    pub fn with_params(contention: Contention, params: Params, seed: u64) -> Vacation {
+    pub fn with_params(contention: ContentionLevel, params: Params, seed: u64) -> Vacation {
         Vacation {
             contention,
             params,
@@ -246,8 +246,8 @@ impl Vacation {
 impl App for Vacation {
     fn name(&self) -> &'static str {
         match self.contention {
-            Contention::Low => "vacation-low",
-            Contention::High => "vacation-high",
+            ContentionLevel::Low => "vacation-low",
+            ContentionLevel::High => "vacation-high",
         }
     }
 

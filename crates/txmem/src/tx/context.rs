@@ -12,7 +12,7 @@ use crossbeam_utils::CachePadded;
 use super::attempt::Snapshot;
 use super::handlers::run_handlers;
 use super::state::{Tracking, TxState};
-use crate::contention::Contention;
+use crate::contention::ContentionManager;
 use crate::options::{self, Opacity, TxOptions};
 use crate::stats::{self, SiteCounters, SiteTable, ThreadStats};
 
@@ -342,7 +342,7 @@ impl CallState {
 /// first attempt needs none of it).
 pub(super) struct Retrying {
     pub(super) options: TxOptions,
-    pub(super) cm: Contention,
+    pub(super) cm: ContentionManager,
     /// Run the next attempt irrevocably.
     pub(super) irrevocable: bool,
     /// Counted as serialized already.

@@ -19,7 +19,7 @@ use super::handlers::run_handlers;
 use super::state::TxState;
 use super::transaction::Transaction;
 use crate::clock;
-use crate::contention::Contention;
+use crate::contention::ContentionManager;
 use crate::error::{AbortCause, TxError, TxResult};
 use crate::options::TxOptions;
 use crate::stats::Serialization;
@@ -247,7 +247,7 @@ fn commit_attempt(st: &mut TxState, call: &mut CallState) -> Result<(), AbortCau
     // A priority policy's writers defer to a higher published priority
     // before locking (read-only transactions never wait).
     if call.mode.priority && st.mutated {
-        Contention::defer_to_priority(call.retrying.as_deref().map(|r| &r.cm));
+        ContentionManager::defer_to_priority(call.retrying.as_deref().map(|r| &r.cm));
     }
     let done = st.commit()?;
     if let Some(rec) = call.recorder() {
@@ -307,7 +307,7 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
     let r = call.retrying.get_or_insert_with(|| {
         Box::new(Retrying {
             options: options.copied().unwrap_or_else(|| ctx.default_options()),
-            cm: Contention::default(),
+            cm: ContentionManager::default(),
             irrevocable: requested,
             serialized: false,
             snapshot: Snapshot::Off,
