@@ -22,7 +22,7 @@ pub fn settings_json(
         .iter()
         .map(|(name, version)| (name.to_string(), json!(version)))
         .collect();
-    json!({
+    let mut json = json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "threads": s.threads,
         "duration_ms": s.duration.as_secs_f64() * 1e3,
@@ -52,21 +52,22 @@ pub fn settings_json(
         },
         "peers": peers,
         "elision": elision_settings(),
-        "break_check": break_check(&settings.measure),
         "git_commit": git_commit(),
-    })
+    });
+    note_broken_checks(&mut json, &settings.measure);
+    json
 }
 
-/// The systems whose checks the test hook broke (none without the hook);
-/// `txmem db` reports it too.
-pub fn break_check(measure: &Measurement) -> serde_json::Value {
+/// With the `test-hooks` feature, adds `break_check` to a settings object:
+/// the systems whose checks the hook broke. A production build has no hook
+/// and writes no such key. `txmem db` reports it too.
+pub fn note_broken_checks(settings: &mut serde_json::Value, measure: &Measurement) {
     #[cfg(feature = "test-hooks")]
-    return json!(measure.break_check);
-    #[cfg(not(feature = "test-hooks"))]
     {
-        let _ = measure;
-        json!([])
+        settings["break_check"] = json!(measure.break_check);
     }
+    #[cfg(not(feature = "test-hooks"))]
+    let _ = (settings, measure);
 }
 
 /// The short hash of the checkout's HEAD, where there is one.

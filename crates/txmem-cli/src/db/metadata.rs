@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::bench::args::fmt_duration;
-use crate::bench::metadata::{break_check, git_commit};
+use crate::bench::metadata::{git_commit, note_broken_checks};
 use crate::db::settings::{DbSettings, DbWorkload};
 use crate::harness::kinds::LATENCY_STRIDE;
 
@@ -14,7 +14,7 @@ pub fn settings_json(settings: &DbSettings) -> serde_json::Value {
     let policy = &settings.policy;
     let workloads: Vec<serde_json::Value> = settings.workloads.iter().map(workload_json).collect();
     let opacity: Vec<&str> = settings.opacity.iter().map(|o| o.name()).collect();
-    json!({
+    let mut json = json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
         "benchmark": settings.benchmark,
         "workloads": workloads,
@@ -47,9 +47,10 @@ pub fn settings_json(settings: &DbSettings) -> serde_json::Value {
             "timed": format!("one transaction in {LATENCY_STRIDE} per thread"),
             "histogram": "hdrhistogram, 3 significant digits, nanoseconds",
         },
-        "break_check": break_check(&settings.measure),
         "git_commit": git_commit(),
-    })
+    });
+    note_broken_checks(&mut json, &settings.measure);
+    json
 }
 
 /// One workload's parameters.

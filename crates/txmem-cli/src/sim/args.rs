@@ -96,9 +96,10 @@ pub struct SimArgs {
     #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
     pub plot: Option<OutputFile>,
 
-    /// No progress bar.
-    #[arg(long, short)]
-    pub quiet: bool,
+    /// Never draw the progress bar (as in `txmem bench`, `db` and `stamp`;
+    /// `-q` and `--quiet` say the same).
+    #[arg(long, short = 'q', visible_alias = "quiet")]
+    pub no_progress: bool,
 
     /// Points to simulate at once, one per host thread (default: every host core). The rows
     /// are the same whatever the number; the host_* metrics then include the contention.

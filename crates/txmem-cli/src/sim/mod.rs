@@ -94,9 +94,9 @@ fn points() -> Result<(), Failure> {
     Ok(())
 }
 
-/// Runs the experiment or sweep, with a progress bar unless `--quiet`.
+/// Runs the experiment or sweep, with a progress bar unless `--no-progress`.
 fn execute(work: &Work, settings: &SimSettings) -> Result<Outcome, String> {
-    let pb = crate::output::progress_bar(settings.quiet);
+    let pb = crate::output::progress_bar(settings.no_progress);
     let mut progress = |done: usize, total: usize, label: &str| {
         pb.set_length(total as u64);
         pb.set_position(done as u64);

@@ -22,7 +22,7 @@ pub struct SimSettings {
     /// Where to write the plot.
     pub plot: Option<OutputFile>,
     /// Hide the progress bar.
-    pub quiet: bool,
+    pub no_progress: bool,
     /// How the points run: how many at once, and the checkpoint file.
     pub runner: Runner,
     /// Print the points instead of running them.
@@ -81,7 +81,7 @@ impl SimSettings {
             metric: a.metric,
             json: a.json,
             plot: a.plot,
-            quiet: a.quiet,
+            no_progress: a.no_progress,
             runner: Runner {
                 jobs: a.jobs.map_or(0, |n| n as usize),
                 checkpoint: a.checkpoint,
