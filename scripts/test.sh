@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 echo "== unit, integration, property, stress and doc tests"
 cargo test --workspace
 
+echo "== fuzzing txmem serve's parsers and store, 20 s a target (scripts/fuzz-serve.sh)"
+./scripts/fuzz-serve.sh 20
+
 echo "== model checking of the commit protocols (loom: txmem, txmem-itm's sequence lock)"
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
