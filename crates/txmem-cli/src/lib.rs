@@ -13,6 +13,7 @@ mod cli;
 mod db;
 mod failure;
 pub mod harness;
+mod measure;
 mod output;
 mod plot;
 mod serve;

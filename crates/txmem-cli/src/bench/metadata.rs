@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::bench::args::fmt_duration;
-use crate::bench::settings::{Measurement, Settings};
+use super::settings::Settings;
 use crate::harness::peers::libitm::Libitm;
 use crate::harness::rtm::rtm_verdict;
 use crate::harness::versions::PEER_VERSIONS;
+use crate::measure::args::fmt_duration;
+use crate::measure::metadata::{git_commit, note_broken_checks};
 
 /// The settings object of the report of a run with `settings`.
 pub fn settings_json(
@@ -56,28 +57,6 @@ pub fn settings_json(
     });
     note_broken_checks(&mut json, &settings.measure);
     json
-}
-
-/// With the `test-hooks` feature, adds `break_check` to a settings object:
-/// the systems whose checks the hook broke. A production build has no hook
-/// and writes no such key. `txmem db` reports it too.
-pub fn note_broken_checks(settings: &mut serde_json::Value, measure: &Measurement) {
-    #[cfg(feature = "test-hooks")]
-    {
-        settings["break_check"] = json!(measure.break_check);
-    }
-    #[cfg(not(feature = "test-hooks"))]
-    let _ = (settings, measure);
-}
-
-/// The short hash of the checkout's HEAD, where there is one.
-pub fn git_commit() -> Option<String> {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
 /// How the elided-lock rows run: the backend, whether it elides here, and

@@ -6,24 +6,18 @@
 //! prints the table and writes the files.
 //!
 //! Layout: [`args`] (the command line, parsed into types) and [`settings`]
-//! (its defaults filled in); [`runner`] (threads, warm-up, repeats, medians,
-//! checks) with [`placement`] (where the threads ran) and [`stats`];
-//! [`report`] (table, JSON, CSV, Markdown, SVG) with [`metadata`] and
-//! [`machine`]; [`list`] (`--list`). What the rows measure is the
-//! [`harness`](crate::harness), shared with the criterion benches.
+//! (its defaults filled in); [`metadata`] (the report's settings object);
+//! [`list`] (`--list`). Running the rows and reporting them is
+//! [`measure`](crate::measure), shared with `txmem db`; what the rows
+//! measure is the [`harness`](crate::harness), shared with the criterion
+//! benches.
 
 pub mod args;
 mod list;
-pub(crate) mod machine;
-pub(crate) mod metadata;
-mod placement;
-pub(crate) mod report;
-pub(crate) mod runner;
-pub(crate) mod settings;
-mod stats;
+mod metadata;
+mod settings;
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::failure::Failure;
@@ -32,16 +26,12 @@ use crate::harness::spec::Plan;
 use crate::harness::suites::config::SuiteConfig;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
+use crate::measure::machine::{self, Machine};
+use crate::measure::report::{self, Report};
+use crate::measure::runner::{self, Measured};
+use crate::measure::{exit_status, export, measure_plan};
 use args::BenchArgs;
-use machine::Machine;
-use report::Report;
-use runner::Measured;
-use settings::{Outputs, Settings};
-
-/// Exit status when a row failed its result check.
-const EXIT_CHECK_FAILED: u8 = 1;
-/// Exit status after Ctrl-C (128 + SIGINT).
-const EXIT_INTERRUPTED: u8 = 130;
+use settings::Settings;
 
 /// Runs `txmem bench` and returns the process exit status: 0, 1 if a row
 /// failed its check, 130 after Ctrl-C.
@@ -129,18 +119,6 @@ fn measure(plan: &Plan, settings: &Settings) -> Vec<Measured> {
     measure_plan(plan, &settings.measure)
 }
 
-/// Runs `plan` as `measurement` says, with the Ctrl-C handling of
-/// [`measure`] (shared with `txmem db`).
-pub(crate) fn measure_plan(plan: &Plan, measurement: &settings::Measurement) -> Vec<Measured> {
-    let _ = ctrlc::set_handler(|| {
-        if runner::INTERRUPTED.swap(true, Ordering::SeqCst) {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-        eprintln!("\ninterrupted: stopping after the current run (Ctrl-C again to quit now)");
-    });
-    runner::run(plan, measurement)
-}
-
 /// The report of the measured rows.
 fn assemble(
     settings: &Settings,
@@ -161,38 +139,5 @@ fn assemble(
         skipped: plan.skips.clone(),
         date,
         interrupted: runner::interrupted(),
-    }
-}
-
-/// Prints the table, then writes each requested file (all of them, even
-/// after one fails; the last failure is returned).
-pub(crate) fn export(report: &Report, outputs: &Outputs) -> Result<(), Failure> {
-    print!("{}", report::table::render(report));
-    type Writer = fn(&std::path::Path, &Report) -> Result<(), String>;
-    let files: [(&Option<_>, Writer); 4] = [
-        (&outputs.json, report::json::write),
-        (&outputs.csv, report::csv::write),
-        (&outputs.plot, report::svg::write),
-        (&outputs.markdown, report::markdown::write),
-    ];
-    let mut failed = None;
-    for (file, write) in files {
-        let Some(file) = file else { continue };
-        match write(file.path(), report) {
-            Ok(()) => eprintln!("wrote {file}"),
-            Err(e) => failed = Some(Failure::Run(e)),
-        }
-    }
-    failed.map_or(Ok(()), Err)
-}
-
-/// The exit status a finished report calls for.
-pub(crate) fn exit_status(report: &Report) -> u8 {
-    if report.interrupted {
-        EXIT_INTERRUPTED
-    } else if report.any_failed() {
-        EXIT_CHECK_FAILED
-    } else {
-        0
     }
 }

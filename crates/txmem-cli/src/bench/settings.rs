@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use txmem::ContentionPolicy;
 
-use crate::bench::args::BenchArgs;
+use super::args::BenchArgs;
 use crate::harness::drive::ThreadList;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
-use crate::output::OutputFile;
+use crate::measure::settings::{Measurement, Outputs};
 
 /// Everything a run does.
 #[derive(Clone, Debug)]
@@ -29,39 +29,6 @@ pub struct Settings {
     pub outputs: Outputs,
     /// How every row is measured.
     pub measure: Measurement,
-}
-
-/// The files a run writes.
-#[derive(Clone, Debug, Default)]
-pub struct Outputs {
-    /// The JSON report.
-    pub json: Option<OutputFile>,
-    /// The CSV results.
-    pub csv: Option<OutputFile>,
-    /// The SVG plot.
-    pub plot: Option<OutputFile>,
-    /// The Markdown table.
-    pub markdown: Option<OutputFile>,
-}
-
-/// How every row is measured.
-#[derive(Clone, Debug)]
-pub struct Measurement {
-    /// Thread counts, each a separate row.
-    pub threads: Vec<usize>,
-    /// Timed length of each repeat.
-    pub duration: Duration,
-    /// Timed repeats per row.
-    pub repeats: usize,
-    /// Untimed warm-up before the repeats.
-    pub warmup: Duration,
-    /// Seed of the workloads' generators.
-    pub seed: u64,
-    /// Draw a progress bar on long runs.
-    pub progress: bool,
-    /// Test hook: systems whose state is broken before their first check.
-    #[cfg(feature = "test-hooks")]
-    pub break_check: Vec<System>,
 }
 
 impl Settings {

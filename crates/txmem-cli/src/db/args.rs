@@ -12,9 +12,9 @@ use txmem_db::ycsb::{
     MAX_RECORDS, MAX_VALUE_SIZE,
 };
 
-use crate::bench::args::{parse_duration, parse_policy, parse_repeats};
 use crate::harness::drive::ThreadList;
 use crate::harness::DEFAULT_SEED;
+use crate::measure::args::{parse_duration, parse_policy, parse_repeats};
 use crate::output::OutputFile;
 
 /// `txmem db <ycsb|tpcc> [options]`: load a database on txmem's

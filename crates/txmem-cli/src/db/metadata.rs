@@ -3,10 +3,10 @@
 
 use serde_json::json;
 
-use crate::bench::args::fmt_duration;
-use crate::bench::metadata::{git_commit, note_broken_checks};
 use crate::db::settings::{DbSettings, DbWorkload};
 use crate::harness::kinds::LATENCY_STRIDE;
+use crate::measure::args::fmt_duration;
+use crate::measure::metadata::{git_commit, note_broken_checks};
 
 /// The settings object of the report of a run with `settings`.
 pub fn settings_json(settings: &DbSettings) -> serde_json::Value {

@@ -26,12 +26,12 @@ use std::cell::RefCell;
 use txmem::TxOptions;
 use txmem_db::ycsb::Ycsb;
 
-use crate::bench::machine::{self, Machine};
-use crate::bench::report::{self, Report};
-use crate::bench::runner;
 use crate::failure::Failure;
 use crate::harness::spec::{Instance, Plan};
 use crate::harness::system::System;
+use crate::measure::machine::{self, Machine};
+use crate::measure::report::{self, Report};
+use crate::measure::runner;
 use args::DbArgs;
 use instance::DbInstance;
 use settings::{DbSettings, DbWorkload};
@@ -45,7 +45,7 @@ pub fn run(args: DbArgs) -> Result<u8, Failure> {
     txmem::tuning::set_item_index_cutoff(settings.index_cutoff);
     let plan = plan(&settings)?;
     let date = machine::utc_now();
-    let measured = crate::bench::measure_plan(&plan, &settings.measure);
+    let measured = crate::measure::measure_plan(&plan, &settings.measure);
     let report = Report {
         title: format!("txmem db {}", settings.benchmark),
         unit: "txn",
@@ -58,8 +58,8 @@ pub fn run(args: DbArgs) -> Result<u8, Failure> {
         date,
         interrupted: runner::interrupted(),
     };
-    crate::bench::export(&report, &settings.outputs)?;
-    Ok(crate::bench::exit_status(&report))
+    crate::measure::export(&report, &settings.outputs)?;
+    Ok(crate::measure::exit_status(&report))
 }
 
 /// A database row's builder: loads a fresh database for a thread count.

@@ -7,11 +7,11 @@ use std::time::Duration;
 use txmem::{ContentionPolicy, Opacity};
 use txmem_db::ycsb;
 
-use crate::bench::settings::{Measurement, Outputs};
 use crate::db::args::{Benchmark, CommonArgs, DbArgs};
 use crate::db::tpcc::TpccSettings;
 use crate::failure::Failure;
 use crate::harness::drive::ThreadList;
+use crate::measure::settings::{Measurement, Outputs};
 
 /// Everything a run does.
 #[derive(Clone, Debug)]

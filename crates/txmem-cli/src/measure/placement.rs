@@ -78,14 +78,14 @@ pub fn round_trip_ns() -> Option<f64> {
             means.push(t0.elapsed().as_nanos() as f64 / BATCH as f64);
         }
         let _ = echo.join();
-        crate::bench::stats::median(&means)
+        crate::measure::stats::median(&means)
     })
 }
 
 /// One line summarizing the round trips measured before each round, for
 /// the table and Markdown headers; `None` if none were measured.
 pub fn summary(round_trips_ns: &[f64]) -> Option<String> {
-    let median = crate::bench::stats::median(round_trips_ns)?;
+    let median = crate::measure::stats::median(round_trips_ns)?;
     let min = round_trips_ns.iter().copied().fold(f64::INFINITY, f64::min);
     let max = round_trips_ns.iter().copied().fold(0.0, f64::max);
     let mut line = format!(

@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::bench::placement;
-use crate::bench::settings::Measurement;
-use crate::bench::stats::median;
 use crate::harness::drive::{run_threads_detailed, Budget};
 use crate::harness::kinds::KindTallies;
 use crate::harness::peers::locks::ElisionCounts;
 use crate::harness::spec::{AbortCounting, Case, ExternalParams, Instance, Plan, Subject, Tally};
 use crate::harness::system::System;
+use crate::measure::placement;
+use crate::measure::settings::Measurement;
+use crate::measure::stats::median;
 
 /// Set by the Ctrl-C handler: stop the current run, report what finished.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);

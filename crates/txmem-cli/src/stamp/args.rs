@@ -1,5 +1,6 @@
 //! `txmem stamp`'s arguments.
 
+use crate::measure::args::parse_repeats;
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -97,12 +98,5 @@ impl FromStr for InputArg {
             "dev" | "paper" => Input::from_str(s).map(InputArg::Generated),
             file => Ok(InputArg::File(PathBuf::from(file))),
         }
-    }
-}
-
-fn parse_repeats(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!("`{s}` is not a repeat count (1 to 1000)")),
     }
 }

@@ -11,8 +11,8 @@ use indicatif::ProgressBar;
 use serde_json::json;
 use txmem_stamp::{measure, App, Measured, Variant};
 
-use crate::bench::machine::Machine;
 use crate::failure::Failure;
+use crate::measure::machine::Machine;
 use crate::output::{progress_bar, OutputFile};
 use crate::plot::{write_svg, Panel, Series};
 use args::{InputArg, StampArgs};
@@ -129,7 +129,7 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
             "input": args.input.name(),
             "machine": machine,
             "repeats": args.repeat,
-            "git_commit": crate::bench::metadata::git_commit(),
+            "git_commit": crate::measure::metadata::git_commit(),
             "results": results,
             "failed": failed,
         });

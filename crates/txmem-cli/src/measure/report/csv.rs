@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::bench::report::{Report, ResultRow};
+use crate::measure::report::{Report, ResultRow};
 
 /// The header: the JSON result fields, in order.
 pub const COLUMNS: [&str; 16] = [

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::bench::report::Report;
+use crate::measure::report::Report;
 
 /// Writes the JSON report to `path`.
 pub fn write(path: &Path, report: &Report) -> Result<(), String> {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::bench::report::{Report, ResultRow, REFERENCE};
+use crate::measure::report::{Report, ResultRow, REFERENCE};
 use crate::plot::human;
 
 /// `median (min–max)`, `FAILED`, or `-` when the row did not run.

@@ -13,13 +13,13 @@ use serde::Serialize;
 
 use txmem_elide::stats::AbortCounts;
 
-use crate::bench::machine::Machine;
-use crate::bench::placement;
-use crate::bench::runner::{Measured, Status};
-use crate::bench::stats::median;
 use crate::harness::kinds::KindTally;
 use crate::harness::peers::locks::ElisionCounts;
 use crate::harness::spec::Skip;
+use crate::measure::machine::Machine;
+use crate::measure::placement;
+use crate::measure::runner::{Measured, Status};
+use crate::measure::stats::median;
 
 /// Everything needed to rerun and compare a measurement.
 #[derive(Clone, Debug, Serialize)]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::bench::report::Report;
+use crate::measure::report::Report;
 use crate::plot::{write_svg_with, Panel, PlotOptions, Series};
 
 /// Writes the plot to `path`; an error if no row succeeded.

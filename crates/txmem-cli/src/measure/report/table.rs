@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::report::{Report, REFERENCE};
+use crate::measure::report::{Report, REFERENCE};
 use crate::plot::human;
 
 fn ops(x: Option<f64>) -> String {
