@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command (the README's Quick start; `.ci/run` runs it).
-# Needs a Rust toolchain; the client tests install libmemcached's tools
+# Needs a Rust toolchain (scripts/miri.sh adds nightly, miri and rust-src
+# through rustup when missing); the client tests install libmemcached's tools
 # (apt), pymemcache and Dask (a venv under target/) through scripts/client-deps.sh.
 # gcc with libitm enables the libitm peer rows; TXMEM_GCC_SRC (a gcc source
 # tree) adds GCC's libitm testsuite run on txmem-itm.
@@ -18,6 +19,9 @@ RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem-itm --release --test loom
+
+echo "== undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests)"
+./scripts/miri.sh
 
 if [ -n "${TXMEM_GCC_SRC:-}" ]; then
     echo "== GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"

@@ -658,13 +658,14 @@ fn alternating_commits_are_seen_whole() {
 /// afterwards the list holds exactly what the committed transactions left.
 #[test]
 fn placeholders_and_removals_leave_the_list_exact() {
+    const ROUNDS: u64 = if cfg!(miri) { 40 } else { 300 };
     let s: TListSet<u64> = TListSet::new();
     let l: TList<u64> = TList::new();
     thread::scope(|sc| {
         for t in 0..2u64 {
             let (s, l) = (&s, &l);
             sc.spawn(move || {
-                for i in 0..300u64 {
+                for i in 0..ROUNDS {
                     let x = i % 17;
                     let r: Result<(), ()> = try_atomically(|tx| {
                         s.insert(tx, 100 + x)?;
@@ -688,17 +689,17 @@ fn placeholders_and_removals_leave_the_list_exact() {
             });
         }
     });
-    // Each thread inserted every x in 0..17 into the list 300/17 times
+    // Each thread inserted every x in 0..17 into the list ROUNDS/17 times
     // (rounded) and removed half of them; the set holds what was inserted
     // last and not removed.
     let mut want_list = vec![];
     let mut want_set = vec![];
     for t in 0..2u64 {
         for x in 0..17u64 {
-            let ins = (0..300u64).filter(|i| i % 17 == x).count();
-            let rem = (0..300u64).filter(|i| i % 17 == x && i % 2 == 1).count();
+            let ins = (0..ROUNDS).filter(|i| i % 17 == x).count();
+            let rem = (0..ROUNDS).filter(|i| i % 17 == x && i % 2 == 1).count();
             want_list.extend(std::iter::repeat_n(x, ins - rem));
-            let last = (0..300u64).rev().find(|i| i % 17 == x).unwrap();
+            let last = (0..ROUNDS).rev().find(|i| i % 17 == x).unwrap();
             if last % 2 == 0 {
                 want_set.push(x * 2 + t);
             }
