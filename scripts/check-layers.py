@@ -10,8 +10,11 @@ rest of the crate; a child naming its parent's items, or a parent re-exporting
 its children, is how Rust spells that), nor do test modules (`#[cfg(test)]`
 blocks and files named `tests.rs`).
 
+Where a crate declares layers (`LAYERS` below, as ARCHITECTURE.md states
+them), an arrow from a module to one in a higher layer fails too.
+
 Prints each strongly connected set of two or more modules with the arrows
-inside it, and exits 1 if there is one; prints the module count and exits 0
+inside it, and each upward arrow, and exits 1 if there is one; exits 0
 otherwise.
 
     scripts/check-layers.py [CRATE ...]     # default: every crate
@@ -24,6 +27,48 @@ ROOT = Path(__file__).resolve().parent.parent
 
 USE_RE = re.compile(r"\buse\s+((?:crate|super|self)\b[^;]*);", re.S)
 PATH_RE = re.compile(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+
+
+# Each crate's layers, lowest first (module paths; a module belongs to the
+# longest path that prefixes it). ARCHITECTURE.md names the same order.
+LAYERS = {
+    "txmem-sim": [
+        ["config"],
+        ["engine"],
+        ["htm"],
+        ["stats"],
+        ["network"],
+        ["coherence"],
+        ["memory"],
+        ["machine"],
+        ["cpu"],
+        ["simulation"],
+        ["elision"],
+        ["locks"],
+        ["workloads"],
+        ["energy"],
+        ["experiments"],
+    ],
+    "txmem-itm": [
+        ["fatal", "config", "checkpoint", "orec", "seqlock", "redo"],
+        ["stats", "cxxrt", "fence"],
+        ["tx::desc"],
+        ["method"],
+        ["tx::gate"],
+        ["tx::lifecycle"],
+        ["abi"],
+    ],
+}
+
+
+def layer_of(m: tuple, layers: list):
+    best, best_len = None, -1
+    for i, names in enumerate(layers):
+        for n in names:
+            parts = tuple(n.split("::"))
+            if m[: len(parts)] == parts and len(parts) > best_len:
+                best, best_len = i, len(parts)
+    return best
 
 
 def module_of(src: Path, f: Path) -> tuple:
@@ -116,7 +161,7 @@ def related(a: tuple, b: tuple) -> bool:
     return a[:n] == b[:n]
 
 
-def check_crate(crate: Path) -> list:
+def crate_edges(crate: Path) -> dict:
     src = crate / "src"
     files = [f for f in src.rglob("*.rs") if f.name != "tests.rs" and "tests" not in f.relative_to(src).parts[:-1]]
     modules = {module_of(src, f): f for f in files}
@@ -131,7 +176,21 @@ def check_crate(crate: Path) -> list:
             t = resolve(p, m, set(modules))
             if t != m and t in modules and not related(m, t):
                 edges[m].add(t)
-    return sccs(edges)
+    return edges
+
+
+def upward(crate: Path, edges: dict) -> list:
+    layers = LAYERS.get(crate.name)
+    if not layers:
+        return []
+    out = []
+    for a, targets in edges.items():
+        la = layer_of(a, layers)
+        for b in targets:
+            lb = layer_of(b, layers)
+            if la is not None and lb is not None and lb > la:
+                out.append((a, b))
+    return sorted(out)
 
 
 def sccs(edges: dict) -> list:
@@ -178,15 +237,19 @@ def main() -> int:
         crates = [c for c in crates if c.name in wanted]
     found = 0
     for crate in crates:
-        for comp, arrows in check_crate(crate):
+        edges = crate_edges(crate)
+        for a, b in upward(crate, edges):
+            found += 1
+            print(f"{crate.name}: an upward arrow {name(a)} -> {name(b)}")
+        for comp, arrows in sccs(edges):
             found += 1
             print(f"{crate.name}: a circle through {', '.join(sorted(name(m) for m in comp))}")
             for a, b in sorted(arrows):
                 print(f"    {name(a)} -> {name(b)}")
     if found:
-        print(f"{found} import circle(s)")
+        print(f"{found} import circle(s) or upward arrow(s)")
         return 1
-    print(f"no import circle in {len(crates)} crate(s)")
+    print(f"no import circle or upward arrow in {len(crates)} crate(s)")
     return 0
 
 

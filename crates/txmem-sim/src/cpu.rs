@@ -16,8 +16,8 @@
 //!
 //! `xabort` inside a body never returns; outside a transaction it does nothing.
 
-use crate::engine::machine_cell::{MachineRef, Shared};
 use crate::htm::AbortStatus;
+use crate::machine::cell::{MachineRef, Shared};
 use crate::machine::{Issue, OpKind};
 use std::cell::Cell;
 use std::future::Future;

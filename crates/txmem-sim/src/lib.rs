@@ -54,6 +54,7 @@ pub mod locks;
 pub mod machine;
 pub mod memory;
 pub mod network;
+pub mod simulation;
 pub mod stats;
 pub mod workloads;
 
@@ -64,7 +65,7 @@ pub struct ReadmeDoctests;
 
 pub use config::SimConfig;
 pub use cpu::Cpu;
-pub use engine::executor::{Sim, SimError};
 pub use htm::{AbortCause, AbortStatus};
+pub use simulation::executor::{Sim, SimError};
 pub use stats::Stats;
 pub use txmem_htm::policy;

@@ -20,6 +20,7 @@ pub mod mesi;
 pub mod mosaic;
 pub mod tokenb;
 
+use crate::config::{CoherenceConfig, ProtocolKind};
 use crate::engine::time::Cycle;
 use crate::network::Network;
 use crate::stats::CoherenceStats;
@@ -229,6 +230,27 @@ pub enum Protocol {
     Mosaic(mosaic::Mosaic),
     /// TokenB: every miss broadcast, no directory.
     TokenB(tokenb::TokenB),
+}
+
+impl Protocol {
+    /// The protocol `cfg` names, for `cores` cores and `lines` lines of memory.
+    /// `private_lines` is how many lines the private caches hold together: the directories
+    /// have `directory_coverage_pct` percent of that many entries.
+    pub fn new(cfg: &CoherenceConfig, cores: usize, lines: usize, private_lines: usize) -> Self {
+        let entries = private_lines.saturating_mul(cfg.directory_coverage_pct as usize) / 100;
+        let c = cfg.clone();
+        match cfg.protocol {
+            ProtocolKind::MesiSnooping => {
+                Protocol::MesiSnooping(mesi::MesiSnooping::new(cores, lines, c))
+            }
+            ProtocolKind::TokenB => Protocol::TokenB(tokenb::TokenB::new(cores, lines, c)),
+            ProtocolKind::Flask => Protocol::Flask(flask::Flask::new(cores, lines, entries, c)),
+            ProtocolKind::Mosaic => Protocol::Mosaic(mosaic::Mosaic::new(cores, lines, entries, c)),
+            ProtocolKind::SparseDirectory => {
+                Protocol::SparseDirectory(directory::SparseDirectory::new(cores, lines, entries, c))
+            }
+        }
+    }
 }
 
 macro_rules! dispatch {

@@ -1,9 +1,8 @@
-//! The discrete-event engine: simulated time, the event queue, the seeded random generator
-//! and the single-threaded executor that runs simulated threads as Rust `async` tasks.
+//! The discrete-event engine, generic over what it simulates: simulated time, the event
+//! queue, per-core tables and the seeded random generator. The executor that runs simulated
+//! threads on the machine is one layer up, in [`simulation`](crate::simulation).
 
 pub mod event_queue;
-pub mod executor;
-pub mod machine_cell;
 pub mod per_core;
 pub mod rng;
 pub mod time;

@@ -5,7 +5,7 @@
 use super::{padded_words, LockStats, RwLockAlgo};
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::future::Future;
 
 /// Per-thread TTAS mutexes, each on its own cache line.

@@ -37,8 +37,8 @@ pub use sgl::Sgl;
 pub use tle::Tle;
 
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
 use crate::htm::AbortStatus;
+use crate::simulation::executor::Sim;
 use crate::stats::AbortCounts;
 use serde::{Deserialize, Serialize};
 use std::future::Future;

@@ -36,7 +36,7 @@
 
 use super::{padded_words, LockStats, RwLockAlgo, MAX_TRIES};
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::cell::Cell;
 use std::future::Future;
 use txmem_htm::LOCK_BUSY_CODE;

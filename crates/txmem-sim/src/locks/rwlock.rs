@@ -7,7 +7,7 @@
 
 use super::{LockStats, RwLockAlgo};
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::future::Future;
 
 /// The writer flag in the lock word; the low bits count readers inside.

@@ -3,7 +3,7 @@
 use super::{LockStats, RwLockAlgo};
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::future::Future;
 
 /// A single global lock: [`crate::elision::spin_lock`]'s TTAS word, which both kinds of

@@ -11,7 +11,7 @@
 use super::{LockStats, RwLockAlgo, MAX_TRIES};
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::future::Future;
 use txmem_htm::LOCK_BUSY_CODE;
 

@@ -11,8 +11,8 @@
 //! neither on the other's: the executor creates `Cpu` handles, and a `Cpu` only needs the
 //! shared state.
 
+use super::Machine;
 use crate::engine::per_core::PerCore;
-use crate::machine::Machine;
 use std::cell::{Cell, UnsafeCell};
 use std::ops::{Deref, DerefMut};
 use std::rc::Rc;

@@ -1,5 +1,5 @@
 //! The simulated machine: cores, memory, caches, coherence and HTM, and the rules by which
-//! one operation of one core changes them. The executor ([`crate::engine::executor`]) calls
+//! one operation of one core changes them. The executor ([`crate::simulation::executor`]) calls
 //! [`Machine::issue`] from inside the operation futures that simulated code awaits.
 //!
 //! Timing model: an operation takes effect (is linearized) when it is issued, at the
@@ -22,6 +22,7 @@ use crate::memory::hierarchy::{AccessResult, Hierarchy};
 use crate::memory::values::Memory;
 
 mod access;
+pub mod cell;
 mod check;
 mod park;
 mod txn;

@@ -10,11 +10,6 @@
 //! from the home to the line's memory controller, which sends the data to the requester.
 
 use super::cache::{BankedCache, SetAssocCache};
-use crate::coherence::directory::SparseDirectory;
-use crate::coherence::flask::Flask;
-use crate::coherence::mesi::MesiSnooping;
-use crate::coherence::mosaic::Mosaic;
-use crate::coherence::tokenb::TokenB;
 use crate::coherence::{CoherenceProtocol, DataSource, LineState, Protocol, Request, RequestKind};
 use crate::config::{ProtocolKind, SimConfig};
 use crate::engine::per_core::PerCore;
@@ -90,38 +85,15 @@ impl Hierarchy {
     pub fn new(cfg: &SimConfig) -> Self {
         let lb = cfg.line_bytes;
         let lines = (cfg.memory_bytes / lb) as usize;
-        let proto = match cfg.coherence.protocol {
-            ProtocolKind::MesiSnooping => {
-                Protocol::MesiSnooping(MesiSnooping::new(cfg.cores, lines, cfg.coherence.clone()))
-            }
-            ProtocolKind::TokenB => {
-                Protocol::TokenB(TokenB::new(cfg.cores, lines, cfg.coherence.clone()))
-            }
-            ProtocolKind::SparseDirectory | ProtocolKind::Flask | ProtocolKind::Mosaic => {
-                // Coverage is of what the private caches can hold: the outermost level, and
-                // the L1 too beside an exclusive L2.
-                let bytes = match (cfg.l2.enabled, cfg.l2.exclusive) {
-                    (false, _) => cfg.l1.size_bytes,
-                    (true, false) => cfg.l2.cache.size_bytes,
-                    (true, true) => cfg.l2.cache.size_bytes + cfg.l1.size_bytes,
-                };
-                let private = cfg.cores * (bytes / lb) as usize;
-                let entries =
-                    private.saturating_mul(cfg.coherence.directory_coverage_pct as usize) / 100;
-                let c = cfg.coherence.clone();
-                match cfg.coherence.protocol {
-                    ProtocolKind::Flask => {
-                        Protocol::Flask(Flask::new(cfg.cores, lines, entries, c))
-                    }
-                    ProtocolKind::Mosaic => {
-                        Protocol::Mosaic(Mosaic::new(cfg.cores, lines, entries, c))
-                    }
-                    _ => Protocol::SparseDirectory(SparseDirectory::new(
-                        cfg.cores, lines, entries, c,
-                    )),
-                }
-            }
+        // The directories cover what the private caches can hold: the outermost level, and
+        // the L1 too beside an exclusive L2.
+        let bytes = match (cfg.l2.enabled, cfg.l2.exclusive) {
+            (false, _) => cfg.l1.size_bytes,
+            (true, false) => cfg.l2.cache.size_bytes,
+            (true, true) => cfg.l2.cache.size_bytes + cfg.l1.size_bytes,
         };
+        let private_lines = cfg.cores * (bytes / lb) as usize;
+        let proto = Protocol::new(&cfg.coherence, cfg.cores, lines, private_lines);
         let net = match cfg.coherence.protocol {
             ProtocolKind::MesiSnooping => Network::free(cfg.cores),
             _ => Network::new(&cfg.network, cfg.cores, lb),

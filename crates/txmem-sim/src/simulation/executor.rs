@@ -10,8 +10,8 @@
 use crate::config::{ConfigError, SimConfig};
 use crate::cpu::Cpu;
 use crate::engine::event_queue::EventKind;
-use crate::engine::machine_cell::{MachineCell, MachineRef, Shared};
 use crate::engine::per_core::PerCore;
+use crate::machine::cell::{MachineCell, MachineRef, Shared};
 use crate::machine::Machine;
 use crate::stats::Stats;
 use std::future::Future;

@@ -6,7 +6,7 @@
 //! so no thread can arrive at the next episode before it is zero again.
 
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 
 /// A barrier for a fixed number of parties, laid out in simulated memory. Cheap to copy;
 /// each thread waits through its own [`BarrierWaiter`].

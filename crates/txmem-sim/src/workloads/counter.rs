@@ -4,7 +4,7 @@ use super::{RunResult, SyncKind, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
 use crate::elision::{Elision, ElisionConfig, ElisionStats};
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Instant;

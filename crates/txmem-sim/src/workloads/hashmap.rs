@@ -22,9 +22,9 @@ use std::time::Instant;
 use super::{RunResult, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
 use crate::engine::rng::SplitMix64;
 use crate::locks::{AnyLock, LockStats, RwLockAlgo};
+use crate::simulation::executor::Sim;
 
 /// RW-LE's four hashmap configurations (Figs 3–6): capacity pressure (items per bucket) by
 /// contention (buckets).

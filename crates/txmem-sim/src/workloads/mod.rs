@@ -8,8 +8,8 @@ pub mod rwle_app;
 pub mod xsync;
 
 use crate::elision::{ElisionConfig, ElisionStats};
-use crate::engine::executor::SimError;
 use crate::locks::{LockKind, LockStats};
+use crate::simulation::executor::SimError;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
 pub use xsync::XsyncScheme;
@@ -258,22 +258,22 @@ pub(crate) fn share(total: u64, threads: usize, t: usize) -> u64 {
 pub(crate) fn sim_with_lines(
     cfg: &crate::SimConfig,
     lines: u64,
-) -> Result<crate::engine::executor::Sim, WorkloadError> {
+) -> Result<crate::simulation::executor::Sim, WorkloadError> {
     let mut cfg = cfg.clone();
     let needed = lines
         .saturating_mul(cfg.line_bytes)
         .saturating_mul(2)
         .next_power_of_two();
     cfg.memory_bytes = cfg.memory_bytes.max(needed);
-    crate::engine::executor::Sim::new(cfg).map_err(|e| WorkloadError::Sim(e.into()))
+    crate::simulation::executor::Sim::new(cfg).map_err(|e| WorkloadError::Sim(e.into()))
 }
 
 /// Runs `sim` to the end, timing it on the host, and checks the workload's result with
 /// `check` unless the run timed out. The elision and lock counts are left for the workload.
 pub(crate) fn run_checked(
-    sim: &mut crate::engine::executor::Sim,
+    sim: &mut crate::simulation::executor::Sim,
     start: std::time::Instant,
-    check: impl FnOnce(&crate::engine::executor::Sim) -> Result<(), String>,
+    check: impl FnOnce(&crate::simulation::executor::Sim) -> Result<(), String>,
 ) -> Result<RunResult, WorkloadError> {
     let stats = sim.run()?;
     let host_seconds = start.elapsed().as_secs_f64();

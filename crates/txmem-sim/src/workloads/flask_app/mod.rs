@@ -119,7 +119,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunResult, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 
 mod npb;
 mod server;

@@ -5,7 +5,7 @@
 use super::{check_words, mix, Checker, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use crate::workloads::barrier::Barrier;
 use crate::workloads::{sim_with_lines, WorkloadError};
 

@@ -8,7 +8,7 @@ use super::{mix, Checker, Faults, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
-use crate::engine::executor::Sim;
+use crate::simulation::executor::Sim;
 use crate::workloads::{share, sim_with_lines, WorkloadError};
 
 /// Lines of one "function" of the read-shared footprint, read together.

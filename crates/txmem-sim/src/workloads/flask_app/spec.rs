@@ -7,8 +7,8 @@ use std::rc::Rc;
 use super::{check_words, mix, Checker, Faults, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
 use crate::engine::rng::SplitMix64;
+use crate::simulation::executor::Sim;
 use crate::workloads::{share, sim_with_lines, WorkloadError};
 
 /// Lines of the OS's run-queue and timer region that every core touches.

@@ -8,8 +8,8 @@ use super::{field, read, spawn_threads, write, Checker, Tally};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
-use crate::engine::executor::Sim;
 use crate::locks::{AnyLock, LockStats};
+use crate::simulation::executor::Sim;
 use crate::workloads::{WorkloadConfig, WorkloadError};
 use txmem_htm::LOCK_BUSY_CODE;
 

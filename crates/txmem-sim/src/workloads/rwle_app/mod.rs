@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use super::{RunResult, WorkloadConfig, WorkloadError};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
 use crate::locks::{AnyLock, LockStats, RwLockAlgo};
+use crate::simulation::executor::Sim;
 
 mod kyoto;
 mod stmbench7;

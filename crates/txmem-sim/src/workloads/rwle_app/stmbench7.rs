@@ -6,8 +6,8 @@ use std::rc::Rc;
 use super::{field, read, spawn_threads, write, Checker, Tally};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
-use crate::engine::executor::Sim;
 use crate::locks::{AnyLock, LockStats};
+use crate::simulation::executor::Sim;
 use crate::workloads::{WorkloadConfig, WorkloadError};
 
 /// Complex assemblies (1 + 3 + 9), base assemblies, composite parts, atomic parts per
