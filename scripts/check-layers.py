@@ -33,6 +33,14 @@ PATH_RE = re.compile(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 # longest path that prefixes it). ARCHITECTURE.md names the same order.
 LAYERS = {
     "txmem-sim": [
+        [
+            "memory::settings",
+            "coherence::settings",
+            "network::settings",
+            "htm::settings",
+            "machine::settings",
+            "energy::settings",
+        ],
         ["config"],
         ["engine"],
         ["htm"],

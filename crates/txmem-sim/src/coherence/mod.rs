@@ -18,6 +18,7 @@ mod home;
 mod lines;
 pub mod mesi;
 pub mod mosaic;
+pub mod settings;
 pub mod tokenb;
 
 use crate::config::{CoherenceConfig, ProtocolKind};

@@ -16,6 +16,7 @@
 pub mod backoff;
 pub mod policy;
 pub mod set;
+pub mod settings;
 pub mod status;
 pub mod suspend;
 

@@ -25,6 +25,7 @@ mod access;
 pub mod cell;
 mod check;
 mod park;
+pub mod settings;
 mod txn;
 mod window;
 use crate::stats::{CoreStats, FootprintRuns, Stats};

@@ -2,4 +2,5 @@
 
 pub mod cache;
 pub mod hierarchy;
+pub mod settings;
 pub mod values;

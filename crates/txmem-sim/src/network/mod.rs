@@ -22,6 +22,7 @@
 
 mod links;
 pub mod mesh;
+pub mod settings;
 
 use crate::config::{NetworkConfig, Topology};
 use crate::engine::time::Cycle;

@@ -8,6 +8,8 @@
 //! the constants. Cores, memory and MESI's bus are not charged (the seed excludes the cores;
 //! memory traffic is the same for every protocol but false-positive fetches).
 
+pub mod settings;
+
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ProtocolKind, SimConfig};
