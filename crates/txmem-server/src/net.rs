@@ -366,6 +366,7 @@ async fn serve(shared: &Shared, sock: TcpStream) -> io::Result<()> {
                 Err(e) => return Err(e),
             };
             bump(&shared.stats.mine().bytes_read, n as u64);
+            release_garbage(n);
         }
         let mut out = Out::new();
         out.set_buffer(take_output());
@@ -390,6 +391,31 @@ async fn serve(shared: &Shared, sock: TcpStream) -> io::Result<()> {
             give_input(std::mem::take(&mut input.0));
         }
     }
+}
+
+/// Bytes a worker reads between pushes of its retired values to be freed.
+const GARBAGE_PERIOD: usize = 256 << 10;
+
+thread_local! {
+    static READ_SINCE_FLUSH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Values replaced or evicted are freed once no transaction can still be
+/// reading them (txmem's epochs); until then a thread keeps them in a
+/// local batch, which a stream of large writes fills with megabytes no
+/// limit counts. Every [`GARBAGE_PERIOD`] bytes read, the worker hands its
+/// batch on and frees what has become safe to free, so that what waits
+/// stays near the bytes written since.
+fn release_garbage(read: usize) {
+    READ_SINCE_FLUSH.with(|r| {
+        let total = r.get() + read;
+        if total >= GARBAGE_PERIOD {
+            r.set(0);
+            crate::store::release_garbage();
+        } else {
+            r.set(total);
+        }
+    });
 }
 
 /// A connection's read buffer, handed back to the pool when the

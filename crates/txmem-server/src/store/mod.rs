@@ -62,6 +62,36 @@ pub const BUCKET_BYTES: usize = 16;
 /// The largest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
 
+/// Frees what this thread retired as soon as no transaction can read it:
+/// a burst of evictions leaves megabytes of values waiting on txmem's
+/// epochs, which advance only as threads pass through them. Each flush
+/// hands the thread's batch on and tries to advance the epoch; two
+/// advances make the batch freeable.
+pub fn release_garbage() {
+    for _ in 0..3 {
+        crossbeam_epoch::pin().flush();
+    }
+}
+
+/// Returns the allocator's free memory to the system (glibc's heap keeps
+/// it otherwise).
+fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: glibc's malloc_trim takes no pointers and only releases
+        // free pages; it is safe to call from any thread at any time.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
+/// The least time between two returns of free memory to the system.
+const TRIM_PERIOD: Duration = Duration::from_millis(100);
+
 /// Server time's units per second.
 const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
@@ -501,8 +531,19 @@ impl Store {
         self.set_maintainer(std::thread::current());
         let mut gap = period;
         let mut next_crawl = Instant::now();
+        let mut next_trim = Instant::now();
         while !stop.load(Ordering::Acquire) {
+            let evicted = self.stats().evictions;
             self.evict_if_high();
+            // Freed values are handed back to the system: the allocator
+            // keeps freed memory for reuse, and a flood of large values
+            // leaves it in pieces too small for the next ones. (At most
+            // ten times a second: a trim walks the whole heap.)
+            if self.stats().evictions != evicted && Instant::now() >= next_trim {
+                release_garbage();
+                trim_heap();
+                next_trim = Instant::now() + TRIM_PERIOD;
+            }
             if Instant::now() >= next_crawl && self.mortal.load(Ordering::Relaxed) > 0 {
                 let before = self.stats().reclaimed;
                 self.crawl(budget);
