@@ -12,7 +12,7 @@ use crate::harness::drive::ThreadList;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
 use crate::harness::DEFAULT_SEED;
-use crate::measure::args::{parse_duration, parse_policy, parse_repeats};
+use crate::measure::args::{parse_duration, parse_policy, parse_repeats, HookArgs};
 use crate::output::OutputFile;
 
 /// `txmem bench [SUITE] [options]`: run a benchmark suite side by side
@@ -90,10 +90,6 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// Test hook: corrupt these systems' state after the first timed
-    /// repeat, before its check, so that tests can prove a wrong result is
-    /// reported as a failure and never as a figure.
-    #[cfg(feature = "test-hooks")]
-    #[arg(long, hide = true, value_delimiter = ',', value_parser = System::from_str)]
-    pub break_check: Vec<System>,
+    #[command(flatten)]
+    pub hooks: HookArgs,
 }

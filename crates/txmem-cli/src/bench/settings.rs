@@ -62,8 +62,7 @@ impl Settings {
                     .unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
                 seed: args.seed,
                 progress: !args.no_progress,
-                #[cfg(feature = "test-hooks")]
-                break_check: args.break_check,
+                break_check: args.hooks.break_check(),
             },
         }
     }

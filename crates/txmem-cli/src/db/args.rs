@@ -14,7 +14,7 @@ use txmem_db::ycsb::{
 
 use crate::harness::drive::ThreadList;
 use crate::harness::DEFAULT_SEED;
-use crate::measure::args::{parse_duration, parse_policy, parse_repeats};
+use crate::measure::args::{parse_duration, parse_policy, parse_repeats, HookArgs};
 use crate::output::OutputFile;
 
 /// `txmem db <ycsb|tpcc> [options]`: load a database on txmem's
@@ -197,12 +197,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub no_progress: bool,
 
-    /// Test hook: corrupt the database of these systems' rows after the
-    /// first timed repeat, before its check, so that tests can prove a
-    /// failed check is reported as a failure and never as a figure.
-    #[cfg(feature = "test-hooks")]
-    #[arg(long, hide = true, value_delimiter = ',', value_parser = crate::harness::system::System::from_str)]
-    pub break_check: Vec<crate::harness::system::System>,
+    #[command(flatten)]
+    pub hooks: HookArgs,
 }
 
 /// Parses a count with an optional `k` (thousand) or `M` (million) suffix.

@@ -18,7 +18,6 @@ pub struct DbInstance<W: ?Sized> {
     /// transactions use the defaults).
     options: TxOptions,
     /// What `--break-check` does to this workload (`None`: nothing).
-    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     sabotage: Option<fn(&W)>,
 }
 
@@ -76,7 +75,6 @@ impl<W: Workload + ?Sized> Instance for DbInstance<W> {
         checked
     }
 
-    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         if let Some(s) = self.sabotage {
             s(&self.workload)

@@ -129,8 +129,7 @@ impl DbSettings {
             markdown,
             seed,
             no_progress,
-            #[cfg(feature = "test-hooks")]
-            break_check,
+            hooks,
         } = common;
         for (i, mode) in opacity.iter().enumerate() {
             if opacity[..i].contains(mode) {
@@ -162,8 +161,7 @@ impl DbSettings {
                 warmup: warmup.unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
                 seed,
                 progress: !no_progress,
-                #[cfg(feature = "test-hooks")]
-                break_check,
+                break_check: hooks.break_check(),
             },
         })
     }

@@ -257,8 +257,6 @@ mod tests {
         fn verify(&self, _: &Tally) -> Result<(), String> {
             Ok(())
         }
-        #[cfg(feature = "test-hooks")]
-        fn sabotage(&self) {}
         fn abort_counting(&self) -> AbortCounting {
             AbortCounting::Never
         }
@@ -281,8 +279,6 @@ mod tests {
         fn verify(&self, _: &Tally) -> Result<(), String> {
             Ok(())
         }
-        #[cfg(feature = "test-hooks")]
-        fn sabotage(&self) {}
         fn abort_counting(&self) -> AbortCounting {
             AbortCounting::Attempts
         }

@@ -87,7 +87,6 @@ pub struct Layout {
 }
 
 /// Writes one word (used to sabotage a state for the failure test).
-#[cfg(feature = "test-hooks")]
 pub struct Poke {
     /// The word.
     pub index: usize,
@@ -95,7 +94,6 @@ pub struct Poke {
     pub value: Word,
 }
 
-#[cfg(feature = "test-hooks")]
 impl Body for Poke {
     type Out = ();
     fn run<M: Mem>(&self, m: &mut M) -> Result<(), Conflict> {

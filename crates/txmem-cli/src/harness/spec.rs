@@ -86,9 +86,9 @@ pub trait Instance: Sync {
 
     /// Deliberately breaks the state the check looks at, so a test can
     /// prove that a wrong answer is reported as a failure (the
-    /// `--break-check` test hook).
-    #[cfg(feature = "test-hooks")]
-    fn sabotage(&self);
+    /// `--break-check` test hook, which only builds with the `test-hooks`
+    /// feature offer). Nothing by default.
+    fn sabotage(&self) {}
 
     /// How aborts are counted.
     fn abort_counting(&self) -> AbortCounting;
@@ -117,7 +117,6 @@ pub struct ExternalParams {
     /// Seed of the workload's generators.
     pub seed: u64,
     /// Break the state before the check (the `--break-check` test hook).
-    #[cfg(feature = "test-hooks")]
     pub sabotage: bool,
 }
 

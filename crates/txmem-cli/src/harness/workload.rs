@@ -40,7 +40,6 @@ pub trait WordWorkload: Send + Sync + 'static {
     /// Breaks the state the check inspects (through `b.atomic`, uncounted).
     /// By default adds one to word 0, which a check of the words' sum
     /// notices.
-    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B) {
         let v = b.load(0).wrapping_add(1);
         b.atomic(
@@ -70,7 +69,6 @@ impl<W: WordWorkload, B: Backend> Instance for Pair<W, B> {
     fn verify(&self, total: &Tally) -> Result<(), String> {
         self.workload.verify(&self.backend, total)
     }
-    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         self.workload.sabotage(&self.backend)
     }

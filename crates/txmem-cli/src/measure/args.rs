@@ -3,7 +3,37 @@
 
 use std::time::Duration;
 
+use clap::Args;
 use txmem::ContentionPolicy;
+
+#[cfg(feature = "test-hooks")]
+use std::str::FromStr;
+
+#[cfg(feature = "test-hooks")]
+use crate::harness::system::System;
+
+/// The test hooks' hidden options, flattened into the measuring commands'
+/// arguments: the only place the `test-hooks` feature reaches. A build
+/// without it has none, and every hook is off.
+#[derive(Args, Debug, Clone, Default)]
+pub struct HookArgs {
+    /// Test hook: corrupt these systems' state after the first timed
+    /// repeat, before its check, so that tests can prove a wrong result is
+    /// reported as a failure and never as a figure.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, hide = true, value_delimiter = ',', value_parser = System::from_str)]
+    pub break_check: Vec<System>,
+}
+
+impl HookArgs {
+    /// The systems whose checks to break: none without the feature.
+    pub fn break_check(&self) -> Vec<crate::harness::system::System> {
+        #[cfg(feature = "test-hooks")]
+        return self.break_check.clone();
+        #[cfg(not(feature = "test-hooks"))]
+        Vec::new()
+    }
+}
 
 /// Parses `2s`, `500ms`, `1.5s`, `100us`, `1m`: above zero, at most a day.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

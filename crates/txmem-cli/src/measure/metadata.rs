@@ -1,21 +1,17 @@
 //! What every report's settings object says about the run whatever the
 //! command: the checkout it was built from, and the test hooks that ran.
 
-#[cfg(feature = "test-hooks")]
 use serde_json::json;
 
 use super::settings::Measurement;
 
-/// With the `test-hooks` feature, adds `break_check` to a settings object:
-/// the systems whose checks the hook broke. A production build has no hook
-/// and writes no such key. `txmem db` reports it too.
+/// Adds `break_check` to a settings object when the test hook broke some
+/// systems' checks (a production build has no hook and writes no such key).
+/// `txmem db` reports it too.
 pub fn note_broken_checks(settings: &mut serde_json::Value, measure: &Measurement) {
-    #[cfg(feature = "test-hooks")]
-    {
+    if !measure.break_check.is_empty() {
         settings["break_check"] = json!(measure.break_check);
     }
-    #[cfg(not(feature = "test-hooks"))]
-    let _ = (settings, measure);
 }
 
 /// The short hash of the checkout's HEAD, where there is one.

@@ -177,23 +177,17 @@ struct Row<'a> {
     /// Tallies since the instance was built (what the checks compare against).
     total: Tally,
     /// The test hook breaks this row's check after its first repeat.
-    #[cfg(feature = "test-hooks")]
     breaks_check: bool,
     m: Measured,
 }
 
 impl<'a> Row<'a> {
-    fn new(
-        case: &'a Case,
-        threads: usize,
-        #[cfg_attr(not(feature = "test-hooks"), allow(unused_variables))] s: &Measurement,
-    ) -> Self {
+    fn new(case: &'a Case, threads: usize, s: &Measurement) -> Self {
         Row {
             case,
             threads,
             inst: None,
             total: Tally::default(),
-            #[cfg(feature = "test-hooks")]
             breaks_check: s.break_check.contains(&case.system),
             m: Measured {
                 suite: case.suite,
@@ -276,7 +270,6 @@ impl<'a> Row<'a> {
                     self.m.status = Status::Interrupted;
                     return;
                 }
-                #[cfg(feature = "test-hooks")]
                 if self.breaks_check && r == 0 {
                     inst.sabotage();
                 }
@@ -307,7 +300,6 @@ impl<'a> Row<'a> {
                     duration: s.duration,
                     warmup: s.warmup,
                     seed,
-                    #[cfg(feature = "test-hooks")]
                     sabotage: self.breaks_check,
                 };
                 let res = run(&p);

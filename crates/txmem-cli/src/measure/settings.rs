@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-#[cfg(feature = "test-hooks")]
 use crate::harness::system::System;
 use crate::output::OutputFile;
 
@@ -35,7 +34,8 @@ pub struct Measurement {
     pub seed: u64,
     /// Draw a progress bar on long runs.
     pub progress: bool,
-    /// Test hook: systems whose state is broken before their first check.
-    #[cfg(feature = "test-hooks")]
+    /// Systems whose state the test hook breaks before their first check
+    /// (none but in builds with the `test-hooks` feature: see
+    /// [`HookArgs`](super::args::HookArgs)).
     pub break_check: Vec<System>,
 }

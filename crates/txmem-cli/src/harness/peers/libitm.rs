@@ -108,10 +108,7 @@ impl Libitm {
         p: &ExternalParams,
     ) -> Result<ExternalRun, String> {
         // The harness's last argument breaks its check (the test hook).
-        #[cfg(feature = "test-hooks")]
         let sabotage = p.sabotage;
-        #[cfg(not(feature = "test-hooks"))]
-        let sabotage = false;
         let ms = |d: Duration| d.as_millis().max(1).to_string();
         let mut cmd = Command::new(&self.exe);
         // (txmem-itm ignores it: it reads TXMEM_ITM_METHOD.)

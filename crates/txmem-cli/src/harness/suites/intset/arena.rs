@@ -13,7 +13,6 @@
 
 use rand::rngs::SmallRng;
 
-#[cfg(feature = "test-hooks")]
 use crate::harness::mem::Poke;
 use crate::harness::mem::{Backend, Body, Conflict, Layout, Mem, Word, NIL};
 use crate::harness::spec::Tally;
@@ -280,7 +279,6 @@ impl WordWorkload for IntSet {
         Ok(())
     }
 
-    #[cfg(feature = "test-hooks")]
     fn sabotage<B: Backend>(&self, b: &B) {
         // Unlink the first key of the first chain without counting it.
         let heads = match self.kind {

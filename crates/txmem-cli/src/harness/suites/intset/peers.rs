@@ -163,7 +163,6 @@ impl<S: PeerSet> Instance for Peer<S> {
         }
     }
 
-    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         // A key outside the range: caught by the check of every peer, even
         // one whose keys are not counted.

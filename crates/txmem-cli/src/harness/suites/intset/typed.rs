@@ -82,7 +82,6 @@ impl<S: TSet<u64>> Instance for Typed<S> {
         Ok(())
     }
 
-    #[cfg(feature = "test-hooks")]
     fn sabotage(&self) {
         if let Some(&k) = self.keys().first() {
             self.options.run(|tx| self.set.remove(tx, &k));
