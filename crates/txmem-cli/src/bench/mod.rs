@@ -26,7 +26,7 @@ use crate::harness::spec::Plan;
 use crate::harness::suites::config::SuiteConfig;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
-use crate::measure::machine::{self, Machine};
+use crate::measure::host::{self, Host};
 use crate::measure::report::{self, Report};
 use crate::measure::runner::{self, Measured};
 use crate::measure::{exit_status, export, measure_plan};
@@ -36,7 +36,7 @@ use settings::Settings;
 /// Runs `txmem bench` and returns the process exit status: 0, 1 if a row
 /// failed its check, 130 after Ctrl-C.
 pub fn run(args: BenchArgs) -> Result<u8, Failure> {
-    let machine = Machine::detect();
+    let machine = Host::detect();
     let settings = Settings::new(args, machine.cores);
     let libitm = prepare_libitm(&settings);
     let cfg = SuiteConfig {
@@ -51,7 +51,7 @@ pub fn run(args: BenchArgs) -> Result<u8, Failure> {
         return Ok(0);
     }
     let plan = select(&settings, &cfg)?;
-    let date = machine::utc_now();
+    let date = host::utc_now();
     let measured = measure(&plan, &settings);
     let report = assemble(&settings, machine, date, &plan, &measured, &libitm);
     export(&report, &settings.outputs)?;
@@ -122,7 +122,7 @@ fn measure(plan: &Plan, settings: &Settings) -> Vec<Measured> {
 /// The report of the measured rows.
 fn assemble(
     settings: &Settings,
-    machine: Machine,
+    machine: Host,
     date: String,
     plan: &Plan,
     measured: &[Measured],

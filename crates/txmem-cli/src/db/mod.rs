@@ -29,7 +29,7 @@ use txmem_db::ycsb::Ycsb;
 use crate::failure::Failure;
 use crate::harness::spec::{Instance, Plan};
 use crate::harness::system::System;
-use crate::measure::machine::{self, Machine};
+use crate::measure::host::{self, Host};
 use crate::measure::report::{self, Report};
 use crate::measure::runner;
 use args::DbArgs;
@@ -40,11 +40,11 @@ use tpcc::{break_tpcc, make_tpcc};
 /// Runs `txmem db` and returns the process exit status: 0, 1 if a row
 /// failed its check, 130 after Ctrl-C.
 pub fn run(args: DbArgs) -> Result<u8, Failure> {
-    let machine = Machine::detect();
+    let machine = Host::detect();
     let settings = DbSettings::new(args, machine.cores)?;
     txmem::tuning::set_item_index_cutoff(settings.index_cutoff);
     let plan = plan(&settings)?;
-    let date = machine::utc_now();
+    let date = host::utc_now();
     let measured = crate::measure::measure_plan(&plan, &settings.measure);
     let report = Report {
         title: format!("txmem db {}", settings.benchmark),

@@ -7,9 +7,9 @@ use serde::Serialize;
 
 use crate::harness::rtm::rtm_verdict;
 
-/// The machine a report was measured on.
+/// The host a report was measured on (the `machine` of a report).
 #[derive(Clone, Debug, Serialize)]
-pub struct Machine {
+pub struct Host {
     /// CPU model name from /proc/cpuinfo.
     pub cpu: String,
     /// Logical CPUs this process may use.
@@ -27,9 +27,9 @@ pub struct Machine {
     pub rustc: Option<String>,
 }
 
-impl Machine {
+impl Host {
     /// Reads this machine's description.
-    pub fn detect() -> Machine {
+    pub fn detect() -> Host {
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu = cpuinfo
             .lines()
@@ -63,7 +63,7 @@ impl Machine {
             .ok()
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-        Machine {
+        Host {
             cpu,
             cores,
             os: format!("{pretty}{kernel}"),

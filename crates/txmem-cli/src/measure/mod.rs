@@ -5,13 +5,13 @@
 //! [`runner`] runs a plan's rows (threads, warm-up, repeats, medians,
 //! checks after timing) with [`placement`] (where the threads ran) and
 //! [`stats`]; [`report`] renders the results (table, JSON, CSV, Markdown,
-//! SVG); [`machine`] describes the host and [`metadata`] the checkout;
+//! SVG); [`host`] describes the host and [`metadata`] the checkout;
 //! [`settings`] says how rows are measured and what is written, [`args`]
 //! parses the options that set it. What the rows measure is the
 //! [`harness`](crate::harness).
 
 pub(crate) mod args;
-pub(crate) mod machine;
+pub(crate) mod host;
 pub(crate) mod metadata;
 mod placement;
 pub(crate) mod report;

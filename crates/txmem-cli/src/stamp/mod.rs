@@ -12,7 +12,7 @@ use serde_json::json;
 use txmem_stamp::{measure, App, Measured, Variant};
 
 use crate::failure::Failure;
-use crate::measure::machine::Machine;
+use crate::measure::host::Host;
 use crate::output::{progress_bar, OutputFile};
 use crate::plot::{write_svg, Panel, Series};
 use args::{InputArg, StampArgs};
@@ -55,7 +55,7 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
         return save_input(&args, path).map(|()| 0);
     }
     let apps = select(&args)?;
-    let machine = Machine::detect();
+    let machine = Host::detect();
     println!(
         "txmem stamp — input {} — {}, {} cores, {}",
         args.input.name(),

@@ -16,7 +16,7 @@ use txmem_elide::stats::AbortCounts;
 use crate::harness::kinds::KindTally;
 use crate::harness::peers::locks::ElisionCounts;
 use crate::harness::spec::Skip;
-use crate::measure::machine::Machine;
+use crate::measure::host::Host;
 use crate::measure::placement;
 use crate::measure::runner::{Measured, Status};
 use crate::measure::stats::median;
@@ -37,7 +37,7 @@ pub struct Report {
     /// The txmem-cli package's version.
     pub version: String,
     /// Where it ran.
-    pub machine: Machine,
+    pub machine: Host,
     /// Every setting needed to rerun it.
     pub settings: serde_json::Value,
     /// One row per (workload, system, threads).
