@@ -12,7 +12,7 @@ use txmem::{ContentionPolicy, Opacity, TArray, TxOptions};
 
 const ACCOUNTS: usize = 16;
 const INITIAL: i64 = 1000;
-const MIN_AUDITS: u64 = if cfg!(miri) { 2 } else { 20 };
+const MIN_AUDITS: u64 = if cfg!(miri) { 1 } else { 20 };
 
 fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 13;
@@ -93,7 +93,7 @@ fn run_bank(opts: TxOptions, transfers: usize) -> u64 {
 /// fewer under Miri, which runs some thousand times slower).
 fn per_thread() -> usize {
     if cfg!(miri) {
-        20
+        8
     } else if cfg!(debug_assertions) {
         20_000
     } else {
