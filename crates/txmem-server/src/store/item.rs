@@ -1,7 +1,7 @@
 //! A stored value and its metadata, and the CAS identifiers items carry.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use bytes::Bytes;
 
@@ -12,6 +12,16 @@ pub const ITEM_OVERHEAD: usize = 128;
 /// How stale an item's last-access time may get before a read refreshes
 /// it: 100 ms, far below the LRU's time scale.
 pub const ACCESS_GRAIN: u64 = 100_000_000;
+
+/// Bytes of value held by every item alive, stored or not: an item that a
+/// write replaced or the store evicted stays alive until txmem's epochs let
+/// it go (and while a reply still refers to it).
+static LIVE_VALUE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes of value held by every item alive (see [`Store::admit`](super::Store::admit)).
+pub fn live_value_bytes() -> usize {
+    LIVE_VALUE_BYTES.load(Ordering::Relaxed)
+}
 
 /// A stored value. Items are immutable once stored (a write replaces the
 /// whole item in the map, so a reader holding one never sees it change),
@@ -45,6 +55,7 @@ pub struct Item {
 impl Item {
     /// A new item stored at `now` with identifier `cas`.
     pub fn new(data: Bytes, flags: u32, expires: u64, cas: u64, now: u64) -> Item {
+        LIVE_VALUE_BYTES.fetch_add(data.len(), Ordering::Relaxed);
         Item {
             data,
             flags,
@@ -62,13 +73,12 @@ impl Item {
     /// and the meta protocol's stale and win marks (`cas` is the copy's
     /// identifier).
     pub fn revised(&self, data: Bytes, flags: u32, expires: u64, cas: u64, now: u64) -> Item {
-        Item {
-            last_access: AtomicU64::new(self.last_access()),
-            fetched: AtomicBool::new(self.was_fetched()),
-            stale: self.stale,
-            win_sent: self.win_sent,
-            ..Item::new(data, flags, expires, cas, now)
-        }
+        let mut item = Item::new(data, flags, expires, cas, now);
+        item.last_access = AtomicU64::new(self.last_access());
+        item.fetched = AtomicBool::new(self.was_fetched());
+        item.stale = self.stale;
+        item.win_sent = self.win_sent;
+        item
     }
 
     /// Bytes this item, under `key_len` bytes of key, counts against the
@@ -103,6 +113,12 @@ impl Item {
     /// True if the item has been read since it was stored.
     pub fn was_fetched(&self) -> bool {
         self.fetched.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Item {
+    fn drop(&mut self) {
+        LIVE_VALUE_BYTES.fetch_sub(self.data.len(), Ordering::Relaxed);
     }
 }
 

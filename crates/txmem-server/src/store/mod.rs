@@ -49,7 +49,7 @@ use bytes::Bytes;
 use txmem::{TCounter, THashMap, TQueue, Transaction, TxOptions, TxResult};
 
 pub use clock::{Clock, RELATIVE_LIMIT};
-pub use item::{next_cas, Item, ITEM_OVERHEAD};
+pub use item::{live_value_bytes, next_cas, Item, ITEM_OVERHEAD};
 pub use ops::{parse_counter, Arith, Counted, Deleted, Mode, Write, Written};
 
 /// Bytes charged to the memory limit for an LRU entry beyond its key.
@@ -58,6 +58,13 @@ pub const ENTRY_OVERHEAD: usize = 48;
 /// Bytes of the map's bucket array per bucket (a version word and a
 /// pointer).
 pub const BUCKET_BYTES: usize = 16;
+
+/// The least garbage (values replaced or evicted, not yet freed) writers
+/// tolerate before they wait for it (see `Store::wait_for_garbage`).
+const GARBAGE_MIN_ALLOWANCE: usize = 2 << 20;
+
+/// How many times a writer helps free garbage before it goes on anyway.
+const GARBAGE_WAIT_ROUNDS: u32 = 256;
 
 /// The largest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
@@ -391,9 +398,28 @@ impl Store {
             return Ok(());
         }
         if self.evict_until(self.config.memory_limit - cost) {
+            self.wait_for_garbage();
             Ok(())
         } else {
             Err(Refused::OutOfMemory)
+        }
+    }
+
+    /// Holds a writer back while the values already replaced or evicted, and
+    /// not yet freed, pass an eighth of the memory limit (at least 2 MB). Under a
+    /// flood of large sets txmem's epochs free them later than the flood
+    /// replaces them, and the process would hold several times the limit in
+    /// garbage; a writer that waits helps them along (`release_garbage`).
+    /// The wait is bounded: a value a slow client's reply still refers to
+    /// counts as garbage too, and must not stop every writer.
+    fn wait_for_garbage(&self) {
+        let allowance = (self.config.memory_limit / 8).max(GARBAGE_MIN_ALLOWANCE);
+        for _ in 0..GARBAGE_WAIT_ROUNDS {
+            if live_value_bytes().saturating_sub(self.used()) <= allowance {
+                return;
+            }
+            release_garbage();
+            std::thread::yield_now();
         }
     }
 
