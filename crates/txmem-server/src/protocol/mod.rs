@@ -8,6 +8,7 @@
 //! complete request, so pipelined requests cost one write.
 
 pub mod binary;
+pub mod line;
 pub mod meta;
 mod out;
 pub mod text;
