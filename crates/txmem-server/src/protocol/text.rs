@@ -157,7 +157,7 @@ fn retrieve(shared: &Shared, conn: &mut Conn, cmd: &[u8], line: Bytes, out: &mut
     )
 }
 
-/// Goes on with a retrieval [`retrieve`] left unfinished.
+/// Goes on with a retrieval `retrieve` left unfinished.
 pub fn resume(shared: &Shared, conn: &mut Conn, get: PendingGet, out: &mut Out) -> Step {
     serve_keys(shared, conn, get, out)
 }

@@ -37,8 +37,10 @@
 //! the head.
 
 mod clock;
+mod garbage;
 mod item;
 mod ops;
+mod view;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -46,11 +48,14 @@ use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use txmem::{TCounter, THashMap, TQueue, Transaction, TxOptions, TxResult};
+use txmem::{TCounter, THashMap, TQueue, TxOptions, TxResult};
 
 pub use clock::{Clock, RELATIVE_LIMIT};
+pub use garbage::release_garbage;
+use garbage::trim_heap;
 pub use item::{live_value_bytes, next_cas, Item, ITEM_OVERHEAD};
 pub use ops::{parse_counter, Arith, Counted, Deleted, Mode, Write, Written};
+pub use view::StoreTx;
 
 /// Bytes charged to the memory limit for an LRU entry beyond its key.
 pub const ENTRY_OVERHEAD: usize = 48;
@@ -59,42 +64,8 @@ pub const ENTRY_OVERHEAD: usize = 48;
 /// pointer).
 pub const BUCKET_BYTES: usize = 16;
 
-/// The least garbage (values replaced or evicted, not yet freed) writers
-/// tolerate before they wait for it (see `Store::wait_for_garbage`).
-const GARBAGE_MIN_ALLOWANCE: usize = 2 << 20;
-
-/// How many times a writer helps free garbage before it goes on anyway.
-const GARBAGE_WAIT_ROUNDS: u32 = 256;
-
 /// The largest key memcached accepts.
 pub const MAX_KEY_LEN: usize = 250;
-
-/// Frees what this thread retired as soon as no transaction can read it:
-/// a burst of evictions leaves megabytes of values waiting on txmem's
-/// epochs, which advance only as threads pass through them. Each flush
-/// hands the thread's batch on and tries to advance the epoch; two
-/// advances make the batch freeable.
-pub fn release_garbage() {
-    for _ in 0..3 {
-        crossbeam_epoch::pin().flush();
-    }
-}
-
-/// Returns the allocator's free memory to the system (glibc's heap keeps
-/// it otherwise).
-fn trim_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        extern "C" {
-            fn malloc_trim(pad: usize) -> std::ffi::c_int;
-        }
-        // SAFETY: glibc's malloc_trim takes no pointers and only releases
-        // free pages; it is safe to call from any thread at any time.
-        unsafe {
-            malloc_trim(0);
-        }
-    }
-}
 
 /// The least time between two returns of free memory to the system.
 const TRIM_PERIOD: Duration = Duration::from_millis(100);
@@ -405,24 +376,6 @@ impl Store {
         }
     }
 
-    /// Holds a writer back while the values already replaced or evicted, and
-    /// not yet freed, pass an eighth of the memory limit (at least 2 MB). Under a
-    /// flood of large sets txmem's epochs free them later than the flood
-    /// replaces them, and the process would hold several times the limit in
-    /// garbage; a writer that waits helps them along (`release_garbage`).
-    /// The wait is bounded: a value a slow client's reply still refers to
-    /// counts as garbage too, and must not stop every writer.
-    fn wait_for_garbage(&self) {
-        let allowance = (self.config.memory_limit / 8).max(GARBAGE_MIN_ALLOWANCE);
-        for _ in 0..GARBAGE_WAIT_ROUNDS {
-            if live_value_bytes().saturating_sub(self.used()) <= allowance {
-                return;
-            }
-            release_garbage();
-            std::thread::yield_now();
-        }
-    }
-
     /// Evicts until at most `target` bytes are used; false if the queues
     /// ran dry first.
     fn evict_until(&self, target: usize) -> bool {
@@ -607,97 +560,6 @@ impl Store {
             expired_unfetched: sum(|s| &s.expired_unfetched),
             lru_entries: self.shards.iter().map(|s| s.lru.load_len() as u64).sum(),
         }
-    }
-}
-
-/// A transaction's view of the store: the operations every protocol's
-/// commands are made of. Reads see only live items (not expired, not
-/// flushed); writes keep the memory accounting and the LRU queues.
-pub struct StoreTx<'a, 's> {
-    store: &'s Store,
-    tx: &'a mut Transaction<'s>,
-    now: u64,
-    wake: bool,
-}
-
-impl<'s> StoreTx<'_, 's> {
-    /// The time the transaction's attempt started, in server nanoseconds.
-    pub fn now(&self) -> u64 {
-        self.now
-    }
-
-    /// The store.
-    pub fn store(&self) -> &'s Store {
-        self.store
-    }
-
-    /// The live item under `key`, if any.
-    pub fn get(&mut self, key: &[u8]) -> TxResult<Option<Arc<Item>>> {
-        let item = self.store.map.get(self.tx, key)?;
-        Ok(item.filter(|i| !self.store.dead(i, self.now)))
-    }
-
-    /// Calls `f` with the live item under `key`, if any, without taking a
-    /// reference to it (no reference count is touched).
-    pub fn get_with<R>(&mut self, key: &[u8], f: impl FnOnce(&Item) -> R) -> TxResult<Option<R>> {
-        let (store, now) = (self.store, self.now);
-        Ok(store
-            .map
-            .get_with(self.tx, key, |item| {
-                (!store.dead(item, now)).then(|| f(item))
-            })?
-            .flatten())
-    }
-
-    /// Stores `item` under `key`, replacing any item there; returns the
-    /// stored item.
-    pub fn put(&mut self, key: &[u8], item: Item) -> TxResult<Arc<Item>> {
-        let store = self.store;
-        let key = Bytes::copy_from_slice(key);
-        let cost = item.cost(key.len()) as i64;
-        if item.expires != 0 && store.mortal.load(Ordering::Relaxed) == 0 {
-            store.mortal.fetch_add(1, Ordering::Relaxed);
-        }
-        let item = Arc::new(item);
-        let shard = store.shard();
-        match store.map.insert(self.tx, key.clone(), item.clone())? {
-            Some(old) => {
-                // Replacing an expired or flushed item reuses its room, as
-                // memcached counts it.
-                if store.dead(&old, self.now) {
-                    shard.reclaimed.add(self.tx, 1)?;
-                }
-                shard
-                    .bytes
-                    .add(self.tx, cost - old.cost(key.len()) as i64)?
-            }
-            None => {
-                let entry = Entry {
-                    key,
-                    queued: self.now,
-                };
-                shard.bytes.add(self.tx, cost + entry.cost() as i64)?;
-                shard.items.add(self.tx, 1)?;
-                shard.lru.push(self.tx, entry)?;
-            }
-        }
-        shard.total_items.add(self.tx, 1)?;
-        if !self.wake && store.used() + cost as usize > store.high_water() {
-            self.wake = true;
-            self.tx.on_commit(move || store.wake_maintainer());
-        }
-        Ok(item)
-    }
-
-    /// Removes `key`; returns its item if it was live.
-    pub fn remove(&mut self, key: &[u8]) -> TxResult<Option<Arc<Item>>> {
-        let Some(old) = self.store.map.remove(self.tx, key)? else {
-            return Ok(None);
-        };
-        let shard = self.store.shard();
-        shard.items.add(self.tx, -1)?;
-        shard.bytes.add(self.tx, -(old.cost(key.len()) as i64))?;
-        Ok((!self.store.dead(&old, self.now)).then_some(old))
     }
 }
 
