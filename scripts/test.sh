@@ -8,6 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+echo "== the house: no import circle or upward arrow, ARCHITECTURE.md names every file, none over 600 lines"
+python3 scripts/check-layers.py
+python3 scripts/check-architecture.py
+
 echo "== unit, integration, property, stress and doc tests"
 cargo test --workspace
 
