@@ -99,6 +99,7 @@ impl Shared {
             shards: settings.threads + 2,
             options: settings.contention.options(),
             evict: settings.evict,
+            cas: settings.cas,
             coarse_flush: !settings.cas,
         });
         Shared {

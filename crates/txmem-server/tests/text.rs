@@ -677,6 +677,25 @@ fn without_cas_a_flush_hides_its_whole_second() {
 }
 
 #[test]
+fn without_cas_every_identifier_is_zero() {
+    // memcached's `-C`: items carry no CAS identifier, so `gets` shows 0
+    // and a `cas` matches whatever it names (as memcached's 0 == 0).
+    let h = start(Settings {
+        threads: 1,
+        cas: false,
+        ..Settings::default()
+    });
+    let mut c = Client::connect(&h);
+    c.expect(b"set foo 0 0 3\r\nbar\r\n", b"STORED\r\n");
+    c.expect(b"gets foo\r\n", b"VALUE foo 0 3 0\r\nbar\r\nEND\r\n");
+    c.expect(b"cas foo 0 0 3 7\r\nqux\r\n", b"STORED\r\n");
+    c.expect(b"cas foo 0 0 3 0\r\nbaz\r\n", b"STORED\r\n");
+    c.expect(b"cas nope 0 0 3 0\r\nbaz\r\n", b"NOT_FOUND\r\n");
+    c.expect(b"gets foo\r\n", b"VALUE foo 0 3 0\r\nbaz\r\nEND\r\n");
+    c.expect(b"mg foo c v\r\n", b"VA 3 c0\r\nbaz\r\n");
+}
+
+#[test]
 fn debugtime_moves_the_clock_only_when_allowed() {
     let h = start_default();
     let mut c = Client::connect(&h);

@@ -91,6 +91,9 @@ pub struct StoreConfig {
     /// Evict to make room; if false, a write that does not fit is refused
     /// (memcached's `-M`).
     pub evict: bool,
+    /// Items carry CAS identifiers; without (memcached's `-C`) every item's
+    /// is 0 and a client's `cas` matches any item.
+    pub cas: bool,
     /// A flush hides everything stored in the second it takes effect,
     /// even after it (memcached's behaviour without CAS identifiers, `-C`,
     /// which tells writes apart by the second only).
@@ -105,6 +108,7 @@ impl Default for StoreConfig {
             shards: 4,
             options: TxOptions::new().serialize_after(None),
             evict: true,
+            cas: true,
             coarse_flush: false,
         }
     }

@@ -49,8 +49,11 @@ impl<'s> StoreTx<'_, 's> {
 
     /// Stores `item` under `key`, replacing any item there; returns the
     /// stored item.
-    pub fn put(&mut self, key: &[u8], item: Item) -> TxResult<Arc<Item>> {
+    pub fn put(&mut self, key: &[u8], mut item: Item) -> TxResult<Arc<Item>> {
         let store = self.store;
+        if !store.config.cas {
+            item.cas = 0;
+        }
         let key = Bytes::copy_from_slice(key);
         let cost = item.cost(key.len()) as i64;
         if item.expires != 0 && store.mortal.load(Ordering::Relaxed) == 0 {
