@@ -679,7 +679,8 @@ fn without_cas_a_flush_hides_its_whole_second() {
 #[test]
 fn without_cas_every_identifier_is_zero() {
     // memcached's `-C`: items carry no CAS identifier, so `gets` shows 0
-    // and a `cas` matches whatever it names (as memcached's 0 == 0).
+    // and a `cas` matches no item, not even with 0 (as memcached 1.6.18
+    // answers).
     let h = start(Settings {
         threads: 1,
         cas: false,
@@ -688,11 +689,11 @@ fn without_cas_every_identifier_is_zero() {
     let mut c = Client::connect(&h);
     c.expect(b"set foo 0 0 3\r\nbar\r\n", b"STORED\r\n");
     c.expect(b"gets foo\r\n", b"VALUE foo 0 3 0\r\nbar\r\nEND\r\n");
-    c.expect(b"cas foo 0 0 3 7\r\nqux\r\n", b"STORED\r\n");
-    c.expect(b"cas foo 0 0 3 0\r\nbaz\r\n", b"STORED\r\n");
+    c.expect(b"cas foo 0 0 3 7\r\nqux\r\n", b"EXISTS\r\n");
+    c.expect(b"cas foo 0 0 3 0\r\nbaz\r\n", b"EXISTS\r\n");
     c.expect(b"cas nope 0 0 3 0\r\nbaz\r\n", b"NOT_FOUND\r\n");
-    c.expect(b"gets foo\r\n", b"VALUE foo 0 3 0\r\nbaz\r\nEND\r\n");
-    c.expect(b"mg foo c v\r\n", b"VA 3 c0\r\nbaz\r\n");
+    c.expect(b"gets foo\r\n", b"VALUE foo 0 3 0\r\nbar\r\nEND\r\n");
+    c.expect(b"mg foo c v\r\n", b"VA 3 c0\r\nbar\r\n");
 }
 
 #[test]

@@ -92,7 +92,7 @@ pub struct StoreConfig {
     /// (memcached's `-M`).
     pub evict: bool,
     /// Items carry CAS identifiers; without (memcached's `-C`) every item's
-    /// is 0 and a client's `cas` matches any item.
+    /// is 0 and a client's `cas` matches none.
     pub cas: bool,
     /// A flush hides everything stored in the second it takes effect,
     /// even after it (memcached's behaviour without CAS identifiers, `-C`,

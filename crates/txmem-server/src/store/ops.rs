@@ -153,13 +153,9 @@ pub fn parse_counter(data: &[u8]) -> Option<u64> {
 impl Store {
     /// Runs a write request.
     pub fn write(&self, w: &Write<'_>) -> Written {
-        // memcached's `-C`: items carry no identifier (0) and a client's
-        // names none, so a `cas` matches whatever item is there.
-        let given = if self.config().cas {
-            w.cas
-        } else {
-            w.cas.map(|_| 0)
-        };
+        // memcached's `-C`: items carry no identifier (0), and a `cas`
+        // matches no item, whatever it names.
+        let cas_on = self.config().cas;
         self.transact(|s| {
             let old = s.get(w.key)?;
             let now = s.now();
@@ -167,15 +163,17 @@ impl Store {
             let deadline = self.clock().deadline(w.exptime);
             let item = match (&old, w.mode) {
                 (Some(o), Mode::Set | Mode::Replace)
-                    if w.invalidate && given.is_some_and(|c| c < o.cas) =>
+                    if w.invalidate && cas_on && w.cas.is_some_and(|c| c < o.cas) =>
                 {
                     let mut item = Item::new(w.data.clone(), w.flags, o.expires, cas, now);
                     item.stale = true;
                     item.win_sent = o.win_sent;
                     item
                 }
-                (Some(o), _) if given.is_some_and(|c| c != o.cas) => return Ok(Written::Exists),
-                (None, _) if given.is_some() => return Ok(Written::NotFound),
+                (Some(o), _) if w.cas.is_some_and(|c| !cas_on || c != o.cas) => {
+                    return Ok(Written::Exists)
+                }
+                (None, _) if w.cas.is_some() => return Ok(Written::NotFound),
                 (Some(_), Mode::Add) => return Ok(Written::NotStored),
                 (None, Mode::Replace) => return Ok(Written::NotStored),
                 (None, Mode::Append | Mode::Prepend) => match w.vivify {
@@ -241,7 +239,7 @@ impl Store {
                     created: true,
                 });
             };
-            if a.cas != 0 && self.config().cas && old.cas != a.cas {
+            if a.cas != 0 && (!self.config().cas || old.cas != a.cas) {
                 return Ok(Counted::Exists);
             }
             let Some(v) = parse_counter(&old.data) else {
@@ -273,7 +271,7 @@ impl Store {
     pub fn delete(&self, key: &[u8], cas: u64) -> Deleted {
         self.transact(|s| match s.get(key)? {
             None => Ok(Deleted::NotFound),
-            Some(o) if cas != 0 && self.config().cas && o.cas != cas => Ok(Deleted::Exists),
+            Some(o) if cas != 0 && (!self.config().cas || o.cas != cas) => Ok(Deleted::Exists),
             Some(_) => {
                 s.remove(key)?;
                 Ok(Deleted::Deleted)
