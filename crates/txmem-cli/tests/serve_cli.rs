@@ -12,20 +12,7 @@ use common::{text, txmem};
 
 #[test]
 fn serves_a_client_and_stops_cleanly_on_sigterm() {
-    let mut child = txmem()
-        .args(["serve", "-p", "0", "-t", "2", "--stats-on-exit"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start txmem serve");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    let addr = first
-        .split_whitespace()
-        .find(|w| w.starts_with("127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no address in {first:?}"))
-        .trim_end_matches(',')
-        .to_string();
+    let (mut child, addr, mut out) = start(&["-t", "2", "--stats-on-exit"]);
 
     let mut c = TcpStream::connect(&addr).unwrap();
     c.write_all(b"set k 0 0 2\r\nhi\r\nget k\r\nquit\r\n")
@@ -52,11 +39,18 @@ fn serves_a_client_and_stops_cleanly_on_sigterm() {
     assert!(report.contains("store/ops.rs"), "per-site rows: {report}");
 }
 
-/// Starts `txmem serve -p 0` with `extra` flags; the child and its address.
-fn serve(extra: &[&str]) -> (std::process::Child, String) {
+/// Starts `txmem serve -p 0` with `args`; the child, its address, and the
+/// rest of its standard output.
+fn start(
+    args: &[&str],
+) -> (
+    std::process::Child,
+    String,
+    BufReader<std::process::ChildStdout>,
+) {
     let mut child = txmem()
-        .args(["serve", "-p", "0", "-t", "1"])
-        .args(extra)
+        .args(["serve", "-p", "0"])
+        .args(args)
         .stdout(Stdio::piped())
         .spawn()
         .expect("start txmem serve");
@@ -69,6 +63,14 @@ fn serve(extra: &[&str]) -> (std::process::Child, String) {
         .unwrap_or_else(|| panic!("no address in {first:?}"))
         .trim_end_matches(',')
         .to_string();
+    (child, addr, out)
+}
+
+/// Starts `txmem serve -p 0 -t 1` with `extra` flags; the child and its address.
+fn serve(extra: &[&str]) -> (std::process::Child, String) {
+    let mut args = vec!["-t", "1"];
+    args.extend_from_slice(extra);
+    let (child, addr, _) = start(&args);
     (child, addr)
 }
 
