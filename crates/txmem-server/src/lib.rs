@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 pub use net::{Server, ServerHandle};
-pub use settings::{parse_size, Contention, Protocol, Settings, MIN_ITEM_SIZE};
+pub use settings::{parse_size, ContentionPolicy, Protocol, Settings, MIN_ITEM_SIZE};
 
 use stats::ServerStats;
 use store::{Store, StoreConfig};

@@ -3,11 +3,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use txmem::{Backoff, ContentionPolicy, TxOptions};
+use txmem::{Backoff, TxOptions};
 
-/// How transactions that abort are retried (`--contention`).
+/// How transactions that abort are retried (`--contention`): the server's
+/// choice among `txmem`'s [`txmem::ContentionPolicy`] values, with
+/// serialization after `N` aborts as one more (the idea `txmem-itm`'s
+/// `TXMEM_ITM_CM` names `ContentionPolicy` too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Contention {
+pub enum ContentionPolicy {
     /// Retry at once.
     None,
     /// Exponential backoff (the default).
@@ -21,42 +24,46 @@ pub enum Contention {
     SerializeAfter(u32),
 }
 
-impl Contention {
+impl ContentionPolicy {
     /// The transaction options this policy stands for. No policy
     /// serializes unless asked to.
     pub fn options(self) -> TxOptions {
         let o = TxOptions::new().serialize_after(None);
         match self {
-            Contention::None => o.contention(ContentionPolicy::Immediate),
-            Contention::Backoff => o.contention(ContentionPolicy::Backoff(Backoff::DEFAULT)),
-            Contention::Hourglass => o.contention(ContentionPolicy::Hourglass { threshold: 128 }),
-            Contention::SerializeAfter(n) => o
-                .contention(ContentionPolicy::Backoff(Backoff::DEFAULT))
+            ContentionPolicy::None => o.contention(txmem::ContentionPolicy::Immediate),
+            ContentionPolicy::Backoff => {
+                o.contention(txmem::ContentionPolicy::Backoff(Backoff::DEFAULT))
+            }
+            ContentionPolicy::Hourglass => {
+                o.contention(txmem::ContentionPolicy::Hourglass { threshold: 128 })
+            }
+            ContentionPolicy::SerializeAfter(n) => o
+                .contention(txmem::ContentionPolicy::Backoff(Backoff::DEFAULT))
                 .serialize_after(Some(n)),
         }
     }
 }
 
-impl fmt::Display for Contention {
+impl fmt::Display for ContentionPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Contention::None => f.write_str("none"),
-            Contention::Backoff => f.write_str("backoff"),
-            Contention::Hourglass => f.write_str("hourglass"),
-            Contention::SerializeAfter(n) => write!(f, "serialize-after={n}"),
+            ContentionPolicy::None => f.write_str("none"),
+            ContentionPolicy::Backoff => f.write_str("backoff"),
+            ContentionPolicy::Hourglass => f.write_str("hourglass"),
+            ContentionPolicy::SerializeAfter(n) => write!(f, "serialize-after={n}"),
         }
     }
 }
 
-impl FromStr for Contention {
+impl FromStr for ContentionPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "none" => Ok(Contention::None),
-            "backoff" => Ok(Contention::Backoff),
-            "hourglass" => Ok(Contention::Hourglass),
+            "none" => Ok(ContentionPolicy::None),
+            "backoff" => Ok(ContentionPolicy::Backoff),
+            "hourglass" => Ok(ContentionPolicy::Hourglass),
             _ => match s.strip_prefix("serialize-after=").map(str::parse::<u32>) {
-                Some(Ok(n)) if n > 0 => Ok(Contention::SerializeAfter(n)),
+                Some(Ok(n)) if n > 0 => Ok(ContentionPolicy::SerializeAfter(n)),
                 _ => Err(format!(
                     "unknown contention policy `{s}` (expected none, backoff, hourglass or serialize-after=N with N > 0)"
                 )),
@@ -119,8 +126,8 @@ pub struct Settings {
     pub max_connections: usize,
     /// Largest value in bytes (`-I`).
     pub max_item_size: usize,
-    /// Contention policy.
-    pub contention: Contention,
+    /// ContentionPolicy policy.
+    pub contention: ContentionPolicy,
     /// Requests one connection runs before letting the others on its
     /// worker run (`-R`).
     pub reqs_per_event: usize,
@@ -158,7 +165,7 @@ impl Default for Settings {
             memory_mb: 64,
             max_connections: 1024,
             max_item_size: 1 << 20,
-            contention: Contention::Backoff,
+            contention: ContentionPolicy::Backoff,
             reqs_per_event: 20,
             cas: true,
             backlog: 1024,
@@ -196,10 +203,10 @@ mod tests {
     #[test]
     fn policies_and_sizes_parse() {
         for p in ["none", "backoff", "hourglass", "serialize-after=100"] {
-            assert_eq!(p.parse::<Contention>().unwrap().to_string(), p);
+            assert_eq!(p.parse::<ContentionPolicy>().unwrap().to_string(), p);
         }
-        assert!("serialize-after=0".parse::<Contention>().is_err());
-        assert!("lock".parse::<Contention>().is_err());
+        assert!("serialize-after=0".parse::<ContentionPolicy>().is_err());
+        assert!("lock".parse::<ContentionPolicy>().is_err());
         assert_eq!(parse_size("1m"), Ok(1 << 20));
         assert_eq!(parse_size("512k"), Ok(512 << 10));
         assert_eq!(parse_size("2000"), Ok(2000));

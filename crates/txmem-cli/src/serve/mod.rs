@@ -1,7 +1,9 @@
 //! `txmem serve`: the memcached-compatible server of `txmem-server`.
 
 use clap::Args;
-use txmem_server::{parse_size, report, Contention, Protocol, Server, Settings, MIN_ITEM_SIZE};
+use txmem_server::{
+    parse_size, report, ContentionPolicy, Protocol, Server, Settings, MIN_ITEM_SIZE,
+};
 
 use crate::failure::Failure;
 
@@ -95,7 +97,7 @@ pub struct ServeArgs {
     /// How aborted transactions retry: none, backoff, hourglass, or
     /// serialize-after=N (run irrevocably after N consecutive aborts).
     #[arg(long, value_name = "POLICY", default_value = "backoff")]
-    pub contention: Contention,
+    pub contention: ContentionPolicy,
 
     /// Print the transaction and serialization report when the server stops.
     #[arg(long)]
