@@ -25,6 +25,7 @@ mod access;
 pub mod cell;
 mod check;
 mod park;
+mod presets;
 pub mod settings;
 mod txn;
 mod window;
