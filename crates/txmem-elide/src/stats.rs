@@ -14,7 +14,7 @@
 //! Read-side acquisitions of the reader-writer lock's biased fast path are not counted per
 //! lock (that would put a shared write back on the path the bias exists to keep private).
 
-use crate::htm::{AbortCause, AbortStatus};
+use crate::htm::{AbortStatus, HtmAbortCause};
 use crossbeam_utils::CachePadded;
 use std::cell::{OnceCell, RefCell};
 use std::ops::Add;
@@ -131,14 +131,14 @@ fn abort_index(s: AbortStatus) -> usize {
         return 1;
     }
     match s.cause() {
-        AbortCause::Explicit(_) => 0,
-        AbortCause::Conflict => 2,
-        AbortCause::Capacity => 3,
-        AbortCause::Debug => 4,
-        AbortCause::NestingOverflow
-        | AbortCause::Interrupt
-        | AbortCause::Nested
-        | AbortCause::Other => 5,
+        HtmAbortCause::Explicit(_) => 0,
+        HtmAbortCause::Conflict => 2,
+        HtmAbortCause::Capacity => 3,
+        HtmAbortCause::Debug => 4,
+        HtmAbortCause::NestingOverflow
+        | HtmAbortCause::Interrupt
+        | HtmAbortCause::Nested
+        | HtmAbortCause::Other => 5,
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 
 use crossbeam_utils::CachePadded;
-use txmem_elide::htm::{AbortCause, Htm, Rtm, RtmVerdict};
+use txmem_elide::htm::{Htm, HtmAbortCause, Rtm, RtmVerdict};
 use txmem_elide::{ElidedMutex, ElidedRwLock, ElisionStatsExt};
 
 fn rtm_usable(test: &str) -> bool {
@@ -51,7 +51,7 @@ fn xbegin_xend_xtest_and_rollback() {
             Err(status) => {
                 assert_eq!(CELL.load(Ordering::Relaxed), 7, "the store was rolled back");
                 if status.code() == Some(0x42) {
-                    assert_eq!(status.cause(), AbortCause::Explicit(0x42));
+                    assert_eq!(status.cause(), HtmAbortCause::Explicit(0x42));
                     seen_code = true;
                     break;
                 }

@@ -15,7 +15,7 @@
 //!
 //! # What is here
 //!
-//! * [`AbortStatus`] and [`AbortCause`]: one status type for every backend, in RTM's bit
+//! * [`AbortStatus`] and [`HtmAbortCause`]: one status type for every backend, in RTM's bit
 //!   layout extended with what the other backends can say (see the mapping table on
 //!   [`AbortStatus`]); [`Footprint`] says which part of a transaction overflowed when the
 //!   backend knows. [`LOCK_BUSY_CODE`] and [`REENTRY_CODE`] are the explicit codes that
@@ -30,10 +30,11 @@
 //!
 //! # Not the STM's abort causes
 //!
-//! The software transactional memory in the `txmem` crate has an enum also named
-//! `AbortCause` (validation failed, opacity check, `retry`, an irrevocable writer, …). It
-//! describes why a *software* transaction restarted and has nothing to do with this one,
-//! which describes what *hardware* (real or simulated) reported.
+//! The software transactional memory in the `txmem` crate has its own `txmem::AbortCause`
+//! (validation failed, opacity check, `retry`, an irrevocable writer, …). It describes why a
+//! *software* transaction restarted and has nothing to do with [`HtmAbortCause`], which
+//! describes what *hardware* (real or simulated) reported: hence the `Htm` in this one's
+//! name, so that a reader never takes one for the other.
 //!
 //! ```
 //! use txmem_htm::policy::{RetryAction, RetryConfig, RetryEvent, RetryPolicy};
@@ -66,4 +67,4 @@
 pub mod policy;
 mod status;
 
-pub use status::{AbortCause, AbortStatus, Footprint, LOCK_BUSY_CODE, REENTRY_CODE};
+pub use status::{AbortStatus, Footprint, HtmAbortCause, LOCK_BUSY_CODE, REENTRY_CODE};

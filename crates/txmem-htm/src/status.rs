@@ -26,13 +26,13 @@ pub const REENTRY_CODE: u8 = 0xFE;
 /// [`AbortStatus`].
 ///
 /// Hardware may report several causes at once; [`AbortStatus::cause`] picks one in the order
-/// the variants are listed below, except that [`Explicit`](AbortCause::Explicit) always wins.
+/// the variants are listed below, except that [`Explicit`](HtmAbortCause::Explicit) always wins.
 ///
 /// These are *hardware* causes. The software transactional memory in the `txmem` crate has
 /// its own `txmem::AbortCause` (validation, opacity, `retry`, …): a different concept for a
-/// different mechanism, which shares only the name.
+/// different mechanism, so this one's name says `Htm`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AbortCause {
+pub enum HtmAbortCause {
     /// The transaction executed an explicit abort (`xabort`, `tabort.`) with this 8-bit code.
     Explicit(u8),
     /// The transaction touched more data than the hardware can track (RTM capacity, POWER8
@@ -40,12 +40,12 @@ pub enum AbortCause {
     Capacity,
     /// Transactions were nested deeper than the hardware allows (POWER8 nesting overflow,
     /// the simulator's flat-nesting or suspension depth). Not RTM's
-    /// [`Nested`](AbortCause::Nested), which says *where* an abort happened.
+    /// [`Nested`](HtmAbortCause::Nested), which says *where* an abort happened.
     NestingOverflow,
     /// Another thread (transactional or not) accessed a location in the read or write set.
     Conflict,
     /// An interrupt arrived while the transaction ran. RTM does not say so (such aborts
-    /// report [`Other`](AbortCause::Other)); the simulator does.
+    /// report [`Other`](HtmAbortCause::Other)); the simulator does.
     Interrupt,
     /// A debug breakpoint was hit (RTM).
     Debug,
@@ -84,10 +84,10 @@ pub enum Footprint {
 /// # Examples
 ///
 /// ```
-/// use txmem_htm::{AbortCause, AbortStatus, Footprint};
+/// use txmem_htm::{HtmAbortCause, AbortStatus, Footprint};
 ///
 /// let s = AbortStatus::conflict();
-/// assert_eq!(s.cause(), AbortCause::Conflict);
+/// assert_eq!(s.cause(), HtmAbortCause::Conflict);
 /// assert!(s.retry_hint());
 /// assert!(!AbortStatus::capacity().retry_hint());
 /// assert_eq!(AbortStatus::explicit(7).code(), Some(7));
@@ -97,7 +97,7 @@ pub enum Footprint {
 /// let sim = AbortStatus::capacity_of(Footprint::Write)
 ///     .with_suspended(true)
 ///     .with_rollback_only(true);
-/// assert_eq!(sim.cause(), AbortCause::Capacity);
+/// assert_eq!(sim.cause(), HtmAbortCause::Capacity);
 /// assert_eq!(sim.capacity_footprint(), Some(Footprint::Write));
 /// assert!(sim.is_suspended() && sim.is_rollback_only());
 /// ```
@@ -222,17 +222,17 @@ impl AbortStatus {
     }
 
     /// The status the constructors above give `cause` (for
-    /// [`Nested`](AbortCause::Nested): the nested bit alone).
-    pub const fn from_cause(cause: AbortCause) -> Self {
+    /// [`Nested`](HtmAbortCause::Nested): the nested bit alone).
+    pub const fn from_cause(cause: HtmAbortCause) -> Self {
         match cause {
-            AbortCause::Explicit(code) => Self::explicit(code),
-            AbortCause::Capacity => Self::capacity(),
-            AbortCause::NestingOverflow => Self::nesting_overflow(),
-            AbortCause::Conflict => Self::conflict(),
-            AbortCause::Interrupt => Self::interrupt(),
-            AbortCause::Debug => Self::debug(),
-            AbortCause::Nested => AbortStatus { bits: Self::NESTED },
-            AbortCause::Other => Self::other(),
+            HtmAbortCause::Explicit(code) => Self::explicit(code),
+            HtmAbortCause::Capacity => Self::capacity(),
+            HtmAbortCause::NestingOverflow => Self::nesting_overflow(),
+            HtmAbortCause::Conflict => Self::conflict(),
+            HtmAbortCause::Interrupt => Self::interrupt(),
+            HtmAbortCause::Debug => Self::debug(),
+            HtmAbortCause::Nested => AbortStatus { bits: Self::NESTED },
+            HtmAbortCause::Other => Self::other(),
         }
     }
 
@@ -332,24 +332,24 @@ impl AbortStatus {
         }
     }
 
-    /// The single most specific cause (see [`AbortCause`]).
-    pub const fn cause(self) -> AbortCause {
+    /// The single most specific cause (see [`HtmAbortCause`]).
+    pub const fn cause(self) -> HtmAbortCause {
         if let Some(code) = self.code() {
-            AbortCause::Explicit(code)
+            HtmAbortCause::Explicit(code)
         } else if self.bits & Self::CAPACITY != 0 {
-            AbortCause::Capacity
+            HtmAbortCause::Capacity
         } else if self.bits & Self::NESTING_OVERFLOW != 0 {
-            AbortCause::NestingOverflow
+            HtmAbortCause::NestingOverflow
         } else if self.bits & Self::CONFLICT != 0 {
-            AbortCause::Conflict
+            HtmAbortCause::Conflict
         } else if self.bits & Self::INTERRUPT != 0 {
-            AbortCause::Interrupt
+            HtmAbortCause::Interrupt
         } else if self.bits & Self::DEBUG != 0 {
-            AbortCause::Debug
+            HtmAbortCause::Debug
         } else if self.bits & Self::NESTED != 0 {
-            AbortCause::Nested
+            HtmAbortCause::Nested
         } else {
-            AbortCause::Other
+            HtmAbortCause::Other
         }
     }
 
@@ -389,14 +389,14 @@ impl fmt::Debug for AbortStatus {
 impl fmt::Display for AbortStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.cause() {
-            AbortCause::Explicit(c) => write!(f, "explicit abort (code {c}")?,
-            AbortCause::Capacity => f.write_str("capacity (")?,
-            AbortCause::NestingOverflow => f.write_str("nesting (")?,
-            AbortCause::Conflict => f.write_str("conflict (")?,
-            AbortCause::Interrupt => f.write_str("interrupt (")?,
-            AbortCause::Debug => f.write_str("debug (")?,
-            AbortCause::Nested => f.write_str("nested (")?,
-            AbortCause::Other => f.write_str("other (")?,
+            HtmAbortCause::Explicit(c) => write!(f, "explicit abort (code {c}")?,
+            HtmAbortCause::Capacity => f.write_str("capacity (")?,
+            HtmAbortCause::NestingOverflow => f.write_str("nesting (")?,
+            HtmAbortCause::Conflict => f.write_str("conflict (")?,
+            HtmAbortCause::Interrupt => f.write_str("interrupt (")?,
+            HtmAbortCause::Debug => f.write_str("debug (")?,
+            HtmAbortCause::Nested => f.write_str("nested (")?,
+            HtmAbortCause::Other => f.write_str("other (")?,
         }
         if self.code().is_some() {
             f.write_str(", ")?;
@@ -428,31 +428,31 @@ mod tests {
     #[test]
     fn causes_follow_priority() {
         let both = AbortStatus::from_raw(AbortStatus::CONFLICT | AbortStatus::CAPACITY);
-        assert_eq!(both.cause(), AbortCause::Capacity);
-        assert_eq!(AbortStatus::explicit(3).cause(), AbortCause::Explicit(3));
-        assert_eq!(AbortStatus::debug().cause(), AbortCause::Debug);
+        assert_eq!(both.cause(), HtmAbortCause::Capacity);
+        assert_eq!(AbortStatus::explicit(3).cause(), HtmAbortCause::Explicit(3));
+        assert_eq!(AbortStatus::debug().cause(), HtmAbortCause::Debug);
         assert_eq!(
             AbortStatus::from_raw(AbortStatus::NESTED).cause(),
-            AbortCause::Nested
+            HtmAbortCause::Nested
         );
-        assert_eq!(AbortStatus::other().cause(), AbortCause::Other);
+        assert_eq!(AbortStatus::other().cause(), HtmAbortCause::Other);
         let deep_conflict =
             AbortStatus::from_raw(AbortStatus::NESTING_OVERFLOW | AbortStatus::CONFLICT);
-        assert_eq!(deep_conflict.cause(), AbortCause::NestingOverflow);
-        assert_eq!(AbortStatus::interrupt().cause(), AbortCause::Interrupt);
+        assert_eq!(deep_conflict.cause(), HtmAbortCause::NestingOverflow);
+        assert_eq!(AbortStatus::interrupt().cause(), HtmAbortCause::Interrupt);
     }
 
     #[test]
     fn every_cause_roundtrips_through_from_cause() {
         for c in [
-            AbortCause::Explicit(9),
-            AbortCause::Capacity,
-            AbortCause::NestingOverflow,
-            AbortCause::Conflict,
-            AbortCause::Interrupt,
-            AbortCause::Debug,
-            AbortCause::Nested,
-            AbortCause::Other,
+            HtmAbortCause::Explicit(9),
+            HtmAbortCause::Capacity,
+            HtmAbortCause::NestingOverflow,
+            HtmAbortCause::Conflict,
+            HtmAbortCause::Interrupt,
+            HtmAbortCause::Debug,
+            HtmAbortCause::Nested,
+            HtmAbortCause::Other,
         ] {
             assert_eq!(AbortStatus::from_cause(c).cause(), c);
         }
@@ -495,11 +495,11 @@ mod tests {
         let s = AbortStatus::conflict()
             .with_suspended(true)
             .with_rollback_only(true);
-        assert_eq!(s.cause(), AbortCause::Conflict);
+        assert_eq!(s.cause(), HtmAbortCause::Conflict);
         assert!(s.is_transient());
         assert_eq!(s.capacity_footprint(), None);
         let c = AbortStatus::capacity_of(Footprint::Read);
-        assert_eq!(c.cause(), AbortCause::Capacity);
+        assert_eq!(c.cause(), HtmAbortCause::Capacity);
         assert_eq!(c.capacity_footprint(), Some(Footprint::Read));
         assert_eq!(AbortStatus::capacity().capacity_footprint(), None);
         assert_eq!(

@@ -6,39 +6,52 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 /// Why a transaction aborted (and will run again).
+///
+/// The vocabulary is `txmem::AbortCause`'s, by name rather than by type (this crate does not
+/// depend on `txmem`; see ARCHITECTURE.md): a cause that means what one of `txmem`'s means
+/// carries its name, and one that `txmem` counts under a single name but this runtime splits
+/// by where it happened adds where (`LockBusyOnRead`, ...). The printed labels are this
+/// runtime's own and stay as they were.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum AbortCause {
-    /// A read found its word's orec locked by a committing writer.
-    ReadLocked,
-    /// A read found a newer version and the read set no longer validated.
-    ReadValidate,
-    /// A write (eager) found its word's orec locked by another transaction.
-    WriteLocked,
-    /// Commit could not lock an orec of its write set.
-    CommitLocked,
-    /// Commit-time validation of the read set failed.
-    CommitValidate,
-    /// Validation failed while upgrading to irrevocable; the rerun starts serial.
-    Upgrade,
+    /// A read found its word's orec locked by a committing writer (`txmem`'s `LockBusy`,
+    /// at a read).
+    LockBusyOnRead,
+    /// A read found a newer version and the read set no longer validated: the attempt could
+    /// not go on consistently (`txmem`'s `Opacity`).
+    Opacity,
+    /// A write (eager) found its word's orec locked by another transaction (`txmem`'s
+    /// `LockBusy`, at a write).
+    LockBusyOnWrite,
+    /// Commit could not lock an orec of its write set (`txmem`'s `LockBusy`, at commit).
+    LockBusyAtCommit,
+    /// Commit-time validation of the read set failed (`txmem`'s `Validation`).
+    Validation,
+    /// Validation failed while upgrading to irrevocable, so the rerun starts serial
+    /// (`txmem`'s `Opacity`, which its `become_irrevocable` reports for the same failure).
+    OpacityOnUpgrade,
 }
 
 impl AbortCause {
+    /// Every cause, in counter order.
     pub const ALL: [AbortCause; 6] = [
-        AbortCause::ReadLocked,
-        AbortCause::ReadValidate,
-        AbortCause::WriteLocked,
-        AbortCause::CommitLocked,
-        AbortCause::CommitValidate,
-        AbortCause::Upgrade,
+        AbortCause::LockBusyOnRead,
+        AbortCause::Opacity,
+        AbortCause::LockBusyOnWrite,
+        AbortCause::LockBusyAtCommit,
+        AbortCause::Validation,
+        AbortCause::OpacityOnUpgrade,
     ];
+
+    /// The name TXMEM_ITM_STATS prints.
     pub fn label(self) -> &'static str {
         match self {
-            AbortCause::ReadLocked => "read-locked",
-            AbortCause::ReadValidate => "read-validate",
-            AbortCause::WriteLocked => "write-locked",
-            AbortCause::CommitLocked => "commit-locked",
-            AbortCause::CommitValidate => "commit-validate",
-            AbortCause::Upgrade => "upgrade-validate",
+            AbortCause::LockBusyOnRead => "read-locked",
+            AbortCause::Opacity => "read-validate",
+            AbortCause::LockBusyOnWrite => "write-locked",
+            AbortCause::LockBusyAtCommit => "commit-locked",
+            AbortCause::Validation => "commit-validate",
+            AbortCause::OpacityOnUpgrade => "upgrade-validate",
         }
     }
 }

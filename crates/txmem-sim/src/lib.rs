@@ -65,7 +65,7 @@ pub struct ReadmeDoctests;
 
 pub use config::SimConfig;
 pub use cpu::Cpu;
-pub use htm::{AbortCause, AbortStatus};
+pub use htm::{AbortStatus, HtmAbortCause};
 pub use simulation::executor::{Sim, SimError};
 pub use stats::Stats;
 pub use txmem_htm::policy;

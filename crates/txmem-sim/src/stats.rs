@@ -128,15 +128,15 @@ pub struct AbortCounts {
 
 impl AbortCounts {
     /// Counts one abort of `cause` in its bucket.
-    pub fn count(&mut self, cause: crate::htm::AbortCause) {
-        use crate::htm::AbortCause;
+    pub fn count(&mut self, cause: crate::htm::HtmAbortCause) {
+        use crate::htm::HtmAbortCause;
         match cause {
-            AbortCause::Explicit(_) => self.explicit += 1,
-            AbortCause::Conflict => self.conflict += 1,
-            AbortCause::Capacity => self.capacity += 1,
-            AbortCause::NestingOverflow => self.nesting += 1,
-            AbortCause::Interrupt => self.interrupt += 1,
-            AbortCause::Debug | AbortCause::Nested | AbortCause::Other => self.other += 1,
+            HtmAbortCause::Explicit(_) => self.explicit += 1,
+            HtmAbortCause::Conflict => self.conflict += 1,
+            HtmAbortCause::Capacity => self.capacity += 1,
+            HtmAbortCause::NestingOverflow => self.nesting += 1,
+            HtmAbortCause::Interrupt => self.interrupt += 1,
+            HtmAbortCause::Debug | HtmAbortCause::Nested | HtmAbortCause::Other => self.other += 1,
         }
     }
 

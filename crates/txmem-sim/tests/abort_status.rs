@@ -8,7 +8,7 @@ use common::small;
 use std::cell::Cell;
 use std::rc::Rc;
 use txmem_sim::htm::Footprint;
-use txmem_sim::{AbortCause, AbortStatus, Cpu, Sim};
+use txmem_sim::{AbortStatus, Cpu, HtmAbortCause, Sim};
 
 /// Runs `f` on core 0 of a small one-core machine and returns the status it reports.
 fn status_of<F, Fut>(f: F) -> AbortStatus
@@ -38,7 +38,7 @@ fn capacity_aborts_say_which_footprint_overflowed() {
         .await
         .unwrap_err()
     });
-    assert_eq!(written.cause(), AbortCause::Capacity);
+    assert_eq!(written.cause(), HtmAbortCause::Capacity);
     assert_eq!(written.capacity_footprint(), Some(Footprint::Write));
     assert!(written.is_persistent());
 
@@ -66,7 +66,7 @@ fn rollback_only_aborts_are_marked() {
         .await
         .unwrap_err()
     });
-    assert_eq!(st.cause(), AbortCause::Capacity);
+    assert_eq!(st.cause(), HtmAbortCause::Capacity);
     assert!(st.is_rollback_only());
     assert!(!st.is_suspended());
 }
@@ -94,7 +94,7 @@ fn aborts_of_suspended_transactions_are_marked() {
     });
     sim.run().unwrap();
     let st = out.get().expect("the suspended transaction was doomed");
-    assert_eq!(st.cause(), AbortCause::Conflict);
+    assert_eq!(st.cause(), HtmAbortCause::Conflict);
     assert!(st.is_suspended());
     assert!(st.is_transient());
 }
@@ -122,6 +122,6 @@ fn explicit_and_nesting_aborts_carry_the_simulators_hints() {
         }
         cpu.xbegin(|cpu| nest(cpu, 9)).await.unwrap_err()
     });
-    assert_eq!(deep.cause(), AbortCause::NestingOverflow);
+    assert_eq!(deep.cause(), HtmAbortCause::NestingOverflow);
     assert!(deep.is_persistent());
 }

@@ -199,7 +199,7 @@ fn a_recall_aborts_the_transaction_that_tracked_the_line() {
         cpu.load(b).await;
     });
     let s = sim.run().unwrap();
-    assert_eq!(cause.get(), Some(Err(txmem_sim::AbortCause::Capacity)));
+    assert_eq!(cause.get(), Some(Err(txmem_sim::HtmAbortCause::Capacity)));
     assert_eq!(s.coherence.directory_recalls, 1);
 }
 

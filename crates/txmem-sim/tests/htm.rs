@@ -9,7 +9,7 @@ use txmem_sim::config::{
     Versioning,
 };
 use txmem_sim::workloads::{run, SyncKind, WorkloadConfig, WorkloadKind};
-use txmem_sim::{AbortCause, Sim, SimConfig};
+use txmem_sim::{HtmAbortCause, Sim, SimConfig};
 
 #[test]
 fn aborted_transaction_leaves_no_trace() {
@@ -32,7 +32,7 @@ fn aborted_transaction_leaves_no_trace() {
                 })
                 .await;
             let st: txmem_sim::AbortStatus = r.unwrap_err();
-            assert_eq!(st.cause(), AbortCause::Explicit(42));
+            assert_eq!(st.cause(), HtmAbortCause::Explicit(42));
             assert!(!cpu.xtest());
             assert_eq!(cpu.load(a).await, 5);
             assert_eq!(cpu.load(b).await, 0);
@@ -184,7 +184,7 @@ fn bounded_capacity_aborts_persistently_and_transaction_falls_back() {
             .xbegin(|cpu| async move { touch_same_set(&cpu, base, 1024, 3).await })
             .await;
         let st = r.unwrap_err();
-        assert_eq!(st.cause(), AbortCause::Capacity);
+        assert_eq!(st.cause(), HtmAbortCause::Capacity);
         assert!(st.is_persistent());
         // Two lines fit in a set.
         cpu.xbegin(|cpu| async move { touch_same_set(&cpu, base, 1024, 2).await })
@@ -261,7 +261,7 @@ fn flat_nesting_and_nesting_limit() {
             })
             .await;
         let st = r.unwrap_err();
-        assert_eq!(st.cause(), AbortCause::NestingOverflow);
+        assert_eq!(st.cause(), HtmAbortCause::NestingOverflow);
         assert!(st.is_persistent());
         // An abort inside a nested level aborts the outermost transaction.
         let r = cpu
@@ -389,7 +389,7 @@ fn lazy_detection_lets_the_committer_win() {
                 v
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
         let again = cpu.xbegin(|cpu| async move { cpu.load(x).await }).await;
         cpu.store(ok, again.unwrap()).await;
     });
@@ -437,9 +437,9 @@ fn tracking_in_the_l2_bounds_transactions_by_the_l2() {
         out.get().unwrap()
     };
     // The L1 holds 32 lines (2 KB), the L2 256.
-    assert_eq!(run(TrackLevel::L1, 100), Err(AbortCause::Capacity));
+    assert_eq!(run(TrackLevel::L1, 100), Err(HtmAbortCause::Capacity));
     assert_eq!(run(TrackLevel::L2, 100), Ok(()));
-    assert_eq!(run(TrackLevel::L2, 300), Err(AbortCause::Capacity));
+    assert_eq!(run(TrackLevel::L2, 300), Err(HtmAbortCause::Capacity));
     let mut bad = small(1);
     bad.htm.tracked_in = TrackLevel::L2;
     assert!(Sim::new(bad)

@@ -7,7 +7,7 @@ mod common;
 use common::small;
 use txmem_sim::config::InterruptMode;
 use txmem_sim::workloads::{self, SyncKind, WorkloadConfig, WorkloadKind};
-use txmem_sim::{AbortCause, Sim, SimConfig, SimError};
+use txmem_sim::{HtmAbortCause, Sim, SimConfig, SimError};
 
 /// Core 0 spins on a flag that core 1 sets after `delay` cycles; returns core 0's finish time
 /// and the loads issued.
@@ -92,7 +92,7 @@ fn a_transaction_doomed_while_asleep_wakes_to_take_its_abort() {
                 cpu.spin_until(flag, |v| v != 0).await;
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
     });
     sim.spawn(1, move |cpu| async move {
         cpu.compute(2_000).await;

@@ -7,7 +7,7 @@ use common::small;
 use std::cell::Cell;
 use std::rc::Rc;
 use txmem_sim::workloads::{run, SyncKind, WorkloadConfig, WorkloadKind};
-use txmem_sim::{AbortCause, Sim, SimConfig};
+use txmem_sim::{HtmAbortCause, Sim, SimConfig};
 
 /// `small` with `cores` physical cores of `tpc` hardware threads each.
 fn smt(cores: usize, tpc: usize) -> SimConfig {
@@ -72,7 +72,7 @@ fn sibling_write_aborts_a_transaction() {
         let stats = sim.run().unwrap();
         assert_eq!(
             cause.get(),
-            Some(AbortCause::Conflict),
+            Some(HtmAbortCause::Conflict),
             "sibling_tx={sibling_tx}"
         );
         assert_eq!(stats.tx.aborts.conflict, 1);
@@ -82,11 +82,11 @@ fn sibling_write_aborts_a_transaction() {
 
 /// Threads 0 and 1 each run a transaction over 4 lines of their own (they overlap in
 /// time). Returns the abort causes of thread 0 and thread 1.
-fn two_footprints(cfg: SimConfig) -> (Option<AbortCause>, Option<AbortCause>) {
+fn two_footprints(cfg: SimConfig) -> (Option<HtmAbortCause>, Option<HtmAbortCause>) {
     let mut sim = Sim::new(cfg).unwrap();
     let base = sim.alloc_lines(8);
     let lb = sim.config().line_bytes;
-    let out: Rc<[Cell<Option<AbortCause>>; 2]> = Rc::new([Cell::new(None), Cell::new(None)]);
+    let out: Rc<[Cell<Option<HtmAbortCause>>; 2]> = Rc::new([Cell::new(None), Cell::new(None)]);
     for t in 0..2usize {
         let out = out.clone();
         sim.spawn(t, move |cpu| async move {
@@ -116,7 +116,7 @@ fn siblings_share_the_core_capacity() {
     assert!(
         matches!(
             (a, b),
-            (None, Some(AbortCause::Capacity)) | (Some(AbortCause::Capacity), None)
+            (None, Some(HtmAbortCause::Capacity)) | (Some(HtmAbortCause::Capacity), None)
         ),
         "{a:?} {b:?}"
     );

@@ -3,7 +3,7 @@
 mod common;
 
 use common::small;
-use txmem_sim::{AbortCause, Sim};
+use txmem_sim::{HtmAbortCause, Sim};
 
 #[test]
 fn suspended_transaction_loses_conflict_and_restarts_at_xpop() {
@@ -21,7 +21,7 @@ fn suspended_transaction_loses_conflict_and_restarts_at_xpop() {
                 unreachable!("xpop must abort a transaction doomed while suspended");
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
         cpu.store(seen, cpu.load(x).await).await;
     });
     sim.spawn(1, move |cpu| async move {
@@ -79,7 +79,7 @@ fn same_core_conflict_favours_the_newest_transaction() {
                 cpu.xpop().await;
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
     });
     let s = sim.run().unwrap();
     // The suspended write (1) was rolled back before the newer transaction read x.
@@ -132,7 +132,7 @@ fn tsuspend_accesses_are_not_transactional_and_conflicts_doom_at_tresume() {
                 unreachable!("a conflict during suspension dooms the transaction at tresume");
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
     });
     sim.spawn(1, move |cpu| async move {
         cpu.compute(300).await;
@@ -219,7 +219,7 @@ fn rollback_only_stores_are_tracked_and_buffered() {
                 cpu.compute(1000).await;
             })
             .await;
-        assert_eq!(r.unwrap_err().cause(), AbortCause::Conflict);
+        assert_eq!(r.unwrap_err().cause(), HtmAbortCause::Conflict);
     });
     sim.spawn(1, move |cpu| async move {
         cpu.compute(300).await;

@@ -20,7 +20,7 @@
 //!
 //! # Abort statuses
 //!
-//! [`AbortStatus`], [`AbortCause`] and the reserved codes are `txmem-htm`'s, re-exported: the
+//! [`AbortStatus`], [`HtmAbortCause`] and the reserved codes are `txmem-htm`'s, re-exported: the
 //! same types describe the aborts of the simulator's HTM, so the policies read one vocabulary
 //! whichever backend produced the abort. Their layout is RTM's, so [`Rtm`] converts `eax`
 //! with one mask; [`MockHtm`] and [`NoHtm`] build statuses with the constructors.
@@ -32,7 +32,7 @@ mod rtm;
 pub use mock::{MockEvent, MockHtm, MockOutcome, MockScript, MockStats, MOCK_LOG_CAPACITY};
 pub use none::NoHtm;
 pub use rtm::{Rtm, RtmDetection, RtmVerdict};
-pub use txmem_htm::{AbortCause, AbortStatus, Footprint, LOCK_BUSY_CODE, REENTRY_CODE};
+pub use txmem_htm::{AbortStatus, Footprint, HtmAbortCause, LOCK_BUSY_CODE, REENTRY_CODE};
 
 /// The backend the crate's lock aliases use by default: [`Rtm`] on x86-64 (which degrades to
 /// "unavailable" on CPUs without usable RTM), [`NoHtm`] elsewhere.

@@ -6,11 +6,11 @@ use super::{AbortStatus, Htm};
 /// elided locks compile down to their fallback locks.
 ///
 /// ```
-/// use txmem_elide::htm::{AbortCause, Htm, NoHtm};
+/// use txmem_elide::htm::{HtmAbortCause, Htm, NoHtm};
 ///
 /// assert!(!NoHtm.available());
 /// let err = NoHtm.begin().unwrap_err();
-/// assert_eq!(err.cause(), AbortCause::Other);
+/// assert_eq!(err.cause(), HtmAbortCause::Other);
 /// assert!(!err.retry_hint());
 /// assert!(!NoHtm.test());
 /// ```

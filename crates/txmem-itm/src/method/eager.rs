@@ -26,7 +26,7 @@ impl Eager {
     fn acquire(&self, tx: &mut TxDesc, word: usize) -> Result<(), AbortCause> {
         let idx = orec::index(word);
         if !lock_orec(tx, idx) {
-            return Err(AbortCause::WriteLocked);
+            return Err(AbortCause::LockBusyOnWrite);
         }
         if tx.stale_locks.last() == Some(&idx) {
             // The word changed since our snapshot: extend it if what we read still holds.
@@ -34,7 +34,7 @@ impl Eager {
             // fails.)
             let now = CLOCK.load(Ordering::Acquire);
             if !self.validate(tx) {
-                return Err(AbortCause::ReadValidate);
+                return Err(AbortCause::Opacity);
             }
             tx.stale_locks.pop();
             tx.start = now;
@@ -93,7 +93,7 @@ impl Method for Eager {
         }
         let wv = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
         if wv != tx.start + 1 && !self.validate(tx) {
-            return Err(AbortCause::CommitValidate);
+            return Err(AbortCause::Validation);
         }
         // Before the orecs show the new version: a reader that sees it sees this too.
         tx.quiescing.store(wv, Ordering::Release);

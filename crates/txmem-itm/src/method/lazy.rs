@@ -65,12 +65,12 @@ impl Method for Lazy {
         tx.redo = redo;
         if !locked {
             release(tx, None);
-            return Err(AbortCause::CommitLocked);
+            return Err(AbortCause::LockBusyAtCommit);
         }
         let wv = CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
         if wv != tx.start + 1 && !self.validate(tx) {
             release(tx, None);
-            return Err(AbortCause::CommitValidate);
+            return Err(AbortCause::Validation);
         }
         write_back(tx);
         // Before the writes become visible: a reader that sees them sees this too.

@@ -298,7 +298,7 @@ pub(crate) fn read_consistent(
             return Ok(unsafe { load_word(word) });
         }
         if v1 & LOCKED != 0 {
-            return Err(AbortCause::ReadLocked);
+            return Err(AbortCause::LockBusyOnRead);
         }
         // SAFETY: the barrier hands an aligned word holding bytes the program reads; the
         // orec check below discards a value written meanwhile.
@@ -313,7 +313,7 @@ pub(crate) fn read_consistent(
             // changed, else abort.
             let now = CLOCK.load(Ordering::Acquire);
             if !validate_reads(tx) {
-                return Err(AbortCause::ReadValidate);
+                return Err(AbortCause::Opacity);
             }
             tx.start = now;
             tx.state.store(now, Ordering::Release);

@@ -33,7 +33,7 @@ fn revalidate(tx: &TxDesc) -> Result<u64, AbortCause> {
             // SAFETY: words the transaction read through a barrier, so on mapped pages.
             .all(|&(w, v)| unsafe { load_word(w) } == v)
     })
-    .ok_or(AbortCause::ReadValidate)
+    .ok_or(AbortCause::Opacity)
 }
 
 impl NOrec {
@@ -95,7 +95,7 @@ impl Method for NOrec {
         }
         while !seqlock::try_lock(&*SEQ, tx.seq) {
             // Someone committed since the snapshot: still consistent?
-            tx.seq = revalidate(tx).map_err(|_| AbortCause::CommitValidate)?;
+            tx.seq = revalidate(tx).map_err(|_| AbortCause::Validation)?;
         }
         write_back(tx);
         seqlock::unlock(&*SEQ, tx.seq);

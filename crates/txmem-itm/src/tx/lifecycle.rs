@@ -162,7 +162,7 @@ pub(crate) fn abort_and_restart(tx: &mut TxDesc, cause: AbortCause) -> ! {
     finish(tx);
     tx.consecutive_aborts += 1;
     let cfg = config::get();
-    if cause == AbortCause::Upgrade {
+    if cause == AbortCause::OpacityOnUpgrade {
         tx.restart_serial = Some(Event::SwitchedMidFlight);
     } else if tx.consecutive_aborts >= cfg.serialize_after {
         tx.restart_serial = Some(Event::AfterAborts);
@@ -266,12 +266,12 @@ pub(crate) fn go_irrevocable(tx: &mut TxDesc) {
     // transaction run under our feet: it may write without barriers, which neither our read
     // set nor (eager) our undo log would notice. So if the gate is busy, run again serial.
     if !gate::try_enter_serial(tx) {
-        abort_and_restart(tx, AbortCause::Upgrade);
+        abort_and_restart(tx, AbortCause::OpacityOnUpgrade);
     }
     tx.serial = true;
     if !tx.method.validate(tx) {
         // Someone committed over what we read: run again, serial from the start.
-        abort_and_restart(tx, AbortCause::Upgrade);
+        abort_and_restart(tx, AbortCause::OpacityOnUpgrade);
     }
     tx.serial_version = crate::orec::CLOCK.fetch_add(1, Ordering::AcqRel) + 1;
     tx.method.write_back_serial(tx);

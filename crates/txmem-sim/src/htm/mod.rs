@@ -1,7 +1,7 @@
 //! Hardware transactional memory: transaction frames, read/write sets, conflict lookup,
 //! contention policies, backoff, abort statuses and suspended transactions.
 //!
-//! Abort statuses are `txmem-htm`'s [`AbortStatus`] and [`AbortCause`], shared with the
+//! Abort statuses are `txmem-htm`'s [`AbortStatus`] and [`HtmAbortCause`], shared with the
 //! real lock-elision backends; [`status`] says how simulated aborts map into them.
 //!
 //! Each core has a stack of frames. The top frame, when it is neither suspended nor doomed,
@@ -25,7 +25,7 @@ use crate::config::HtmConfig;
 use crate::engine::per_core::PerCore;
 use crate::engine::time::Cycle;
 pub use frame::{FrameStack, LogicalTx, SuspendKind, TxFrame, READ, WRITE};
-pub use status::{AbortCause, AbortStatus, Footprint};
+pub use status::{AbortStatus, Footprint, HtmAbortCause};
 
 /// All transactional state of the machine.
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 //! rollback-only transaction, and [`AbortStatus::capacity_footprint`] for which part of the
 //! footprint left the L1.
 
-pub use txmem_htm::{AbortCause, AbortStatus, Footprint};
+pub use txmem_htm::{AbortStatus, Footprint, HtmAbortCause};
 
 /// The status the simulated HTM reports for an abort with `cause`.
 ///
@@ -20,15 +20,18 @@ pub use txmem_htm::{AbortCause, AbortStatus, Footprint};
 ///
 /// ```
 /// use txmem_sim::htm::status::status;
-/// use txmem_sim::AbortCause;
+/// use txmem_sim::HtmAbortCause;
 ///
-/// assert!(status(AbortCause::Capacity).is_persistent());
-/// assert!(status(AbortCause::Explicit(3)).is_transient());
-/// assert_eq!(status(AbortCause::Conflict).cause(), AbortCause::Conflict);
+/// assert!(status(HtmAbortCause::Capacity).is_persistent());
+/// assert!(status(HtmAbortCause::Explicit(3)).is_transient());
+/// assert_eq!(status(HtmAbortCause::Conflict).cause(), HtmAbortCause::Conflict);
 /// ```
 #[inline]
-pub fn status(cause: AbortCause) -> AbortStatus {
-    let repeats = matches!(cause, AbortCause::Capacity | AbortCause::NestingOverflow);
+pub fn status(cause: HtmAbortCause) -> AbortStatus {
+    let repeats = matches!(
+        cause,
+        HtmAbortCause::Capacity | HtmAbortCause::NestingOverflow
+    );
     AbortStatus::from_cause(cause).with_retry(!repeats)
 }
 

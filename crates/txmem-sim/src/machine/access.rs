@@ -182,7 +182,12 @@ impl Machine {
         match tx {
             Some(i) if abort => {
                 self.stats.tx.aborts.paging += 1;
-                self.doom(core, core, i, status(AbortCause::Other).with_non_tx(true));
+                self.doom(
+                    core,
+                    core,
+                    i,
+                    status(HtmAbortCause::Other).with_non_tx(true),
+                );
                 None
             }
             _ => Some(self.cfg.tlb.miss_latency),
@@ -403,7 +408,7 @@ impl Machine {
             }
         }
         if doom_all {
-            let st = status(AbortCause::Conflict).with_non_tx(tx.is_none());
+            let st = status(HtmAbortCause::Conflict).with_non_tx(tx.is_none());
             for k in 0..self.conflicts.len() {
                 let (d, j) = self.conflicts[k];
                 self.doom(core, d, j, st);
@@ -423,7 +428,7 @@ impl Machine {
                 Resolution::Stall(c)
             }
             _ => {
-                self.doom(core, core, i, status(AbortCause::Conflict));
+                self.doom(core, core, i, status(HtmAbortCause::Conflict));
                 Resolution::Aborted
             }
         }

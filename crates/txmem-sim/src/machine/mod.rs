@@ -17,7 +17,7 @@ use crate::htm::backoff::backoff_cycles;
 use crate::htm::policy::{requester_wins, Side};
 use crate::htm::status::status;
 use crate::htm::suspend::{Pushed, Resumed};
-use crate::htm::{AbortCause, AbortStatus, Htm, SuspendKind, READ, WRITE};
+use crate::htm::{AbortStatus, Htm, HtmAbortCause, SuspendKind, READ, WRITE};
 use crate::memory::hierarchy::{AccessResult, Hierarchy};
 use crate::memory::values::Memory;
 
@@ -359,7 +359,7 @@ impl Machine {
             }
             OpKind::XAbort(code) => match self.htm.active(core) {
                 Some(idx) => {
-                    self.doom(core, core, idx, status(AbortCause::Explicit(code)));
+                    self.doom(core, core, idx, status(HtmAbortCause::Explicit(code)));
                     Outcome::Aborted
                 }
                 None => Outcome::Done(0, 1),
@@ -369,7 +369,7 @@ impl Machine {
                     self.htm.suspended_count(core) >= self.cfg.htm.max_suspended as usize;
                 if let Pushed::Suspended(idx) = self.htm.xpush(core) {
                     if too_deep {
-                        self.doom(core, core, idx, status(AbortCause::NestingOverflow));
+                        self.doom(core, core, idx, status(HtmAbortCause::NestingOverflow));
                     }
                 }
                 Outcome::Done(0, 1)
@@ -399,7 +399,7 @@ impl Machine {
                             continue;
                         }
                         for j in 0..self.htm.depth(d) {
-                            self.doom(core, d, j, status(AbortCause::Conflict));
+                            self.doom(core, d, j, status(HtmAbortCause::Conflict));
                         }
                     }
                     Outcome::Done(0, 1)
@@ -479,7 +479,7 @@ impl Machine {
             }
             InterruptMode::Abort => {
                 if let Some(idx) = active {
-                    self.doom(core, core, idx, status(AbortCause::Interrupt));
+                    self.doom(core, core, idx, status(HtmAbortCause::Interrupt));
                 }
             }
         }

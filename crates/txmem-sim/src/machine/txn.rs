@@ -18,7 +18,7 @@ impl Machine {
             );
             f.nesting += 1;
             if f.nesting > self.cfg.htm.max_nesting {
-                self.doom(core, core, idx, status(AbortCause::NestingOverflow));
+                self.doom(core, core, idx, status(HtmAbortCause::NestingOverflow));
                 return Outcome::Aborted;
             }
             return Outcome::Done(0, begin);
@@ -99,7 +99,7 @@ impl Machine {
                 buf.clear();
                 self.htm.conflicts(core, None, line, w, true, &mut buf);
                 for &(d, j) in &buf {
-                    self.doom(core, d, j, status(AbortCause::Conflict));
+                    self.doom(core, d, j, status(HtmAbortCause::Conflict));
                 }
                 self.conflicts = buf;
             }
