@@ -3,7 +3,9 @@
 # and (with `run`) compares it plain and under libtxmem_elide_preload.so.
 #
 #   scripts/leveldb.sh DIR            # build DIR/build-txmem/db_bench (nothing written here)
-#   scripts/leveldb.sh DIR run [N]    # and run the side-by-side table, 1..N threads (N=2)
+#   scripts/leveldb.sh DIR run ["1 2 4 8" [REPS]]   # and the side-by-side table
+#   scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS]]]
+#                                     # our YCSB driver (scripts/peers/ycsb_leveldb.cc)
 #
 # DIR is an unmodified LevelDB checkout (its googletest/benchmark submodules may be empty).
 # LevelDB's own CMake builds the library (tests and benchmarks off, so no submodule is
@@ -11,8 +13,9 @@
 # which db_bench's util/testutil.h includes (Debian: googletest, libgtest-dev; installed
 # here if missing). RelWithDebInfo keeps the symbols that the lock profile names.
 #
-# Output of `run`: one line per (benchmark, threads, mode) with db_bench's micros/op and
-# MB/s, then the lock profile (TXMEM_ELIDE_STATS=1) of fillrandom at N threads.
+# Output of `run`: per (benchmark, threads), the throughput plain, preloaded as a pass-through
+# and preloaded with elision (medians of REPS runs, default 3), then the lock profile
+# (TXMEM_ELIDE_STATS=1) of fillrandom at the largest thread count, without and with RTM.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="$(cd "${1:?usage: scripts/leveldb.sh LEVELDB_DIR [run [THREADS]]}" && pwd)"
@@ -38,38 +41,82 @@ if [ ! -x "$BUILD/db_bench" ] || [ "$BUILD/libleveldb.a" -nt "$BUILD/db_bench" ]
         "$GT/googlemock/src/gmock-all.cc" \
         "$BUILD/libleveldb.a" -lgtest -lpthread -o "$BUILD/db_bench"
 fi
-echo "built $BUILD/db_bench"
+if [ ! -x "$BUILD/ycsb_leveldb" ] || [ "$ROOT/scripts/peers/ycsb_leveldb.cc" -nt "$BUILD/ycsb_leveldb" ] ||
+    [ "$BUILD/libleveldb.a" -nt "$BUILD/ycsb_leveldb" ]; then
+    g++ -std=c++17 -O2 -g -fno-rtti -I"$DIR/include" "$ROOT/scripts/peers/ycsb_leveldb.cc" \
+        "$BUILD/libleveldb.a" -lpthread -o "$BUILD/ycsb_leveldb"
+fi
+echo "built $BUILD/db_bench $BUILD/ycsb_leveldb"
+
+if [ "${2:-}" = ycsb ]; then
+    # scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS]]]: each workload
+    # plain, preloaded as a pass-through, and preloaded with elision, one after another.
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+    (cd "$ROOT" && cargo build -q --release -p txmem-elide-preload)
+    LIB="$CARGO_TARGET_DIR/release/libtxmem_elide_preload.so"
+    DB="${TMPDIR:-/tmp}/txmem-ycsb-$$"
+    for w in ${3:-session a b c d e}; do
+        for mode in plain preload elided; do
+            pre=()
+            case "$mode" in
+            preload) pre=(env TXMEM_ELIDE_HTM=off LD_PRELOAD="$LIB") ;;
+            elided) pre=(env LD_PRELOAD="$LIB") ;;
+            esac
+            echo "## workload $w, $mode"
+            "${pre[@]}" "$BUILD/ycsb_leveldb" --db="$DB" --workload="$w" \
+                --threads="${4:-4}" --seconds="${5:-10}"
+        done
+    done
+    exit 0
+fi
 
 [ "${2:-}" = run ] || exit 0
-MAXT="${3:-2}"
+THREADS="${3:-1 2 4 8}"
+REPS="${4:-3}"
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 (cd "$ROOT" && cargo build -q --release -p txmem-elide-preload)
 LIB="$CARGO_TARGET_DIR/release/libtxmem_elide_preload.so"
 DB="${TMPDIR:-/tmp}/txmem-leveldb-$$"
-trap 'rm -rf "$DB"' EXIT
+trap 'rm -rf "$DB" "$DB.profile"' EXIT
 COMMON=(--num=100000 --value_size=50 --db="$DB")
-one() { # mode bench threads -> "micros/op MB/s"
-    local mode="$1" bench="$2" t="$3" pre=() out
-    [ "$mode" = preload ] && pre=(env LD_PRELOAD="$LIB")
-    if [ "$bench" = fillseq ] || [ "$bench" = fillrandom ]; then
-        out="$("${pre[@]}" "$BUILD/db_bench" "${COMMON[@]}" --threads="$t" --benchmarks="$bench")"
-    else
-        # Reads need a database: fill it once (one thread), then run the reader.
-        out="$("${pre[@]}" "$BUILD/db_bench" "${COMMON[@]}" --threads="$t" \
-            --benchmarks="fillrandom,$bench")"
-    fi
-    echo "$out" | awk -v b="$bench" '$1 == b { for (i = 1; i <= NF; i++) if ($i == "micros/op;") m = $(i-1); mb = "-"; for (i = 1; i <= NF; i++) if ($i == "MB/s") mb = $(i-1); print m, mb }'
+one() { # mode bench threads -> micros/op of bench (db_bench's, averaged over its threads)
+    local mode="$1" bench="$2" t="$3" pre=() list="$2"
+    case "$mode" in
+    preload) pre=(env TXMEM_ELIDE_HTM=off LD_PRELOAD="$LIB") ;;
+    elided) pre=(env LD_PRELOAD="$LIB") ;;
+    esac
+    # Reads need a database: fill it first in the same run (only the reader's line counts).
+    case "$bench" in readrandom | readwhilewriting) list="fillrandom,$bench" ;; esac
+    "${pre[@]}" "$BUILD/db_bench" "${COMMON[@]}" --threads="$t" --benchmarks="$list" |
+        awk -v b="$bench" '$1 == b { for (i = 1; i <= NF; i++) if ($i == "micros/op;") print $(i-1) }'
 }
-printf '%-17s %7s %8s %12s %8s\n' benchmark threads mode micros/op MB/s
-for bench in fillseq fillrandom readrandom readwhilewriting; do
-    for t in $(seq 1 "$MAXT"); do
-        for mode in plain preload; do
-            read -r us mb <<<"$(one "$mode" "$bench" "$t")"
-            printf '%-17s %7s %8s %12s %8s\n' "$bench" "$t" "$mode" "$us" "$mb"
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "# db_bench: 100,000 pairs per thread, 16-byte keys, 50-byte values; median of $REPS interleaved runs"
+echo "# kops/s = threads / (micros/op) * 1000; preload = TXMEM_ELIDE_HTM=off (pass-through),"
+echo "# elided = the library's default (RTM elision if usable: $(grep -qw rtm /proc/cpuinfo && echo 'cpuinfo lists rtm' || echo 'no rtm in cpuinfo'))"
+printf '%-17s %7s %10s %10s %10s %9s %9s\n' benchmark threads plain preload elided pre/plain eli/plain
+for bench in ${BENCHES:-fillseq fillrandom readrandom readwhilewriting}; do
+    for t in $THREADS; do
+        # Interleaved: each repetition runs every mode once, so drift in the machine's load
+        # reaches the three alike.
+        declare -A v=() k=()
+        for _ in $(seq "$REPS"); do
+            for mode in plain preload elided; do v[$mode]+="$(one "$mode" "$bench" "$t")"$'\n'; done
         done
+        for mode in plain preload elided; do
+            k[$mode]="$(echo "$t / $(printf '%s' "${v[$mode]}" | median) * 1000" | bc -l)"
+        done
+        printf '%-17s %7s %10.1f %10.1f %10.1f %9.3f %9.3f\n' "$bench" "$t" "${k[plain]}" \
+            "${k[preload]}" "${k[elided]}" "$(echo "${k[preload]} / ${k[plain]}" | bc -l)" \
+            "$(echo "${k[elided]} / ${k[plain]}" | bc -l)"
     done
 done
-echo
-echo "== lock profile: fillrandom, $MAXT threads, TXMEM_ELIDE_STATS=1"
-TXMEM_ELIDE_STATS=1 LD_PRELOAD="$LIB" "$BUILD/db_bench" "${COMMON[@]}" --threads="$MAXT" \
-    --benchmarks=fillrandom 2>&1 >/dev/null
+LAST="${THREADS##* }"
+for htm in off on; do
+    echo
+    echo "== lock profile: fillrandom, $LAST threads, TXMEM_ELIDE_STATS=1 TXMEM_ELIDE_HTM=$htm"
+    TXMEM_ELIDE_STATS=1 TXMEM_ELIDE_STATS_TOP=3 TXMEM_ELIDE_STATS_FILE="$DB.profile" \
+        TXMEM_ELIDE_HTM="$htm" LD_PRELOAD="$LIB" \
+        "$BUILD/db_bench" "${COMMON[@]}" --threads="$LAST" --benchmarks=fillrandom >/dev/null 2>&1
+    cat "$DB.profile"
+done

@@ -1,9 +1,10 @@
 //! Elision of normal pthread mutexes with Intel RTM: XSync's adaptive retry through
 //! `txmem-htm`'s [`RetryPolicy`], on `txmem-elide`'s [`Rtm`] backend.
 //!
-//! **Untested on hardware**: no machine the project runs on has usable RTM, so this path has
-//! only been read, not run; [`usable`] is false everywhere it has been tried and the hooks
-//! never enter it. It is kept small on purpose.
+//! Where RTM is usable (the project's development machine, an Intel Xeon KVM guest, has it)
+//! the integration tests run every C program through this path; elsewhere [`usable`] is
+//! false and the hooks never enter it. It is kept small on purpose: normal mutexes only,
+//! no coarsening.
 //!
 //! A section is elided the way glibc's own elision does it: `xbegin`, read the mutex's lock
 //! word (so a thread that really acquires the mutex aborts the section), return 0 with the

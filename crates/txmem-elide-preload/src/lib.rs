@@ -13,13 +13,12 @@
 //! `dlsym` may return the old ABI). What it adds depends on the mode chosen at start-up
 //! (`real.rs`):
 //!
-//! * **nothing** (no `TXMEM_ELIDE_STATS`, no usable RTM — every machine the project has):
-//!   the hot entry points load one word and jump to the C library's function;
+//! * **nothing** (no `TXMEM_ELIDE_STATS`, and no usable RTM or `TXMEM_ELIDE_HTM=off`): the
+//!   hot entry points load one word and jump to the C library's function;
 //! * **the profile** (`TXMEM_ELIDE_STATS=1`): per (lock, call site) acquisitions, contended
 //!   acquisitions, wait and hold time percentiles, printed at exit (`profile/`);
 //! * **elision** (RTM usable, `TXMEM_ELIDE_HTM` not `off`): normal mutexes run their
-//!   sections as hardware transactions with XSync's adaptive retry (`elide.rs`, untested on
-//!   hardware).
+//!   sections as hardware transactions with XSync's adaptive retry (`elide.rs`).
 //!
 //! Robust, priority-inheritance, priority-protect and process-shared mutexes, and
 //! process-shared reader-writer locks, are passed through untouched in every mode. Recursive
