@@ -1,4 +1,4 @@
-//! Elision statistics, per lock and per thread.
+//! Elision statistics, per lock and per thread, read as `txmem-htm`'s [`ElisionStats`].
 //!
 //! Every elided lock keeps a [`Counters`] block (read it with
 //! [`ElisionStatsExt::elision_stats`](crate::ElisionStatsExt::elision_stats)), and every thread
@@ -14,104 +14,21 @@
 //! Read-side acquisitions of the reader-writer lock's biased fast path are not counted per
 //! lock (that would put a shared write back on the path the bias exists to keep private).
 
-use crate::htm::{AbortStatus, HtmAbortCause};
+use crate::htm::AbortStatus;
 use crossbeam_utils::CachePadded;
 use std::cell::{OnceCell, RefCell};
-use std::ops::Add;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-/// Aborts broken down by cause.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct AbortCounts {
-    /// Explicit aborts other than lock-busy (user code, or a backend refusing).
-    pub explicit: u64,
-    /// Sections that found the fallback lock held and aborted to wait for it.
-    pub lock_busy: u64,
-    /// Data conflicts.
-    pub conflict: u64,
-    /// Capacity overflows.
-    pub capacity: u64,
-    /// Debug-breakpoint aborts.
-    pub debug: u64,
-    /// Everything else (interrupts, faults, nested, unknown, no HTM).
-    pub other: u64,
-}
-
-impl AbortCounts {
-    /// All aborts.
-    pub fn total(&self) -> u64 {
-        self.explicit + self.lock_busy + self.conflict + self.capacity + self.debug + self.other
-    }
-
-    /// The counts since `earlier` was taken, cause by cause (saturating: the
-    /// counters only grow).
-    pub fn since(&self, earlier: &AbortCounts) -> AbortCounts {
-        AbortCounts {
-            explicit: self.explicit.saturating_sub(earlier.explicit),
-            lock_busy: self.lock_busy.saturating_sub(earlier.lock_busy),
-            conflict: self.conflict.saturating_sub(earlier.conflict),
-            capacity: self.capacity.saturating_sub(earlier.capacity),
-            debug: self.debug.saturating_sub(earlier.debug),
-            other: self.other.saturating_sub(earlier.other),
-        }
-    }
-}
-
-impl Add for AbortCounts {
-    type Output = AbortCounts;
-    fn add(self, o: AbortCounts) -> AbortCounts {
-        AbortCounts {
-            explicit: self.explicit + o.explicit,
-            lock_busy: self.lock_busy + o.lock_busy,
-            conflict: self.conflict + o.conflict,
-            capacity: self.capacity + o.capacity,
-            debug: self.debug + o.debug,
-            other: self.other + o.other,
-        }
-    }
-}
-
-/// A snapshot of elision statistics (of one lock, one thread, or all threads).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct ElisionStats {
-    /// Hardware transactions started for sections (outermost begins that succeeded or
-    /// failed). Per lock, counted only while [`set_per_lock_counts`] is on.
-    pub attempts: u64,
-    /// Sections (or coarsened groups) that committed in hardware. Per lock, counted only
-    /// while [`set_per_lock_counts`] is on.
-    pub elided_commits: u64,
-    /// Aborts by cause.
-    pub aborts: AbortCounts,
-    /// Sections that ran under the real (fallback) lock.
-    pub fallback_acquisitions: u64,
-    /// Sections that committed as part of a coarsened group of two or more.
-    pub coarsened_sections: u64,
-    /// Reader-bias revocations by writers (reader-writer locks only).
-    pub bias_revocations: u64,
-}
-
-impl Add for ElisionStats {
-    type Output = ElisionStats;
-    fn add(self, o: ElisionStats) -> ElisionStats {
-        ElisionStats {
-            attempts: self.attempts + o.attempts,
-            elided_commits: self.elided_commits + o.elided_commits,
-            aborts: self.aborts + o.aborts,
-            fallback_acquisitions: self.fallback_acquisitions + o.fallback_acquisitions,
-            coarsened_sections: self.coarsened_sections + o.coarsened_sections,
-            bias_revocations: self.bias_revocations + o.bias_revocations,
-        }
-    }
-}
+// The snapshot types are `txmem-htm`'s, so the simulator's elided locks count the same way.
+pub use txmem_htm::{AbortCounts, ElisionStats};
 
 /// A block of statistics counters (the live form of [`ElisionStats`]).
 #[derive(Debug, Default)]
 pub struct Counters {
     attempts: AtomicU64,
     commits: AtomicU64,
-    aborts: [AtomicU64; 6],
+    aborts: [AtomicU64; AbortCounts::SLOTS],
     fallback: AtomicU64,
     coarsened: AtomicU64,
 }
@@ -126,29 +43,13 @@ pub(crate) enum Stat {
     Coarsened(u64),
 }
 
-fn abort_index(s: AbortStatus) -> usize {
-    if s.is_lock_busy() {
-        return 1;
-    }
-    match s.cause() {
-        HtmAbortCause::Explicit(_) => 0,
-        HtmAbortCause::Conflict => 2,
-        HtmAbortCause::Capacity => 3,
-        HtmAbortCause::Debug => 4,
-        HtmAbortCause::NestingOverflow
-        | HtmAbortCause::Interrupt
-        | HtmAbortCause::Nested
-        | HtmAbortCause::Other => 5,
-    }
-}
-
 impl Counters {
     /// A zeroed block.
     pub const fn new() -> Self {
         Counters {
             attempts: AtomicU64::new(0),
             commits: AtomicU64::new(0),
-            aborts: [const { AtomicU64::new(0) }; 6],
+            aborts: [const { AtomicU64::new(0) }; AbortCounts::SLOTS],
             fallback: AtomicU64::new(0),
             coarsened: AtomicU64::new(0),
         }
@@ -159,7 +60,7 @@ impl Counters {
         match s {
             Stat::Attempt => (&self.attempts, 1),
             Stat::Commit => (&self.commits, 1),
-            Stat::Abort(st) => (&self.aborts[abort_index(st)], 1),
+            Stat::Abort(st) => (&self.aborts[AbortCounts::slot(st)], 1),
             Stat::Fallback => (&self.fallback, 1),
             Stat::Coarsened(n) => (&self.coarsened, n),
         }
@@ -192,21 +93,15 @@ impl Counters {
     /// Reads the counters (each one atomically; the set is not a consistent snapshot while
     /// other threads are updating it).
     pub fn snapshot(&self) -> ElisionStats {
-        let a = |i: usize| self.aborts[i].load(Relaxed);
         ElisionStats {
             attempts: self.attempts.load(Relaxed),
             elided_commits: self.commits.load(Relaxed),
-            aborts: AbortCounts {
-                explicit: a(0),
-                lock_busy: a(1),
-                conflict: a(2),
-                capacity: a(3),
-                debug: a(4),
-                other: a(5),
-            },
+            aborts: AbortCounts::from_slots(self.aborts.each_ref().map(|a| a.load(Relaxed))),
             fallback_acquisitions: self.fallback.load(Relaxed),
             coarsened_sections: self.coarsened.load(Relaxed),
-            bias_revocations: 0,
+            // Neither is counted here (see `txmem_htm::ElisionStats`); the reader-writer lock
+            // adds its bias revocations to its snapshot.
+            ..ElisionStats::ZERO
         }
     }
 }
@@ -247,21 +142,7 @@ struct Registry {
 
 static REGISTRY: parking_lot::Mutex<Registry> = parking_lot::Mutex::new(Registry {
     live: Vec::new(),
-    retired: ElisionStats {
-        attempts: 0,
-        elided_commits: 0,
-        aborts: AbortCounts {
-            explicit: 0,
-            lock_busy: 0,
-            conflict: 0,
-            capacity: 0,
-            debug: 0,
-            other: 0,
-        },
-        fallback_acquisitions: 0,
-        coarsened_sections: 0,
-        bias_revocations: 0,
-    },
+    retired: ElisionStats::ZERO,
 });
 
 struct Local(Arc<CachePadded<Counters>>);

@@ -1,5 +1,5 @@
-//! The hardware-transactional-memory vocabulary of txmem: abort statuses and causes, and the
-//! lock-elision policies as pure state machines.
+//! The hardware-transactional-memory vocabulary of txmem: abort statuses and causes, the
+//! lock-elision policies as pure state machines, and the counts of what elision did.
 //!
 //! # The problem
 //!
@@ -24,9 +24,12 @@
 //!   ([`RetryPolicy`](policy::RetryPolicy)) and adaptive transaction coarsening
 //!   ([`CoarsenPolicy`](policy::CoarsenPolicy)), as state machines that take events and
 //!   answer with actions.
+//! * [`ElisionStats`] and [`AbortCounts`]: what elided sections did, counted the same way by
+//!   the real locks and the simulated ones.
 //!
-//! The crate has no dependencies, no `unsafe` and needs no `std`, so both the lock library
-//! and the simulator can depend on it without depending on each other.
+//! The crate has no dependencies (but `serde`, optional, to serialize the counts), no
+//! `unsafe` and needs no `std`, so both the lock library and the simulator can depend on it
+//! without depending on each other.
 //!
 //! # Not the STM's abort causes
 //!
@@ -65,6 +68,8 @@
 #![warn(missing_docs)]
 
 pub mod policy;
+mod stats;
 mod status;
 
+pub use stats::{AbortCounts, ElisionStats};
 pub use status::{AbortStatus, Footprint, HtmAbortCause, LOCK_BUSY_CODE, REENTRY_CODE};

@@ -44,11 +44,14 @@
 use crate::cpu::Cpu;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
-use std::ops::AddAssign;
 use txmem_htm::policy::{
     CoarsenConfig, CoarsenEvent, CoarsenPolicy, RetryAction, RetryConfig, RetryEvent, RetryPolicy,
 };
 use txmem_htm::LOCK_BUSY_CODE;
+
+/// What one thread's elided sections did: `txmem-htm`'s counts, as `txmem-elide` keeps them
+/// for the real locks.
+pub use txmem_htm::ElisionStats;
 
 /// Acquires the test-and-test-and-set spinlock at `lock` (0 free, 1 held).
 pub async fn spin_lock(cpu: &Cpu, lock: u64) {
@@ -117,40 +120,6 @@ impl ElisionConfig {
             threshold: self.coarsen_threshold,
             max_group: self.coarsen_max_group,
         })
-    }
-}
-
-/// What one thread's elided sections did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ElisionStats {
-    /// Critical sections run (elided or under the lock).
-    pub sections: u64,
-    /// Hardware transactions begun for sections (outermost).
-    pub attempts: u64,
-    /// Hardware transactions that committed (a coarsened one covers several sections).
-    pub elided_commits: u64,
-    /// Sections that committed inside a transaction covering two or more sections.
-    pub coarsened_sections: u64,
-    /// Hardware attempts that aborted, lock-busy ones included.
-    pub aborts: u64,
-    /// Aborts that found the lock held.
-    pub lock_busy_aborts: u64,
-    /// Times a section waited, outside any transaction, for a busy lock to be released.
-    pub busy_waits: u64,
-    /// Sections that ran under the lock.
-    pub fallbacks: u64,
-}
-
-impl AddAssign for ElisionStats {
-    fn add_assign(&mut self, o: ElisionStats) {
-        self.sections += o.sections;
-        self.attempts += o.attempts;
-        self.elided_commits += o.elided_commits;
-        self.coarsened_sections += o.coarsened_sections;
-        self.aborts += o.aborts;
-        self.lock_busy_aborts += o.lock_busy_aborts;
-        self.busy_waits += o.busy_waits;
-        self.fallbacks += o.fallbacks;
     }
 }
 
@@ -236,10 +205,7 @@ impl Elision {
                             return k;
                         }
                         Err(status) => {
-                            self.stats.aborts += 1;
-                            if status.is_lock_busy() {
-                                self.stats.lock_busy_aborts += 1;
-                            }
+                            self.stats.aborts.record(status);
                             if let Some(c) = &mut self.coarsen {
                                 c.on(CoarsenEvent::Aborted(status));
                             }
@@ -259,7 +225,7 @@ impl Elision {
                     self.retry.on(RetryEvent::FallbackAcquired);
                     body(cpu.clone()).await;
                     spin_unlock(cpu, lock).await;
-                    self.stats.fallbacks += 1;
+                    self.stats.fallback_acquisitions += 1;
                     self.stats.sections += 1;
                     return 1;
                 }

@@ -49,19 +49,19 @@ fn busy_lock_run(max_busy_waits: u32) -> (ElisionStats, Stats) {
 fn retry_policy_waits_for_a_busy_lock_or_takes_it() {
     // Waiting allowed: the section waits outside the transaction, then commits in hardware.
     let (wait, wait_stats) = busy_lock_run(16);
-    assert_eq!(wait.lock_busy_aborts, 1);
+    assert_eq!(wait.aborts.lock_busy, 1);
     assert_eq!(wait.busy_waits, 1);
     assert_eq!(wait.elided_commits, 1);
-    assert_eq!(wait.fallbacks, 0);
+    assert_eq!(wait.fallback_acquisitions, 0);
     assert_eq!(wait_stats.tx.commits, 1);
     assert_eq!(wait_stats.tx.aborts.explicit, 1, "the lock-busy xabort");
 
     // No waits allowed: the same abort sends the section to the lock.
     let (lock, lock_stats) = busy_lock_run(0);
-    assert_eq!(lock.lock_busy_aborts, 1);
+    assert_eq!(lock.aborts.lock_busy, 1);
     assert_eq!(lock.busy_waits, 0);
     assert_eq!(lock.elided_commits, 0);
-    assert_eq!(lock.fallbacks, 1);
+    assert_eq!(lock.fallback_acquisitions, 1);
     assert_eq!(lock_stats.tx.commits, 0);
     assert_eq!(lock_stats.tx.aborts.explicit, 1);
 }
@@ -99,17 +99,26 @@ fn retry_budget_changes_the_simulated_counter() {
     );
     for r in [&one, &ten] {
         assert_eq!(r.elision.sections, 800);
-        assert_eq!(r.elision.elided_commits + r.elision.fallbacks, 800);
+        assert_eq!(
+            r.elision.elided_commits + r.elision.fallback_acquisitions,
+            800
+        );
         assert_eq!(r.stats.tx.commits, r.elision.elided_commits);
-        assert_eq!(r.stats.tx.restarts, r.elision.aborts);
+        assert_eq!(r.stats.tx.restarts, r.elision.aborts.total());
     }
     // One attempt per section: every abort but a lock-busy one (the section then waits
     // and tries again) ends on the lock, exactly as the policy prescribes.
     let e = one.elision;
-    assert_eq!(e.fallbacks, e.aborts - e.lock_busy_aborts);
+    assert_eq!(
+        e.fallback_acquisitions,
+        e.aborts.total() - e.aborts.lock_busy
+    );
     // A larger budget retries conflicts in hardware instead.
     let e = ten.elision;
-    assert!(e.fallbacks < e.aborts - e.lock_busy_aborts, "{e:?}");
+    assert!(
+        e.fallback_acquisitions < e.aborts.total() - e.aborts.lock_busy,
+        "{e:?}"
+    );
     assert_ne!(one.stats.total_cycles, ten.stats.total_cycles);
 }
 
@@ -135,7 +144,7 @@ fn coarsening_groups_follow_the_shared_policy() {
         left -= k;
         groups += 1;
     }
-    assert_eq!(r.elision.aborts, 0);
+    assert_eq!(r.elision.aborts.total(), 0);
     assert_eq!(r.elision.elided_commits, groups);
     assert_eq!(r.stats.tx.commits, groups);
     assert!(groups < 40, "{groups} transactions for 200 sections");
@@ -171,7 +180,11 @@ fn a_capacity_abort_goes_to_the_lock_at_once() {
     });
     let s = sim.run().unwrap();
     let e = out.get();
-    assert_eq!((e.attempts, e.aborts, e.fallbacks), (1, 1, 1), "{e:?}");
+    assert_eq!(
+        (e.attempts, e.aborts.total(), e.fallback_acquisitions),
+        (1, 1, 1),
+        "{e:?}"
+    );
     assert_eq!(s.tx.aborts.capacity, 1);
     assert_eq!(sim.read(base + 2048), 1);
 }

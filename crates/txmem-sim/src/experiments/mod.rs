@@ -181,12 +181,12 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         put("sections", e.sections.into());
         put("elided_commits", e.elided_commits.into());
         put("coarsened_sections", e.coarsened_sections.into());
-        put("fallbacks", e.fallbacks.into());
+        put("fallbacks", e.fallback_acquisitions.into());
         put(
             "fallback_rate",
-            (e.fallbacks as f64 / e.sections.max(1) as f64).into(),
+            (e.fallback_acquisitions as f64 / e.sections.max(1) as f64).into(),
         );
-        put("lock_busy_aborts", e.lock_busy_aborts.into());
+        put("lock_busy_aborts", e.aborts.lock_busy.into());
         put("busy_waits", e.busy_waits.into());
     }
     if matches!(
