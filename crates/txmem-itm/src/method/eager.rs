@@ -10,7 +10,9 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{load_word, lock_orec, release, store_masked, AbortCause, Method, Privatization};
+use super::{
+    load_word, lock_orec, log_undo_masked, release, store_masked, AbortCause, Method, Privatization,
+};
 use crate::orec::{self, CLOCK};
 use crate::tx::desc::TxDesc;
 
@@ -78,9 +80,7 @@ impl Method for Eager {
         mask: u64,
     ) -> Result<(), AbortCause> {
         self.acquire(tx, word)?;
-        let lo = mask.trailing_zeros() as usize / 8;
-        let hi = 8 - mask.leading_zeros() as usize / 8;
-        tx.log_undo(word + lo, hi - lo);
+        log_undo_masked(tx, word, mask);
         // SAFETY: the barrier hands an aligned word whose selected bytes the program writes;
         // its orec is locked by us.
         unsafe { store_masked(word, val, mask) };

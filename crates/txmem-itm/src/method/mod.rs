@@ -162,6 +162,15 @@ pub(crate) unsafe fn store_masked(word: usize, val: u64, mask: u64) {
     }
 }
 
+/// Saves in the undo log the bytes of `word` that `mask` selects: what an in-place write
+/// (eager, serial) does before it stores, so that a rollback puts them back.
+#[inline(always)]
+pub(crate) fn log_undo_masked(tx: &mut TxDesc, word: usize, mask: u64) {
+    let lo = mask.trailing_zeros() as usize / 8;
+    let hi = 8 - mask.leading_zeros() as usize / 8;
+    tx.log_undo(word + lo, hi - lo);
+}
+
 /// Loads the word at `word`.
 ///
 /// # Safety

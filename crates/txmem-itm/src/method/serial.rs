@@ -1,7 +1,7 @@
 //! Serial execution: the transaction holds the gate, so it reads and writes in place; an undo
 //! log (unless irrevocable) lets it cancel.
 
-use super::{load_word, store_masked, AbortCause, Method, Privatization};
+use super::{load_word, log_undo_masked, store_masked, AbortCause, Method, Privatization};
 use crate::tx::desc::TxDesc;
 
 pub(crate) struct Serial;
@@ -22,9 +22,7 @@ impl Method for Serial {
         mask: u64,
     ) -> Result<(), AbortCause> {
         if !tx.irrevocable {
-            let lo = mask.trailing_zeros() as usize / 8;
-            let hi = 8 - mask.leading_zeros() as usize / 8;
-            tx.log_undo(word + lo, hi - lo);
+            log_undo_masked(tx, word, mask);
         }
         // Stamp before writing: a transaction upgrading later revalidates against orecs.
         crate::orec::stamp(word, 8, tx.serial_version);
