@@ -167,7 +167,7 @@ impl Local {
 impl Drop for Local {
     fn drop(&mut self) {
         let mut r = REGISTRY.lock();
-        r.retired = r.retired + self.0.snapshot();
+        r.retired += self.0.snapshot();
         r.live.retain(|b| !Arc::ptr_eq(b, &self.0));
     }
 }
