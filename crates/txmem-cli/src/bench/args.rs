@@ -12,8 +12,9 @@ use crate::harness::drive::ThreadList;
 use crate::harness::suites::Suite;
 use crate::harness::system::System;
 use crate::harness::DEFAULT_SEED;
-use crate::measure::args::{parse_duration, parse_policy, parse_repeats, HookArgs};
-use crate::output::OutputFile;
+use crate::measure::args::{
+    parse_duration, parse_policy, parse_repeats, HookArgs, OutputArgs, OutputFlavor,
+};
 
 /// `txmem bench [SUITE] [options]`: run a benchmark suite side by side
 /// against peers and print throughput with ratios to txmem.
@@ -65,31 +66,30 @@ pub struct BenchArgs {
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub contention: Option<ContentionPolicy>,
 
-    /// Write results as JSON (the stable contract read by other tools).
-    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
-    pub json: Option<OutputFile>,
-
-    /// Write results as CSV (same columns as the JSON results).
-    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
-    pub csv: Option<OutputFile>,
-
-    /// Write an SVG plot: throughput against threads, one panel per workload.
-    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
-    pub plot: Option<OutputFile>,
-
-    /// Write the results as a Markdown table (a column per thread count),
-    /// ready to paste into documentation.
-    #[arg(long, value_name = "FILE.md", value_parser = OutputFile::from_str)]
-    pub markdown: Option<OutputFile>,
+    /// The files to write, and the progress bar.
+    #[command(flatten)]
+    pub output: OutputArgs<BenchOutput>,
 
     /// Seed of the workload random generators (each thread derives its own).
     #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
     pub seed: u64,
 
-    /// Never draw progress bars.
-    #[arg(long)]
-    pub no_progress: bool,
-
     #[command(flatten)]
     pub hooks: HookArgs,
+}
+
+/// `txmem bench`'s output flags: every file takes a name.
+#[derive(Debug, Clone)]
+pub struct BenchOutput;
+
+impl OutputFlavor for BenchOutput {
+    const JSON_HELP: &'static str =
+        "Write results as JSON (the stable contract read by other tools)";
+    const PLOT_HELP: &'static str =
+        "Write an SVG plot: throughput against threads, one panel per workload";
+    const TABLES_HELP: Option<(&'static str, &'static str)> = Some((
+        "Write results as CSV (same columns as the JSON results)",
+        "Write the results as a Markdown table (a column per thread count), ready to paste into documentation",
+    ));
+    const PROGRESS_HELP: &'static str = "Never draw progress bars";
 }

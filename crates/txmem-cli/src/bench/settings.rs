@@ -47,12 +47,7 @@ impl Settings {
             policy: args.contention.unwrap_or(ContentionPolicy::DEFAULT),
             systems: args.systems,
             filter: args.filter,
-            outputs: Outputs {
-                json: args.json,
-                csv: args.csv,
-                plot: args.plot,
-                markdown: args.markdown,
-            },
+            outputs: args.output.outputs(),
             measure: Measurement {
                 threads: threads.counts().to_vec(),
                 duration,
@@ -61,7 +56,7 @@ impl Settings {
                     .warmup
                     .unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
                 seed: args.seed,
-                progress: !args.no_progress,
+                progress: !args.output.no_progress,
                 break_check: args.hooks.break_check(),
             },
         }

@@ -14,8 +14,9 @@ use txmem_db::ycsb::{
 
 use crate::harness::drive::ThreadList;
 use crate::harness::DEFAULT_SEED;
-use crate::measure::args::{parse_duration, parse_policy, parse_repeats, HookArgs};
-use crate::output::OutputFile;
+use crate::measure::args::{
+    parse_duration, parse_policy, parse_repeats, HookArgs, OutputArgs, OutputFlavor,
+};
 
 /// `txmem db <ycsb|tpcc> [options]`: load a database on txmem's
 /// transactional maps, run a transaction mix on it from several threads,
@@ -171,34 +172,33 @@ pub struct CommonArgs {
     #[arg(long, value_name = "POLICY", value_parser = parse_policy)]
     pub contention: Option<ContentionPolicy>,
 
-    /// Write results as JSON, to FILE or txmem-db.json (the `txmem bench`
-    /// contract, with per-kind rows and latency percentiles added).
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "txmem-db.json", value_parser = OutputFile::from_str)]
-    pub json: Option<OutputFile>,
-
-    /// Write results as CSV (the main columns of the JSON results).
-    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
-    pub csv: Option<OutputFile>,
-
-    /// Write an SVG plot, to FILE or txmem-db.svg: transactions per second
-    /// against threads, one panel per workload.
-    #[arg(long, value_name = "FILE.svg", num_args = 0..=1, default_missing_value = "txmem-db.svg", value_parser = OutputFile::from_str)]
-    pub plot: Option<OutputFile>,
-
-    /// Write the results as a Markdown table (a column per thread count).
-    #[arg(long, value_name = "FILE.md", value_parser = OutputFile::from_str)]
-    pub markdown: Option<OutputFile>,
+    /// The files to write, and the progress bar.
+    #[command(flatten)]
+    pub output: OutputArgs<DbOutput>,
 
     /// Seed of the workload random generators (each thread derives its own).
     #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
     pub seed: u64,
 
-    /// Never draw progress bars.
-    #[arg(long)]
-    pub no_progress: bool,
-
     #[command(flatten)]
     pub hooks: HookArgs,
+}
+
+/// `txmem db`'s output flags: a bare `--json` or `--plot` writes
+/// `txmem-db.json` or `txmem-db.svg`.
+#[derive(Debug, Clone)]
+pub struct DbOutput;
+
+impl OutputFlavor for DbOutput {
+    const JSON_HELP: &'static str = "Write results as JSON, to FILE or txmem-db.json (the `txmem bench` contract, with per-kind rows and latency percentiles added)";
+    const JSON_DEFAULT: Option<&'static str> = Some("txmem-db.json");
+    const PLOT_HELP: &'static str = "Write an SVG plot, to FILE or txmem-db.svg: transactions per second against threads, one panel per workload";
+    const PLOT_DEFAULT: Option<&'static str> = Some("txmem-db.svg");
+    const TABLES_HELP: Option<(&'static str, &'static str)> = Some((
+        "Write results as CSV (the main columns of the JSON results)",
+        "Write the results as a Markdown table (a column per thread count)",
+    ));
+    const PROGRESS_HELP: &'static str = "Never draw progress bars";
 }
 
 /// Parses a count with an optional `k` (thousand) or `M` (million) suffix.

@@ -123,12 +123,8 @@ impl DbSettings {
             read_my_writes,
             index_cutoff,
             contention,
-            json,
-            csv,
-            plot,
-            markdown,
+            output,
             seed,
-            no_progress,
             hooks,
         } = common;
         for (i, mode) in opacity.iter().enumerate() {
@@ -148,19 +144,14 @@ impl DbSettings {
             untracked_reads,
             read_my_writes,
             index_cutoff: index_cutoff.unwrap_or(txmem::tuning::HASH_CUTOFF),
-            outputs: Outputs {
-                json,
-                csv,
-                plot,
-                markdown,
-            },
+            outputs: output.outputs(),
             measure: Measurement {
                 threads: threads.counts().to_vec(),
                 duration,
                 repeats: repeat,
                 warmup: warmup.unwrap_or_else(|| (duration / 5).min(Duration::from_millis(300))),
                 seed,
-                progress: !no_progress,
+                progress: !output.no_progress,
                 break_check: hooks.break_check(),
             },
         })

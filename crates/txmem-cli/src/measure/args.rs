@@ -1,13 +1,15 @@
-//! Parsers of the measuring options every command shares (`--duration`,
-//! `--warmup`, `--repeat`, `--contention`).
+//! The measuring options every command shares: the output flags
+//! ([`OutputArgs`]), the test hooks ([`HookArgs`]), and the parsers of
+//! `--duration`, `--warmup`, `--repeat` and `--contention`.
 
+use std::marker::PhantomData;
+use std::str::FromStr;
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use txmem::ContentionPolicy;
 
-#[cfg(feature = "test-hooks")]
-use std::str::FromStr;
+use crate::output::OutputFile;
 
 #[cfg(feature = "test-hooks")]
 use crate::harness::system::System;
@@ -32,6 +34,127 @@ impl HookArgs {
         return self.break_check.clone();
         #[cfg(not(feature = "test-hooks"))]
         Vec::new()
+    }
+}
+
+/// What one command's output flags say beyond the shape they share: their
+/// help, the files `--json` and `--plot` write when given without a value,
+/// whether the command writes tables (`--csv`, `--markdown`), and whether
+/// `-q`/`--quiet` are kept as names of `--no-progress`.
+pub trait OutputFlavor {
+    /// `--json`'s help.
+    const JSON_HELP: &'static str;
+    /// The file a bare `--json` writes; `None`: `--json` takes a file.
+    const JSON_DEFAULT: Option<&'static str> = None;
+    /// `--plot`'s help.
+    const PLOT_HELP: &'static str;
+    /// The file a bare `--plot` writes; `None`: `--plot` takes a file.
+    const PLOT_DEFAULT: Option<&'static str> = None;
+    /// `--csv`'s and `--markdown`'s help, for a command that writes its
+    /// results as tables; `None`: the command has neither flag.
+    const TABLES_HELP: Option<(&'static str, &'static str)> = None;
+    /// `--no-progress`'s help.
+    const PROGRESS_HELP: &'static str;
+    /// Whether `-q` and `--quiet` also say `--no-progress`.
+    const QUIET: bool = false;
+}
+
+/// The output flags of a measuring command (`--json`, `--csv`, `--plot`,
+/// `--markdown`, `--no-progress`), flattened into its arguments. One shape
+/// for every command; `F` says what differs, so that each command keeps
+/// the flags it always took.
+#[derive(Debug, Clone)]
+pub struct OutputArgs<F> {
+    /// `--json`: the JSON report.
+    pub json: Option<OutputFile>,
+    /// `--csv`: the results as CSV (commands that write tables).
+    pub csv: Option<OutputFile>,
+    /// `--plot`: an SVG plot.
+    pub plot: Option<OutputFile>,
+    /// `--markdown`: the results as a Markdown table (commands that write
+    /// tables).
+    pub markdown: Option<OutputFile>,
+    /// `--no-progress`: never draw a progress bar.
+    pub no_progress: bool,
+    flavor: PhantomData<fn() -> F>,
+}
+
+impl<F> OutputArgs<F> {
+    /// The files to write, as the measuring runner takes them.
+    pub fn outputs(&self) -> super::settings::Outputs {
+        super::settings::Outputs {
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            plot: self.plot.clone(),
+            markdown: self.markdown.clone(),
+        }
+    }
+}
+
+/// An output file's option: `--ID FILE`, or `--ID [FILE]` when a bare flag
+/// writes `default`.
+fn file_arg(
+    id: &'static str,
+    value: &'static str,
+    help: &'static str,
+    default: Option<&'static str>,
+) -> Arg {
+    let arg = Arg::new(id)
+        .long(id)
+        .value_name(value)
+        .help(help)
+        .action(ArgAction::Set)
+        .value_parser(OutputFile::from_str);
+    match default {
+        Some(file) => arg.num_args(0..=1).default_missing_value(file),
+        None => arg,
+    }
+}
+
+impl<F: OutputFlavor> Args for OutputArgs<F> {
+    fn augment_args(cmd: Command) -> Command {
+        // In the order the commands always listed them.
+        let mut cmd = cmd.arg(file_arg("json", "FILE", F::JSON_HELP, F::JSON_DEFAULT));
+        if let Some((csv, _)) = F::TABLES_HELP {
+            cmd = cmd.arg(file_arg("csv", "FILE", csv, None));
+        }
+        cmd = cmd.arg(file_arg("plot", "FILE.svg", F::PLOT_HELP, F::PLOT_DEFAULT));
+        if let Some((_, markdown)) = F::TABLES_HELP {
+            cmd = cmd.arg(file_arg("markdown", "FILE.md", markdown, None));
+        }
+        let mut progress = Arg::new("no_progress")
+            .long("no-progress")
+            .action(ArgAction::SetTrue)
+            .help(F::PROGRESS_HELP);
+        if F::QUIET {
+            progress = progress.short('q').visible_alias("quiet");
+        }
+        cmd.arg(progress)
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<F: OutputFlavor> FromArgMatches for OutputArgs<F> {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let file = |id: &str| m.get_one::<OutputFile>(id).cloned();
+        // A command without tables never defined `--csv` or `--markdown`.
+        let table = |id: &str| F::TABLES_HELP.and_then(|_| file(id));
+        Ok(OutputArgs {
+            json: file("json"),
+            csv: table("csv"),
+            plot: file("plot"),
+            markdown: table("markdown"),
+            no_progress: m.get_flag("no_progress"),
+            flavor: PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use txmem_sim::experiments::RunConfig;
 use txmem_sim::workloads::hashmap::Scenario;
 use txmem_sim::workloads::WorkloadKind;
 
-use crate::output::OutputFile;
+use crate::measure::args::{OutputArgs, OutputFlavor};
 
 /// Arguments of `txmem sim`.
 #[derive(Debug, Args)]
@@ -88,18 +88,9 @@ pub struct SimArgs {
     #[arg(long)]
     pub metric: Option<String>,
 
-    /// Write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
-    pub json: Option<OutputFile>,
-
-    /// Write an SVG plot to FILE.
-    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
-    pub plot: Option<OutputFile>,
-
-    /// Never draw the progress bar (as in `txmem bench`, `db` and `stamp`;
-    /// `-q` and `--quiet` say the same).
-    #[arg(long, short = 'q', visible_alias = "quiet")]
-    pub no_progress: bool,
+    /// The files to write, and the progress bar.
+    #[command(flatten)]
+    pub output: OutputArgs<SimOutput>,
 
     /// Points to simulate at once, one per host thread (default: every host core). The rows
     /// are the same whatever the number; the host_* metrics then include the contention.
@@ -116,6 +107,18 @@ pub struct SimArgs {
     /// writes the checkpoint this command then reads back (see scripts/sim-dask.py).
     #[arg(long)]
     pub plan: bool,
+}
+
+/// `txmem sim`'s output flags: JSON and a plot, no tables; `-q` and
+/// `--quiet` kept as names of `--no-progress`.
+#[derive(Debug, Clone)]
+pub struct SimOutput;
+
+impl OutputFlavor for SimOutput {
+    const JSON_HELP: &'static str = "Write the results as JSON to FILE";
+    const PLOT_HELP: &'static str = "Write an SVG plot to FILE";
+    const PROGRESS_HELP: &'static str = "Never draw the progress bar (as in `txmem bench`, `db` and `stamp`; `-q` and `--quiet` say the same)";
+    const QUIET: bool = true;
 }
 
 /// What `txmem sim` runs: a named experiment, a sweep of any parameter, or given points.

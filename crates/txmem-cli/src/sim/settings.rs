@@ -79,9 +79,9 @@ impl SimSettings {
         Ok(SimSettings {
             job,
             metric: a.metric,
-            json: a.json,
-            plot: a.plot,
-            no_progress: a.no_progress,
+            json: a.output.json,
+            plot: a.output.plot,
+            no_progress: a.output.no_progress,
             runner: Runner {
                 jobs: a.jobs.map_or(0, |n| n as usize),
                 checkpoint: a.checkpoint,

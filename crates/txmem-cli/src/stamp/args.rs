@@ -1,6 +1,6 @@
 //! `txmem stamp`'s arguments.
 
-use crate::measure::args::parse_repeats;
+use crate::measure::args::{parse_repeats, OutputArgs, OutputFlavor};
 use std::path::PathBuf;
 use std::str::FromStr;
 
@@ -8,7 +8,6 @@ use clap::Args;
 use txmem_stamp::{Input, Variant};
 
 use crate::harness::drive::ThreadList;
-use crate::output::OutputFile;
 
 /// Run the STAMP applications on txmem: each variant (sequential, typed,
 /// word-based) to completion, its result verified, with times, speedups
@@ -57,18 +56,19 @@ pub struct StampArgs {
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = parse_repeats)]
     pub repeat: usize,
 
-    /// Write the results as JSON.
-    #[arg(long, value_name = "FILE", value_parser = OutputFile::from_str)]
-    pub json: Option<OutputFile>,
+    /// The files to write, and the progress bar.
+    #[command(flatten)]
+    pub output: OutputArgs<StampOutput>,
+}
 
-    /// Write an SVG plot: speedup over `seq` against threads, one panel
-    /// per application, a line per variant.
-    #[arg(long, value_name = "FILE.svg", value_parser = OutputFile::from_str)]
-    pub plot: Option<OutputFile>,
+/// `txmem stamp`'s output flags: JSON and a plot, no tables.
+#[derive(Debug, Clone)]
+pub struct StampOutput;
 
-    /// Never draw the progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+impl OutputFlavor for StampOutput {
+    const JSON_HELP: &'static str = "Write the results as JSON";
+    const PLOT_HELP: &'static str = "Write an SVG plot: speedup over `seq` against threads, one panel per application, a line per variant";
+    const PROGRESS_HELP: &'static str = "Never draw the progress bar";
 }
 
 /// Where the applications' inputs come from.

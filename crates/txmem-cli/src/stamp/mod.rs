@@ -80,7 +80,7 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
     }
     // Rows print above the bar; it is hidden with `--no-progress` or off a
     // terminal.
-    let pb = progress_bar(args.no_progress || !std::io::stderr().is_terminal());
+    let pb = progress_bar(args.output.no_progress || !std::io::stderr().is_terminal());
     pb.set_length((plan.len() * args.repeat) as u64);
     let mut rows = Vec::new();
     let mut failed = Vec::new();
@@ -119,10 +119,10 @@ pub fn run(args: StampArgs) -> Result<u8, Failure> {
         }
     }
     pb.finish_and_clear();
-    if let Some(file) = &args.plot {
+    if let Some(file) = &args.output.plot {
         write_plot(file, &apps, &rows)?;
     }
-    if let Some(file) = &args.json {
+    if let Some(file) = &args.output.json {
         let results: Vec<_> = rows.iter().map(|r| row_json(r, &rows)).collect();
         let doc = json!({
             "suite": "stamp",
