@@ -26,11 +26,17 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <hash|hash-fast|btree> <get|insert|remove|mix> N
+//! usage: collections_cost <KIND> <get|insert|remove|mix> N
 //!
-//! `hash` uses the default `RandomState` (SipHash-1-3, the same hasher
-//! `dashmap` uses); `hash-fast` uses a multiplicative hasher for integer
-//! keys, to show how much of the cost is hashing.
+//! `KIND` picks the set and its hasher:
+//! * `hash`: `THashMap` with its default hasher (foldhash);
+//! * `hash-sip`: `THashMap` with std's `RandomState` (SipHash-1-3, the
+//!   hasher `dashmap` defaults to);
+//! * `hash-fast`: `THashMap` with a multiplicative hasher for integer keys;
+//! * `btree`: `TBTreeMap`;
+//! * `dashmap`, `dashmap-foldhash`: the same operations on a
+//!   `dashmap::DashSet<u64>` with its default hasher or with foldhash, the
+//!   peer the `intset` benchmark sets beside `THashMap`.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -71,7 +77,43 @@ fn remove(set: &dyn TSet<u64>, k: u64) -> bool {
     atomically(|tx| set.remove(tx, &k))
 }
 
-const USAGE: &str = "usage: collections_cost <hash|hash-fast|btree> <get|insert|remove|mix> N";
+const USAGE: &str =
+    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> <get|insert|remove|mix> N";
+
+/// `dashmap`'s set behind the same three operations (no transactions).
+struct Dash<S>(dashmap::DashSet<u64, S>);
+
+/// The operations the example measures, on a transactional set or on
+/// `dashmap`.
+trait Ops {
+    fn contains(&self, k: u64) -> bool;
+    fn insert(&self, k: u64) -> bool;
+    fn remove(&self, k: u64) -> bool;
+}
+
+impl Ops for Box<dyn TSet<u64>> {
+    fn contains(&self, k: u64) -> bool {
+        contains(&**self, k)
+    }
+    fn insert(&self, k: u64) -> bool {
+        insert(&**self, k)
+    }
+    fn remove(&self, k: u64) -> bool {
+        remove(&**self, k)
+    }
+}
+
+impl<S: std::hash::BuildHasher + Clone> Ops for Dash<S> {
+    fn contains(&self, k: u64) -> bool {
+        self.0.contains(&k)
+    }
+    fn insert(&self, k: u64) -> bool {
+        self.0.insert(k)
+    }
+    fn remove(&self, k: u64) -> bool {
+        self.0.remove(&k).is_some()
+    }
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -79,35 +121,47 @@ fn main() {
         panic!("{USAGE}")
     };
     let n: u64 = n.parse().expect(USAGE);
-    let map: Box<dyn TSet<u64>> = match kind.as_str() {
+    let set: Box<dyn TSet<u64>> = match kind.as_str() {
+        "dashmap" => return run(&Dash(dashmap::DashSet::new()), kind, op, n),
+        "dashmap-foldhash" => {
+            let set = dashmap::DashSet::with_hasher(txmem::DefaultHashBuilder::default());
+            return run(&Dash(set), kind, op, n);
+        }
         "hash" => Box::new(THashMap::<u64, ()>::new()),
+        "hash-sip" => Box::new(THashMap::<u64, (), _>::with_hasher(
+            std::collections::hash_map::RandomState::new(),
+        )),
         "hash-fast" => Box::new(THashMap::<u64, (), _>::with_hasher(BuildHasherDefault::<
             MulHasher,
         >::default())),
         "btree" => Box::new(TBTreeMap::<u64, ()>::new()),
         _ => panic!("{USAGE}"),
     };
+    run(&set, kind, op, n)
+}
+
+fn run(map: &impl Ops, kind: &str, op: &str, n: u64) {
     for k in 0..4096 {
-        assert!(insert(&*map, 2 * k));
+        assert!(map.insert(2 * k));
     }
     let mut hits = 0u64;
-    match op.as_str() {
+    match op {
         "get" => {
             for i in 0..n {
-                hits += contains(&*map, std::hint::black_box(i % 8192)) as u64;
+                hits += map.contains(std::hint::black_box(i % 8192)) as u64;
             }
         }
         "insert" => {
             assert!(n <= 4096, "insert: N <= 4096");
             for i in 0..n {
-                hits += insert(&*map, std::hint::black_box(2 * i + 1)) as u64;
+                hits += map.insert(std::hint::black_box(2 * i + 1)) as u64;
             }
             assert_eq!(hits, n);
         }
         "remove" => {
             assert!(n <= 4096, "remove: N <= 4096");
             for i in 0..n {
-                hits += remove(&*map, std::hint::black_box(2 * i)) as u64;
+                hits += map.remove(std::hint::black_box(2 * i)) as u64;
             }
             assert_eq!(hits, n);
         }
@@ -119,9 +173,9 @@ fn main() {
                 x ^= x << 17;
                 let k = std::hint::black_box((x >> 8) % 8192);
                 hits += match x % 100 {
-                    0..10 => insert(&*map, k),
-                    10..20 => remove(&*map, k),
-                    _ => contains(&*map, k),
+                    0..10 => map.insert(k),
+                    10..20 => map.remove(k),
+                    _ => map.contains(k),
                 } as u64;
             }
         }

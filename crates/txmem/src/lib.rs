@@ -176,7 +176,8 @@ mod wait;
 
 #[cfg(not(txmem_loom))]
 pub use collections::{
-    TBTreeMap, THashMap, TList, TListSet, TMVar, TMap, TQueue, TSem, TSet, TWords, WordAddr,
+    DefaultHashBuilder, TBTreeMap, THashMap, TList, TListSet, TMVar, TMap, TQueue, TSem, TSet,
+    TWords, WordAddr,
 };
 pub use contention::{Backoff, ContentionPolicy};
 pub use error::{Abort, AbortCause, TxError, TxResult};

@@ -49,15 +49,18 @@ pub enum System {
     Tinystm,
     /// A std collection behind a `std::sync::RwLock`.
     RwLockStd,
-    /// The `dashmap` crate's `DashSet`.
+    /// The `dashmap` crate's `DashSet`, with its default hasher (SipHash).
     Dashmap,
+    /// The `dashmap` crate's `DashSet` with foldhash, the hasher `THashMap`
+    /// defaults to: the maps compared without the hashers' difference.
+    DashmapFoldhash,
     /// The `crossbeam-skiplist` crate's `SkipSet`.
     CrossbeamSkiplist,
 }
 
 impl System {
     /// Every system, in the order `--list` describes them.
-    pub const ALL: [System; 21] = [
+    pub const ALL: [System; 22] = [
         System::Txmem,
         System::TxmemRevalidate,
         System::TxmemNoOpacity,
@@ -78,6 +81,7 @@ impl System {
         System::Tinystm,
         System::RwLockStd,
         System::Dashmap,
+        System::DashmapFoldhash,
         System::CrossbeamSkiplist,
     ];
 
@@ -104,6 +108,7 @@ impl System {
             System::Tinystm => "tinystm",
             System::RwLockStd => "rwlock-std",
             System::Dashmap => "dashmap",
+            System::DashmapFoldhash => "dashmap-foldhash",
             System::CrossbeamSkiplist => "crossbeam-skiplist",
         }
     }

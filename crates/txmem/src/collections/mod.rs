@@ -52,7 +52,7 @@ mod traits;
 pub mod words;
 
 pub use btree::TBTreeMap;
-pub use hashmap::THashMap;
+pub use hashmap::{DefaultHashBuilder, THashMap};
 pub use list::{TList, TListSet};
 pub use mvar::TMVar;
 pub use queue::TQueue;

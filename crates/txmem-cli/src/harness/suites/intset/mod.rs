@@ -15,9 +15,10 @@
 //! transactions. `txmem-tarray` and `txmem-words` run the word arena through
 //! a `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
 //! comparison, where every `next` link walked is a tracked read. The set
-//! peers are `dashmap`, `crossbeam-skiplist` and the std collection behind
-//! an `RwLock` (`rwlock-std`); the `mutex`/`rwlock`/`fine-locks` rows run the
-//! arena's algorithm under locks.
+//! peers are `dashmap` (with its default hasher, SipHash, and as
+//! `dashmap-foldhash` with `THashMap`'s, foldhash), `crossbeam-skiplist`
+//! and the std collection behind an `RwLock` (`rwlock-std`); the
+//! `mutex`/`rwlock`/`fine-locks` rows run the arena's algorithm under locks.
 
 pub mod arena;
 pub mod peers;

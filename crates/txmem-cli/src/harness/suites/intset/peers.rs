@@ -28,7 +28,10 @@ trait PeerSet: Default + Send + Sync + 'static {
     fn keys(&self) -> Vec<u64>;
 }
 
-impl PeerSet for dashmap::DashSet<u64> {
+impl<S> PeerSet for dashmap::DashSet<u64, S>
+where
+    S: std::hash::BuildHasher + Clone + Default + Send + Sync + 'static,
+{
     const SORTED: bool = false;
     fn contains(&self, k: u64) -> bool {
         dashmap::DashSet::contains(self, &k)
@@ -175,7 +178,8 @@ impl<S: PeerSet> Instance for Peer<S> {
 }
 
 /// Adds the set peers for workload `w`: `rwlock-std` for every structure,
-/// `dashmap` for the hash set, `crossbeam-skiplist` for the ordered set.
+/// `dashmap` for the hash set (with its default hasher and with
+/// `THashMap`'s), `crossbeam-skiplist` for the ordered set.
 pub fn add(plan: &mut Plan, w: IntSet) {
     let name = w.name();
     match w.kind {
@@ -200,6 +204,13 @@ pub fn add(plan: &mut Plan, w: IntSet) {
                 System::Dashmap,
                 "dashmap DashSet<u64> (sharded RwLocks, SipHash)",
                 move || Box::new(Peer::<dashmap::DashSet<u64>>::new(w)),
+            );
+            plan.case(
+                "intset",
+                &name,
+                System::DashmapFoldhash,
+                "dashmap DashSet<u64> with foldhash (THashMap's default hasher)",
+                move || Box::new(Peer::<dashmap::DashSet<u64, txmem::DefaultHashBuilder>>::new(w)),
             );
         }
         Kind::Ordered => {
