@@ -1,6 +1,7 @@
 //! Commit, cancel, queries, mode changes, user actions, the clone table and version calls.
 
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 use crate::fatal::fatal;
@@ -104,30 +105,53 @@ struct CloneTable {
 // SAFETY: the tables are read-only data in the program's objects.
 unsafe impl Send for CloneTable {}
 
+/// The registered tables, in registration order; registration and deregistration take it.
 static CLONE_TABLES: Mutex<Vec<CloneTable>> = Mutex::new(Vec::new());
+
+/// Every registered (function, clone) pair, sorted by function, for the lookups that each
+/// indirect call in a transaction makes: published whole after each registration or
+/// deregistration and searched without a lock. A replaced index is leaked, since a lookup
+/// may still be reading it; there is one per object loaded or unloaded.
+static CLONE_INDEX: AtomicPtr<Vec<(usize, usize)>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Rebuilds and publishes the index from `tables`; called with `CLONE_TABLES` held, so
+/// rebuilds do not race.
+fn publish_index(tables: &[CloneTable]) {
+    let mut index: Vec<(usize, usize)> = Vec::new();
+    for t in tables {
+        // SAFETY: registered tables stay mapped until deregistered (under the caller's lock).
+        let pairs = unsafe { std::slice::from_raw_parts(t.pairs, t.len) };
+        index.extend(pairs.iter().filter(|p| p[1] != 0).map(|p| (p[0], p[1])));
+    }
+    // A stable sort, then the first of equal keys kept: the earliest table's pair wins, as
+    // a search of the tables in registration order would find.
+    index.sort_by_key(|e| e.0);
+    index.dedup_by_key(|e| e.0);
+    CLONE_INDEX.store(Box::into_raw(Box::new(index)), Ordering::Release);
+}
 
 #[no_mangle]
 extern "C" fn _ITM_registerTMCloneTable(table: *const [usize; 2], len: usize) {
     let mut t = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
     t.push(CloneTable { pairs: table, len });
+    publish_index(&t);
 }
 
 #[no_mangle]
 extern "C" fn _ITM_deregisterTMCloneTable(table: *const [usize; 2]) {
     let mut t = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
     t.retain(|c| !std::ptr::eq(c.pairs, table));
+    publish_index(&t);
 }
 
 fn find_clone(f: usize) -> Option<usize> {
-    let tables = CLONE_TABLES.lock().unwrap_or_else(|e| e.into_inner());
-    for t in tables.iter() {
-        // SAFETY: registered tables stay mapped until deregistered (under this lock).
-        let pairs = unsafe { std::slice::from_raw_parts(t.pairs, t.len) };
-        if let Some(p) = pairs.iter().find(|p| p[0] == f && p[1] != 0) {
-            return Some(p[1]);
-        }
-    }
-    None
+    let index = CLONE_INDEX.load(Ordering::Acquire);
+    // SAFETY: a published index is never freed or changed (replaced ones are leaked).
+    let index = unsafe { index.as_ref()? };
+    index
+        .binary_search_by_key(&f, |e| e.0)
+        .ok()
+        .map(|i| index[i].1)
 }
 
 /// The clone of `f`, or `f` itself after going irrevocable (an uninstrumented function may do
@@ -188,4 +212,43 @@ unsafe extern "C" fn _ITM_error(loc: *const SrcLocation, code: i32) -> ! {
         "_ITM_error {code} at {}",
         src.as_deref().unwrap_or("an unknown location")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Addresses no real function has; the tests share the process-wide tables, so each
+    // uses its own range.
+    static FIRST: [[usize; 2]; 3] = [
+        [0x7000_0300, 0x7100_0300],
+        [0x7000_0100, 0x7100_0100],
+        [0x7000_0200, 0],
+    ];
+    static SECOND: [[usize; 2]; 2] = [[0x7000_0100, 0x7200_0100], [0x7000_0400, 0x7200_0400]];
+
+    #[test]
+    fn clone_lookup_follows_registration() {
+        _ITM_registerTMCloneTable(FIRST.as_ptr(), FIRST.len());
+        assert_eq!(find_clone(0x7000_0300), Some(0x7100_0300));
+        assert_eq!(find_clone(0x7000_0100), Some(0x7100_0100));
+        assert_eq!(
+            find_clone(0x7000_0200),
+            None,
+            "a pair without a clone is no clone"
+        );
+        assert_eq!(find_clone(0x7000_0400), None);
+        _ITM_registerTMCloneTable(SECOND.as_ptr(), SECOND.len());
+        assert_eq!(
+            find_clone(0x7000_0100),
+            Some(0x7100_0100),
+            "the earlier table wins"
+        );
+        assert_eq!(find_clone(0x7000_0400), Some(0x7200_0400));
+        _ITM_deregisterTMCloneTable(FIRST.as_ptr());
+        assert_eq!(find_clone(0x7000_0100), Some(0x7200_0100));
+        assert_eq!(find_clone(0x7000_0300), None);
+        _ITM_deregisterTMCloneTable(SECOND.as_ptr());
+        assert_eq!(find_clone(0x7000_0400), None);
+    }
 }
