@@ -42,6 +42,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -91,7 +92,7 @@ STAMP = {
     "kmeans": {
         "bin": "kmeans",
         "paper": "-m160 -n160 -T0.01 -z -i {inputs}/kmeans-paper.txt",
-        "medium": "-m16 -n16 -T0.01 -z -i {inputs}/kmeans-medium.txt",
+        "medium": "-m160 -n160 -T0.01 -z -i {inputs}/kmeans-medium.txt",
     },
     "labyrinth": {
         "bin": "labyrinth",
@@ -214,10 +215,12 @@ def run_stamp(args):
         for rt in args.runtimes.split(","):
             for t in args.threads:
                 times = []
+                cpus = []
                 for _ in range(args.repeat):
                     env = dict(os.environ, **runtime_env(rt, args))
                     cmd = [binary, *cargs, f"-t{t}"]
                     start = time.monotonic()
+                    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                     try:
                         p = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                            errors="replace", timeout=args.timeout)
@@ -225,6 +228,8 @@ def run_stamp(args):
                     except subprocess.TimeoutExpired:
                         out, rc = "", "timeout"
                     wall = time.monotonic() - start
+                    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpus.append(ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
                     ok, why = stamp_verify(app, out, rc) if rc != "timeout" else (False, f"over {args.timeout} s")
                     secs = stamp_time(app, out)
                     if not ok or secs is None:
@@ -237,7 +242,8 @@ def run_stamp(args):
                           file=sys.stderr)
                 rows.append({"app": app, "size": size, "suite": "stamp_c", "runtime": rt,
                              "threads": t, "seconds": statistics.median(times) if times else None,
-                             "runs": times, "args": " ".join(cargs)})
+                             "runs": times, "args": " ".join(cargs),
+                             "cpu_seconds": statistics.median(cpus) if times else None})
         # txmem stamp, typed and words, on the same input.
         if args.rust and (size == "paper" or app in RUST_INPUT):
             rin = RUST_INPUT.get(app, {}).get(size, "paper").format(inputs=inputs)
@@ -293,12 +299,76 @@ def stamp_table(rows, args):
                           and r["runtime"] == v and r["threads"] == tt), None)
                 cells.append(fmt_s(r["seconds"]) if r else "—")
             lines.append(f"| {app} | {size} | " + " | ".join(cells) + " |")
-        gm = []
-        for rt in rts:
-            gm.append(geomean([r["seconds"] for r in rows if r["suite"] == "stamp_c"
-                               and r["runtime"] == rt and r["threads"] == t]))
-        lines.append("| **geometric mean** | | " + " | ".join(fmt_s(g) for g in gm) + " |" + " |" * len(rust))
+        # Geometric means over the applications every runtime finished, so
+        # that the columns compare; a second row over each column's own.
+        def ok(app, rt):
+            return any(r["app"] == app and r["suite"] == "stamp_c" and r["runtime"] == rt
+                       and r["threads"] == t and r["seconds"] for r in rows)
+        common = [app for app in apps if all(ok(app, rt) for rt in rts)]
+
+        def gm_of(rt, subset):
+            return geomean([r["seconds"] for r in rows if r["suite"] == "stamp_c" and r["runtime"] == rt
+                            and r["threads"] == t and r["app"] in subset])
+        lines.append(f"| **geometric mean**, the {len(common)} applications all finished | | "
+                     + " | ".join(fmt_s(gm_of(rt, common)) for rt in rts) + " |" + " |" * len(rust))
+        lines.append("| geometric mean, each column's finished runs | | "
+                     + " | ".join(fmt_s(gm_of(rt, apps)) for rt in rts) + " |" + " |" * len(rust))
+        base = gm_of("ml_wt", common) if "ml_wt" in rts else None
+        if base:
+            lines.append("| speed over ml_wt (common geometric mean) | | "
+                         + " | ".join(f"{base / gm_of(rt, common):.2f}x" for rt in rts) + " |" + " |" * len(rust))
     return "\n".join(lines)
+
+
+def stamp_svg(rows, args, path):
+    """Grouped bars: each runtime's speed over ml_wt's (ml_wt time / time), per
+    application and for the geometric mean, one panel per thread count."""
+    rts = args.runtimes.split(",")
+    apps = list(dict.fromkeys(r["app"] for r in rows if r["suite"] == "stamp_c")) + ["geomean"]
+    colors = ["#777777", "#d08c2b", "#2b6fd0", "#3aa35b", "#b84ac9", "#c0392b"]
+    w_bar, gap, h, top, left = 9, 14, 220, 30, 50
+    group = w_bar * len(rts) + gap
+    width = left + group * len(apps) + 20
+    panels = []
+
+    def t_of(app, rt, t):
+        if app == "geomean":
+            common = [x for x in apps[:-1] if all(t_of(x, q, t) for q in rts)]
+            return geomean([t_of(x, rt, t) for x in common])
+        r = next((r for r in rows if r["suite"] == "stamp_c" and r["app"] == app
+                  and r["runtime"] == rt and r["threads"] == t), None)
+        return r["seconds"] if r else None
+
+    ymax = 3.0
+    out = []
+    for pi, t in enumerate(args.threads):
+        y0 = top + pi * (h + 70)
+        out.append(f'<text x="{left}" y="{y0 - 8}" font-size="13">{t} thread{"s" if t > 1 else ""}: '
+                   f'speed over GCC libitm ml_wt (higher is faster; 0 = failed)</text>')
+        for k in range(int(ymax) + 1):
+            y = y0 + h - h * k / ymax
+            out.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+                       f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end">{k}x</text>')
+        for ai, app in enumerate(apps):
+            base = t_of(app, "ml_wt", t)
+            x0 = left + ai * group + gap / 2
+            for ri, rt in enumerate(rts):
+                v = t_of(app, rt, t)
+                sp = base / v if base and v else 0
+                bh = h * min(sp, ymax) / ymax
+                out.append(f'<rect x="{x0 + ri * w_bar:.1f}" y="{y0 + h - bh:.1f}" width="{w_bar - 1}" '
+                           f'height="{bh:.1f}" fill="{colors[ri % len(colors)]}"><title>{app} {rt}: '
+                           f'{sp:.2f}x</title></rect>')
+            out.append(f'<text x="{x0 + w_bar * len(rts) / 2:.1f}" y="{y0 + h + 14}" font-size="10" '
+                       f'text-anchor="middle">{app}</text>')
+    ly = top + len(args.threads) * (h + 70) - 30
+    for ri, rt in enumerate(rts):
+        out.append(f'<rect x="{left + ri * 90}" y="{ly}" width="10" height="10" fill="{colors[ri % len(colors)]}"/>'
+                   f'<text x="{left + ri * 90 + 14}" y="{ly + 9}" font-size="11">{rt}</text>')
+    height = ly + 20
+    with open(path, "w") as f:
+        f.write(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                f'font-family="sans-serif">\n' + "\n".join(out) + "\n</svg>\n")
 
 
 # ---------------------------------------------------------------- memcached
@@ -533,6 +603,23 @@ def fig11_md(rows):
 # ---------------------------------------------------------------- main
 
 
+def render(result, a):
+    out = []
+    if "stamp" in result:
+        out.append("## STAMP in C\n" + stamp_table(result["stamp"], a))
+        if a.plot:
+            stamp_svg(result["stamp"], a, a.plot)
+    if "memcached" in result:
+        out.append(f"## memcached, memaslap --binary, {a.execute_number} operations per client\n\n"
+                   + memcached_table(result["memcached"], a))
+    if "tables" in result:
+        out.append("## Tables 1-4 columns (TXMEM_ITM_STATS)\n\n" + tables_md(result["tables"]) + "\n\n"
+                   + "\n\n".join(sites_md(r, a) for r in result["tables"]))
+    if "fig11" in result:
+        out.append("## Fig 11: contention policy x method\n\n" + fig11_md(result["fig11"]))
+    return "\n\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build", help="scripts/transmem.sh's build folder")
@@ -557,10 +644,16 @@ def main():
     ap.add_argument("--fig11-execute", type=int, default=100000, help="operations per client in the fig11 sweep")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--json", help="write every row as JSON")
+    ap.add_argument("--plot", help="write the STAMP plot (SVG) here")
+    ap.add_argument("--from-json", help="print the tables of an earlier --json run instead of running")
     ap.add_argument("--transmem", help="a transmem checkout: build BUILD from it first (scripts/transmem.sh)")
     ap.add_argument("--tinystm", help="with --transmem: a TinySTM checkout, for the tinystm runtime")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
+    if a.from_json:
+        result = json.load(open(a.from_json))
+        print(render(result, a))
+        return 0
     t0 = time.monotonic()
     if a.transmem:
         cmd = [os.path.join(ROOT, "scripts", "transmem.sh"), a.transmem, a.build]
@@ -587,32 +680,22 @@ def main():
     result = {"machine": f"{platform.node()} {os.cpu_count()} CPUs {platform.platform()}",
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "argv": sys.argv}
     failures = []
-    out = []
     if "stamp" in a.parts:
         rows, fails = run_stamp(a)
         failures += fails
         result["stamp"] = rows
-        out.append("## STAMP in C\n" + stamp_table(rows, a))
     if "memcached" in a.parts:
-        rows = run_memcached(a)
-        result["memcached"] = rows
-        out.append(f"## memcached, memaslap --binary, {a.execute_number} operations per client\n\n"
-                   + memcached_table(rows, a))
+        result["memcached"] = run_memcached(a)
     if "tables" in a.parts:
-        rows = tables_columns(a)
-        result["tables"] = rows
-        out.append("## Tables 1-4 columns (TXMEM_ITM_STATS)\n\n" + tables_md(rows) + "\n\n"
-                   + "\n\n".join(sites_md(r, a) for r in rows))
+        result["tables"] = tables_columns(a)
     if "fig11" in a.parts:
-        rows = run_fig11(a)
-        result["fig11"] = rows
-        out.append("## Fig 11: contention policy x method\n\n" + fig11_md(rows))
+        result["fig11"] = run_fig11(a)
     result["failures"] = failures
     result["seconds"] = time.monotonic() - t0
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1)
-    print("\n\n".join(out))
+    print(render(result, a))
     print(f"\n{len(failures)} failed run(s){': ' + '; '.join(failures) if failures else ''}; "
           f"{result['seconds']:.0f} s in all")
     return 1 if failures else 0
