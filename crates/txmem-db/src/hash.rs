@@ -3,8 +3,10 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-/// splitmix64's finalizer: a bijection on `u64` whose every output bit
-/// depends on every input bit.
+/// SplitMix64's finalizer: a bijection on `u64` whose every output bit
+/// depends on every input bit. A hash, not a generator: the generator is
+/// `rand_xoshiro::SplitMix64` (its output is this of a counter stepped by
+/// the golden ratio).
 #[inline]
 pub fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

@@ -24,6 +24,8 @@
 //! write of one field would build the whole record just the same.
 
 use crate::hash::mix64;
+use rand_xoshiro::rand_core::{Rng, SeedableRng};
+use rand_xoshiro::SplitMix64;
 
 /// Fields up to this many bytes are stored inside the record.
 pub const INLINE: usize = 112;
@@ -154,12 +156,11 @@ impl Record {
 }
 
 /// Fills `out` with the bytes of the write of `key` stamped `stamp`: a
-/// splitmix64 sequence started from both.
+/// SplitMix64 sequence seeded from both.
 fn fill(key: u64, stamp: u64, out: &mut [u8]) {
-    let mut x = mix64(key ^ stamp.rotate_left(32));
+    let mut rng = SplitMix64::seed_from_u64(mix64(key ^ stamp.rotate_left(32)));
     for chunk in out.chunks_mut(8) {
-        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let word = mix64(x).to_le_bytes();
+        let word = rng.next_u64().to_le_bytes();
         chunk.copy_from_slice(&word[..chunk.len()]);
     }
 }

@@ -37,6 +37,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::rng::hash64;
+
 /// Shape of a d-left counting Bloom filter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -189,10 +191,7 @@ impl Dlcbf {
 
     /// The address's hash, `log2(b) + r` bits.
     fn hash(&self, addr: u64) -> u64 {
-        let mut z = addr.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = hash64(addr);
         if self.hash_bits == 64 {
             z
         } else {

@@ -1,6 +1,11 @@
-//! A tiny seeded pseudo-random generator (SplitMix64), identical on every host.
+//! The simulator's seeded pseudo-random generator, identical on every host: SplitMix64 as
+//! `rand_xoshiro` keeps it, with the draws the simulator needs; and [`hash64`], the same
+//! generator's first output used as a hash.
 
-/// SplitMix64: fast, seedable, and bit-for-bit reproducible.
+use rand_xoshiro::rand_core::{Rng, SeedableRng};
+
+/// SplitMix64: fast, seedable, and bit-for-bit reproducible (the standard generator's
+/// sequence, from `rand_xoshiro`).
 ///
 /// ```
 /// use txmem_sim::engine::rng::SplitMix64;
@@ -11,22 +16,21 @@
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SplitMix64 {
-    state: u64,
+    inner: rand_xoshiro::SplitMix64,
 }
 
 impl SplitMix64 {
-    /// A generator seeded with `seed`.
+    /// A generator seeded with `seed` (its state starts at `seed`).
     pub fn new(seed: u64) -> Self {
-        SplitMix64 { state: seed }
+        SplitMix64 {
+            inner: rand_xoshiro::SplitMix64::seed_from_u64(seed),
+        }
     }
 
     /// The next 64 random bits.
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.inner.next_u64()
     }
 
     /// Uniform in `0..n` (`n > 0`), by multiply-shift.
@@ -38,4 +42,18 @@ impl SplitMix64 {
     pub fn range_inclusive(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.below(hi - lo + 1)
     }
+}
+
+/// A well-mixed 64-bit value of `x`: the first output of [`SplitMix64`] seeded with `x`. A
+/// bijection whose every output bit depends on every input bit, for hashing addresses and
+/// making data whose values a check can recompute.
+///
+/// ```
+/// use txmem_sim::engine::rng::{hash64, SplitMix64};
+/// assert_eq!(hash64(5), SplitMix64::new(5).next_u64());
+/// assert_ne!(hash64(1), hash64(2));
+/// ```
+#[inline]
+pub fn hash64(x: u64) -> u64 {
+    SplitMix64::new(x).next_u64()
 }

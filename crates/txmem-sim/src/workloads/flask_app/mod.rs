@@ -262,11 +262,6 @@ impl Sizes {
     }
 }
 
-/// A well-mixed 64-bit value of `x`: initial data, and the values the checks expect.
-fn mix(x: u64) -> u64 {
-    crate::engine::rng::SplitMix64::new(x).next_u64()
-}
-
 /// The first wrong value a simulated thread saw, reported after the run.
 #[derive(Clone, Default)]
 struct Faults(Rc<RefCell<Option<String>>>);

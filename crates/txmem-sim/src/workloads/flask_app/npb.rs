@@ -2,9 +2,10 @@
 //! checked against the host's run of the same kernel; see the parent module for the
 //! calibration.
 
-use super::{check_words, mix, Checker, FlaskApp, Sizes};
+use super::{check_words, Checker, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
+use crate::engine::rng::hash64;
 use crate::simulation::executor::Sim;
 use crate::workloads::barrier::Barrier;
 use crate::workloads::{sim_with_lines, WorkloadError};
@@ -42,7 +43,7 @@ pub(super) fn build(
 
 /// Initial value of cell `i` of a grid.
 fn init(seed: u64, i: u64) -> u64 {
-    mix(seed ^ GRID_TAG ^ i)
+    hash64(seed ^ GRID_TAG ^ i)
 }
 
 /// Writes the initial grid of `cells` words at `addr`; returns the host's copy.

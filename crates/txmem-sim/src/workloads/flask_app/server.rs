@@ -4,10 +4,11 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::{mix, Checker, Faults, FlaskApp, Sizes};
+use super::{Checker, Faults, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
 use crate::elision::{spin_lock, spin_unlock};
+use crate::engine::rng::hash64;
 use crate::simulation::executor::Sim;
 use crate::workloads::{share, sim_with_lines, WorkloadError};
 
@@ -99,12 +100,12 @@ fn popularity(functions: u64, skew: Skew) -> Vec<u64> {
 
 /// Initial (and only) value of word `w` of shared line `line`.
 fn shared_value(seed: u64, line: u64, w: u64) -> u64 {
-    mix(seed ^ SHARED_TAG ^ (line << 4) ^ w)
+    hash64(seed ^ SHARED_TAG ^ (line << 4) ^ w)
 }
 
 /// Word `w` of the object that allocation `serial` of `cpu` wrote.
 fn object_value(seed: u64, cpu: usize, serial: u64, w: u64) -> u64 {
-    mix(mix(seed ^ HEAP_TAG ^ ((cpu as u64) << 40) ^ serial) ^ w)
+    hash64(hash64(seed ^ HEAP_TAG ^ ((cpu as u64) << 40) ^ serial) ^ w)
 }
 
 /// Where the data lie.

@@ -4,9 +4,10 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use super::{check_words, mix, Checker, Faults, FlaskApp, Sizes};
+use super::{check_words, Checker, Faults, FlaskApp, Sizes};
 use crate::config::SimConfig;
 use crate::cpu::Cpu;
+use crate::engine::rng::hash64;
 use crate::engine::rng::SplitMix64;
 use crate::simulation::executor::Sim;
 use crate::workloads::{share, sim_with_lines, WorkloadError};
@@ -125,7 +126,7 @@ struct Os {
 
 /// Initial value of word `i` of `core`'s sweep array.
 fn sweep_init(seed: u64, core: usize, i: u64) -> u64 {
-    mix(seed ^ SWEEP_TAG ^ ((core as u64) << 40) ^ i)
+    hash64(seed ^ SWEEP_TAG ^ ((core as u64) << 40) ^ i)
 }
 
 /// Builds the machine: CPU 0 the OS, CPUs 1.. one stream each, `total_ops` split over them.
