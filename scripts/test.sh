@@ -12,6 +12,9 @@ echo "== the house: no import circle or upward arrow, ARCHITECTURE.md names ever
 python3 scripts/check-layers.py
 python3 scripts/check-architecture.py
 
+echo "== crates a project can adopt: cargo package, and a build with the declared rust-version (scripts/check-package.sh)"
+./scripts/check-package.sh
+
 echo "== unit, integration, property, stress and doc tests"
 cargo test --workspace
 

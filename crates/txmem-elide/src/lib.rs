@@ -25,6 +25,12 @@
 //! * [`stats`]: per-lock and per-thread counters (elided commits, aborts by cause, fallback
 //!   acquisitions, coarsened sections).
 //!
+//! # Cargo features
+//!
+//! * `serde` (off by default): turns on `txmem-htm`'s `serde` feature, so the
+//!   elision counts this crate reports ([`ElisionStats`])
+//!   implement `serde::Serialize`.
+//!
 //! # On a CPU without HTM
 //!
 //! [`DefaultHtm`](htm::DefaultHtm) is [`Rtm`](htm::Rtm), which checks CPUID once per process
@@ -59,6 +65,7 @@
 //! assert_eq!(st.elided_commits + st.fallback_acquisitions, 2001);
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod batch;

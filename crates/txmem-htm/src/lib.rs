@@ -31,6 +31,11 @@
 //! `unsafe` and needs no `std`, so both the lock library and the simulator can depend on it
 //! without depending on each other.
 //!
+//! # Cargo features
+//!
+//! * `serde` (off by default): [`ElisionStats`] and [`AbortCounts`] implement
+//!   `serde::Serialize`, for reports.
+//!
 //! # Not the STM's abort causes
 //!
 //! The software transactional memory in the `txmem` crate has its own `txmem::AbortCause`
@@ -64,6 +69,7 @@
 //! ```
 
 #![cfg_attr(not(test), no_std)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
