@@ -4,7 +4,7 @@
 #
 #   scripts/leveldb.sh DIR            # build DIR/build-txmem/db_bench (nothing written here)
 #   scripts/leveldb.sh DIR run ["1 2 4 8" [REPS]]   # and the side-by-side table
-#   scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS]]]
+#   scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS [REPS]]]]
 #                                     # our YCSB driver (scripts/peers/ycsb_leveldb.cc)
 #
 # DIR is an unmodified LevelDB checkout (its googletest/benchmark submodules may be empty).
@@ -49,22 +49,45 @@ fi
 echo "built $BUILD/db_bench $BUILD/ycsb_leveldb"
 
 if [ "${2:-}" = ycsb ]; then
-    # scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS]]]: each workload
-    # plain, preloaded as a pass-through, and preloaded with elision, one after another.
+    # scripts/leveldb.sh DIR ycsb ["session a b c d e" [THREADS [SECONDS [REPS]]]]: each
+    # workload plain, preloaded as a pass-through and preloaded with elision, REPS times
+    # interleaved (default 3); a table of median throughputs, then the first repetition's
+    # full output (throughput per second, latency percentiles) of each workload and mode.
     CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
     (cd "$ROOT" && cargo build -q --release -p txmem-elide-preload)
     LIB="$CARGO_TARGET_DIR/release/libtxmem_elide_preload.so"
-    DB="${TMPDIR:-/tmp}/txmem-ycsb-$$"
-    for w in ${3:-session a b c d e}; do
+    OUT="$(mktemp -d)"
+    trap 'rm -rf "$OUT"' EXIT
+    median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+    WORKLOADS="${3:-session a b c d e}"
+    for w in $WORKLOADS; do
+        for rep in $(seq "${6:-3}"); do
+            for mode in plain preload elided; do
+                pre=()
+                case "$mode" in
+                preload) pre=(env TXMEM_ELIDE_HTM=off LD_PRELOAD="$LIB") ;;
+                elided) pre=(env LD_PRELOAD="$LIB") ;;
+                esac
+                "${pre[@]}" "$BUILD/ycsb_leveldb" --db="$OUT/db" --workload="$w" \
+                    --threads="${4:-4}" --seconds="${5:-10}" >"$OUT/$w-$mode-$rep.txt"
+            done
+        done
+    done
+    echo "# ycsb_leveldb, ${4:-4} threads, ${5:-10} s a run, median of ${6:-3} interleaved runs (ops/s)"
+    printf '%-8s %10s %10s %10s %9s %9s\n' workload plain preload elided pre/plain eli/plain
+    for w in $WORKLOADS; do
+        declare -A m=()
         for mode in plain preload elided; do
-            pre=()
-            case "$mode" in
-            preload) pre=(env TXMEM_ELIDE_HTM=off LD_PRELOAD="$LIB") ;;
-            elided) pre=(env LD_PRELOAD="$LIB") ;;
-            esac
-            echo "## workload $w, $mode"
-            "${pre[@]}" "$BUILD/ycsb_leveldb" --db="$DB" --workload="$w" \
-                --threads="${4:-4}" --seconds="${5:-10}"
+            m[$mode]="$(cat "$OUT/$w-$mode-"*.txt | awk '$1 == "throughput_ops_per_s" { print $2 }' | median)"
+        done
+        printf '%-8s %10s %10s %10s %9.3f %9.3f\n' "$w" "${m[plain]}" "${m[preload]}" "${m[elided]}" \
+            "$(echo "${m[preload]} / ${m[plain]}" | bc -l)" "$(echo "${m[elided]} / ${m[plain]}" | bc -l)"
+    done
+    for w in $WORKLOADS; do
+        for mode in plain preload elided; do
+            echo
+            echo "## workload $w, $mode (repetition 1)"
+            cat "$OUT/$w-$mode-1.txt"
         done
     done
     exit 0

@@ -123,9 +123,7 @@ pub(crate) unsafe fn lock(m: *mut pthread_mutex_t, real: &Real, ret: usize, prof
                     Some(s) => {
                         s.fallbacks.fetch_add(1, Ordering::Relaxed);
                         // SAFETY: the program's mutex, forwarded.
-                        unsafe {
-                            crate::mutex::profiled(m, ret, real.mutex_trylock, real.mutex_lock)
-                        }
+                        unsafe { profile::mutex(m, ret, real.mutex_trylock, real.mutex_lock) }
                     }
                     // SAFETY: as above.
                     None => unsafe { (real.mutex_lock)(m) },

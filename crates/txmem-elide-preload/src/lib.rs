@@ -96,6 +96,24 @@ macro_rules! entry {
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 pub(crate) use entry;
 
+/// The mode for this process: the profile if `TXMEM_ELIDE_STATS` asks for it, elision if
+/// RTM is usable (called once, by `real.rs`'s start-up).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn choose_mode() -> real::Mode {
+    real::Mode {
+        profile: real::env_on(b"TXMEM_ELIDE_STATS\0"),
+        elide: elide::usable(),
+    }
+}
+
+/// Called by the start-up once the mode is chosen, before any hook acts on it.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn started(mode: real::Mode) {
+    if mode.profile {
+        profile::start();
+    }
+}
+
 /// Resolves the C library's functions and chooses the mode while the process is still
 /// single-threaded (the first interposed call would do it otherwise).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -1,6 +1,6 @@
 //! The mutex entry points: `pthread_mutex_lock`, `_trylock`, `_timedlock`, `_unlock`.
 
-use crate::real::{fast, mode, real, MutexFn};
+use crate::real::{fast, mode, real};
 use crate::{elide, entry, profile};
 use libc::{c_int, pthread_mutex_t, timespec, EBUSY};
 
@@ -27,33 +27,6 @@ fn elidable(m: *mut pthread_mutex_t) -> bool {
     matches!(kind(m) & !ELISION_BITS, 0 | 3)
 }
 
-/// Acquires `m` with `lock` after a `try_` that tells whether it was busy, recording the
-/// acquisition at `ret`.
-pub(crate) unsafe fn profiled(
-    m: *mut pthread_mutex_t,
-    ret: usize,
-    try_: MutexFn,
-    lock: MutexFn,
-) -> c_int {
-    // SAFETY: forwarded with the caller's arguments.
-    let r = unsafe { try_(m) };
-    if r == 0 {
-        profile::acquired(m as usize, ret, false, 0, false);
-        return 0;
-    }
-    if r != EBUSY {
-        // SAFETY: as above.
-        return unsafe { lock(m) };
-    }
-    let t0 = profile::now();
-    // SAFETY: as above.
-    let r = unsafe { lock(m) };
-    if r == 0 {
-        profile::acquired(m as usize, ret, true, profile::now() - t0, false);
-    }
-    r
-}
-
 unsafe extern "C" fn lock(m: *mut pthread_mutex_t, ret: usize) -> c_int {
     let Some(real) = real() else { return 0 };
     let mode = mode();
@@ -64,7 +37,7 @@ unsafe extern "C" fn lock(m: *mut pthread_mutex_t, ret: usize) -> c_int {
     if mode.elide && elidable(m) {
         return unsafe { elide::lock(m, real, ret, mode.profile) };
     }
-    profile::guarded(|| unsafe { profiled(m, ret, real.mutex_trylock, real.mutex_lock) })
+    profile::guarded(|| unsafe { profile::mutex(m, ret, real.mutex_trylock, real.mutex_lock) })
         .unwrap_or_else(|| unsafe { (real.mutex_lock)(m) })
 }
 

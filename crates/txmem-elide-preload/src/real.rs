@@ -121,7 +121,7 @@ fn start() -> Option<&'static Real> {
             INIT_TID.store(me, Ordering::Relaxed);
             // SAFETY: only this thread (the one that won UNINIT -> BUSY) writes REAL, once.
             let real: &Real = unsafe { (*REAL.0.get()).write(resolve()) };
-            let mode = choose_mode();
+            let mode = crate::choose_mode();
             MODE.store(
                 mode.profile as u8 | (mode.elide as u8) << 1,
                 Ordering::Relaxed,
@@ -139,9 +139,7 @@ fn start() -> Option<&'static Real> {
                     FAST[slot].store(f, Ordering::Relaxed);
                 }
             }
-            if mode.profile {
-                crate::profile::start();
-            }
+            crate::started(mode);
             STATE.store(READY, Ordering::Release);
             real_ready()
         }
@@ -233,11 +231,4 @@ pub(crate) fn env_on(name: &[u8]) -> bool {
     // SAFETY: a non-null getenv result is a NUL-terminated string.
     let first = unsafe { *v } as u8;
     first != 0 && !(first == b'0' && unsafe { *v.add(1) } == 0)
-}
-
-fn choose_mode() -> Mode {
-    Mode {
-        profile: env_on(b"TXMEM_ELIDE_STATS\0"),
-        elide: crate::elide::usable(),
-    }
 }

@@ -255,6 +255,33 @@ pub(crate) const CAUSE_NAMES: [&str; CAUSES] = [
     "other",
 ];
 
+/// Acquires `m` with `lock` after a `try_` that tells whether it was busy, recording the
+/// acquisition at `ret`.
+pub(crate) unsafe fn mutex(
+    m: *mut libc::pthread_mutex_t,
+    ret: usize,
+    try_: crate::real::MutexFn,
+    lock: crate::real::MutexFn,
+) -> libc::c_int {
+    // SAFETY: forwarded with the caller's arguments.
+    let r = unsafe { try_(m) };
+    if r == 0 {
+        acquired(m as usize, ret, false, 0, false);
+        return 0;
+    }
+    if r != libc::EBUSY {
+        // SAFETY: as above.
+        return unsafe { lock(m) };
+    }
+    let t0 = now();
+    // SAFETY: as above.
+    let r = unsafe { lock(m) };
+    if r == 0 {
+        acquired(m as usize, ret, true, now() - t0, false);
+    }
+    r
+}
+
 /// Registers the exit report (called once, at start-up, when the profile is on).
 pub(crate) fn start() {
     report::arm();

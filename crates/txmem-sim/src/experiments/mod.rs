@@ -188,6 +188,20 @@ pub fn metrics(rc: &RunConfig, r: &RunResult) -> Map<String, Value> {
         );
         put("lock_busy_aborts", e.aborts.lock_busy.into());
         put("busy_waits", e.busy_waits.into());
+        if rc.workload.kind == workloads::WorkloadKind::XsyncLeveldb {
+            // The other causes, for xsync-leveldb only (the other reports stay as they were).
+            put("conflict_aborts", e.aborts.conflict.into());
+            put("capacity_aborts", e.aborts.capacity.into());
+            put("explicit_aborts", e.aborts.explicit.into());
+            put("other_aborts", e.aborts.other.into());
+        }
+    }
+    if rc.workload.kind == workloads::WorkloadKind::XsyncLeveldb {
+        let puts = rc.workload.total_ops as f64;
+        put(
+            "puts_per_kcycle",
+            (puts * 1000.0 / s.total_cycles.max(1) as f64).into(),
+        );
     }
     if matches!(
         rc.workload.kind,

@@ -4,6 +4,7 @@ pub mod barrier;
 pub mod counter;
 pub mod flask_app;
 pub mod hashmap;
+pub mod leveldb;
 pub mod rwle_app;
 pub mod xsync;
 
@@ -64,17 +65,21 @@ pub enum WorkloadKind {
     /// NPB-like kernels (MG, FT, LU) and commercial server mixes (`flask_app`), on every CPU,
     /// about `total_ops` memory operations in all.
     FlaskApp,
+    /// LevelDB's write path (XSync Figs 3–4): a writers' queue with group commit under one
+    /// DB mutex (`sync` = spinlock or elided), `total_ops` Puts on CPUs `0..threads`.
+    XsyncLeveldb,
 }
 
 impl WorkloadKind {
     /// Every workload, in listing order.
-    pub const ALL: [WorkloadKind; 6] = [
+    pub const ALL: [WorkloadKind; 7] = [
         WorkloadKind::Counter,
         WorkloadKind::CounterArray,
         WorkloadKind::XsyncCounters,
         WorkloadKind::RwleHashmap,
         WorkloadKind::RwleApp,
         WorkloadKind::FlaskApp,
+        WorkloadKind::XsyncLeveldb,
     ];
 
     /// The kebab-case name.
@@ -86,6 +91,7 @@ impl WorkloadKind {
             WorkloadKind::RwleHashmap => "rwle-hashmap",
             WorkloadKind::RwleApp => "rwle-app",
             WorkloadKind::FlaskApp => "flask-app",
+            WorkloadKind::XsyncLeveldb => "xsync-leveldb",
         }
     }
 }
@@ -297,5 +303,6 @@ pub fn run(sim: &crate::SimConfig, w: &WorkloadConfig) -> Result<RunResult, Work
         WorkloadKind::RwleHashmap => hashmap::run_rwle_hashmap(sim, w),
         WorkloadKind::RwleApp => rwle_app::run_rwle_app(sim, w),
         WorkloadKind::FlaskApp => flask_app::run_flask_app(sim, w),
+        WorkloadKind::XsyncLeveldb => leveldb::run_xsync_leveldb(sim, w),
     }
 }

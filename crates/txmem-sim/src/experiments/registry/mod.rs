@@ -322,6 +322,47 @@ pub const EXPERIMENTS: &[Experiment] = &[
         defaults: &[],
     },
     Experiment {
+        name: "xsync-leveldb",
+        description: "XSync Figs 3-4: LevelDB's write path (writers' queue with group commit under the DB mutex, skiplist insert outside) by threads, under the lock or elided; the group is coarsening off/on",
+        workload: WorkloadKind::XsyncLeveldb,
+        columns: &[
+            "cycles",
+            "puts_per_kcycle",
+            "elided_commits",
+            "coarsened_sections",
+            "fallbacks",
+            "fallback_rate",
+            "conflict_aborts",
+            "capacity_aborts",
+            "lock_busy_aborts",
+            "other_aborts",
+            "host_ops_per_sec",
+        ],
+        plot_metric: "cycles",
+        plot_x: "threads",
+        build: || {
+            (
+                SweepSpec {
+                    param: "workload.threads".into(),
+                    values: (1..=8).map(|t| t.to_string()).collect(),
+                    series_param: Some("workload.sync".into()),
+                    series_values: vec!["spinlock".into(), "elided".into()],
+                    group_param: Some("workload.elision.coarsen".into()),
+                    group_values: vec!["false".into(), "true".into()],
+                },
+                None,
+            )
+        },
+        machine: Some(SimConfig::haswell),
+        baseline: None,
+        // XsyncLeveldb's own defaults: 4,000 Puts, 8,000 cycles outside the mutex a Put
+        // (the log append and skiplist insert; see workloads/leveldb.rs for the calibration).
+        defaults: &[
+            ("workload.total_ops", "4000"),
+            ("workload.think_cycles", "8000"),
+        ],
+    },
+    Experiment {
         name: "rwle-hashmap",
         description: "RW-LE Figs 3-6: a hashmap of sorted lists behind one reader-writer lock (choose the figure with --scenario, the write share with workload.write_pct), by thread count and lock algorithm",
         workload: WorkloadKind::RwleHashmap,
