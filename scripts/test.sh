@@ -4,7 +4,9 @@
 # through rustup when missing); the client tests install libmemcached's tools
 # (apt), pymemcache and Dask (a venv under target/) through scripts/client-deps.sh.
 # gcc with libitm enables the libitm peer rows; TXMEM_GCC_SRC (a gcc source
-# tree) adds GCC's libitm testsuite run on txmem-itm.
+# tree) adds GCC's libitm testsuite run on txmem-itm; TXMEM_TRANSMEM_SRC (a
+# checkout of mfs409/transmem) adds its stamp_c, built with scripts/transmem.sh,
+# run small on txmem-itm under every method, each run's own check passing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +35,23 @@ echo "== undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subse
 if [ -n "${TXMEM_GCC_SRC:-}" ]; then
     echo "== GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"
     ./scripts/conformance-libitm.sh "$TXMEM_GCC_SRC"
+fi
+
+if [ -n "${TXMEM_TRANSMEM_SRC:-}" ]; then
+    echo "== transmem's stamp_c on txmem-itm, every method (TXMEM_TRANSMEM_SRC: a transmem checkout)"
+    ./scripts/transmem.sh "$TXMEM_TRANSMEM_SRC" target/transmem --only stamp
+    cargo build -q -p txmem-itm
+    stamp=target/transmem/bin/stamp
+    for method in norec lazy eager; do
+        export LD_PRELOAD=$(realpath "${CARGO_TARGET_DIR:-target}")/debug/libtxmem_itm.so TXMEM_ITM_METHOD=$method
+        "$stamp/genome" -g256 -s16 -n16384 -t2 | grep "Sequence matches gene: yes" >/dev/null
+        "$stamp/intruder" -a10 -l64 -n512 -s1 -t2 | awk '/Num attack/ {a=$NF} /Num found/ {f=$NF} END {exit !(a != "" && a == f)}'
+        "$stamp/vacation" -n4 -q60 -u90 -r4096 -T8192 -t2 >/dev/null
+        "$stamp/ssca2" -s12 -i1.0 -u1.0 -l3 -p3 -t2 >/dev/null
+        "$stamp/bayes" -v12 -r256 -n4 -p40 -i2 -e4 -s1 -t2 >/dev/null
+        unset LD_PRELOAD TXMEM_ITM_METHOD
+        echo "   $method: genome, intruder, vacation, ssca2, bayes verified"
+    done
 fi
 
 echo "== real memcached clients against txmem serve (pymemcache, libmemcached's tools)"

@@ -2,12 +2,13 @@
 # Build the programs of the GCC-TM memcached study from a checkout of
 # mfs409/transmem, with the installed gcc, into a folder outside it:
 #
-#   scripts/transmem.sh DIR [BUILD] [--tinystm TINYSTM_DIR]
+#   scripts/transmem.sh DIR [BUILD] [--tinystm TINYSTM_DIR] [--only memcached|stamp]
 #
 # DIR    a checkout of https://github.com/mfs409/transmem (not modified)
 # BUILD  where to build (default: ./transmem-build); must not be inside DIR
 # --tinystm  also build TinySTM's libitm-compatible library (abi/gcc) from a
 #            checkout of patrickmarlier/tinystm, in BUILD/tinystm
+# --only     build only the memcached versions, or only stamp_c
 #
 # What it builds, into BUILD/bin:
 #   memcached-semaphore   apps/memcached_1.4.15_semaphore (the paper's version)
@@ -31,16 +32,19 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: $0 TRANSMEM_DIR [BUILD] [--tinystm TINYSTM_DIR]" >&2
+    echo "usage: $0 TRANSMEM_DIR [BUILD] [--tinystm TINYSTM_DIR] [--only memcached|stamp]" >&2
     exit 2
 }
 root=$(cd "$(dirname "$0")/.." && pwd)
 src=""
 build=""
 tinystm=""
+only=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --tinystm) [ $# -ge 2 ] || usage; tinystm=$2; shift 2 ;;
+        --only) [ $# -ge 2 ] || usage; only=$2; shift 2
+                case "$only" in memcached|stamp) ;; *) usage ;; esac ;;
         -h|--help) usage ;;
         *) if [ -z "$src" ]; then src=$1; elif [ -z "$build" ]; then build=$1; else usage; fi; shift ;;
     esac
@@ -116,6 +120,7 @@ build_memcached() { # APP_DIR_NAME OUT_NAME [configure args...]
     cp "$dir/memcached" "$build/bin/$out"
 }
 
+if [ "$only" != stamp ]; then
 echo "== memcached 1.4.15, semaphore version (the paper's)"
 copy apps/memcached_1.4.15_semaphore
 build_memcached memcached_1.4.15_semaphore memcached-semaphore ||
@@ -136,7 +141,9 @@ if [ -d "$src/apps/memcached_1.4.15_condvar" ] && [ -d "$src/libs/libtmcondvar" 
     fi
 fi
 [ $condvar_ok -eq 1 ] || echo "   warning: the condvar version did not build (see $log); the semaphore one did" >&2
+fi
 
+if [ "$only" != memcached ]; then
 echo "== STAMP in C (benchmarks/stamp_c), BITS=64"
 copy benchmarks/stamp_c
 stamp=$build/src/benchmarks/stamp_c
@@ -150,6 +157,7 @@ for app in $apps; do
     cp "$stamp/obj64/$app/$app" "$build/bin/stamp/$app"
 done
 echo "   $build/bin/stamp/{${apps// /,}}"
+fi
 
 if [ -n "$tinystm" ]; then
     echo "== TinySTM, abi/gcc (libitm-compatible)"
@@ -162,9 +170,9 @@ if [ -n "$tinystm" ]; then
 fi
 
 # The record of what was changed: only added attribute lines.
-(cd "$build" && diff -ru pristine/apps src/apps -x '*.o' -x '*.a' -x .deps -x Makefile \
+(cd "$build" && [ -d pristine/apps ] && diff -ru pristine/apps src/apps -x '*.o' -x '*.a' -x .deps -x Makefile \
     -x 'config.*' -x stamp-h1 -x memcached -x doc -x obj32 -x obj64 || true
- cd "$build" && diff -ru pristine/benchmarks src/benchmarks -x obj32 -x obj64 || true) >"$build/transmem-gcc12.diff"
+ cd "$build" && [ -d pristine/benchmarks ] && diff -ru pristine/benchmarks src/benchmarks -x obj32 -x obj64 || true) >"$build/transmem-gcc12.diff"
 other=$(grep -E '^[+-][^+-]' "$build/transmem-gcc12.diff" | grep -vc '^+__attribute__((transaction_safe))$' || true)
 added=$(grep -c '^+__attribute__((transaction_safe))$' "$build/transmem-gcc12.diff" || true)
 [ "$other" -eq 0 ] || die "the copies differ from the checkout by more than attributes: see $build/transmem-gcc12.diff"
