@@ -648,7 +648,7 @@ def main():
     ap.add_argument("--from-json", help="print the tables of an earlier --json run instead of running")
     ap.add_argument("--transmem", help="a transmem checkout: build BUILD from it first (scripts/transmem.sh)")
     ap.add_argument("--tinystm", help="with --transmem: a TinySTM checkout, for the tinystm runtime")
-    a = ap.parse_args()
+    a = ap.parse_intermixed_args()
     a.build = os.path.abspath(a.build)
     if a.from_json:
         result = json.load(open(a.from_json))
