@@ -119,19 +119,21 @@ fn programs_behave_alike_plain_and_preloaded() {
     }
 }
 
-/// The rows of `report` whose site names `function`: (acquired, contended, failed, hold max µs).
-fn rows(report: &str, function: &str) -> Vec<(u64, u64, u64, f64)> {
+/// The rows of `report` whose site names `function`: (acquired, contended, failed, hold max
+/// µs, hold p90 µs).
+fn rows(report: &str, function: &str) -> Vec<(u64, u64, u64, f64, f64)> {
     report
         .lines()
         .filter(|l| l.contains(&format!("  {function} (")))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let hold_max = f[4].rsplit('/').next().unwrap().parse().unwrap();
+            let hold: Vec<f64> = f[4].split('/').map(|x| x.parse().unwrap()).collect();
             (
                 f[0].parse().unwrap(),
                 f[1].parse().unwrap(),
                 f[2].parse().unwrap(),
-                hold_max,
+                hold[3],
+                hold[1],
             )
         })
         .collect()
@@ -165,7 +167,8 @@ fn the_profile_counts_each_site_and_reports_once_per_exec() {
         assert_eq!(cold.iter().map(|r| r.0).sum::<u64>(), 1000, "{err}");
         // Ten hot sections sleep 200 us while holding the lock.
         assert!(hot[0].3 >= 150.0, "hold max {} us: {err}", hot[0].3);
-        assert!(cold.iter().all(|r| r.3 < 150.0), "{err}");
+        // A preemption may stretch a few cold sections on a loaded host, not a tenth of them.
+        assert!(cold.iter().all(|r| r.4 < 150.0), "{err}");
         assert!(parent.contains("1 locks, 2 sites"), "{err}");
     }
 }
