@@ -185,7 +185,10 @@ pub use item::Item;
 pub use object::TObject;
 pub use options::{set_default_options, Opacity, TxOptions, DEFAULT_SERIALIZE_AFTER};
 pub use tx::commit::lock::{Commit, LockOutcome};
-pub use tx::{atomically, read_only, try_atomically, ItemId, Transaction};
+pub use tx::{
+    atomically, atomically_async, read_only, read_only_async, try_atomically, ItemId, Transaction,
+    TxFuture,
+};
 
 /// Knobs for measuring the runtime's internal thresholds (not needed in
 /// normal use).

@@ -3,10 +3,10 @@
 //! (see `tests/loom.rs`).
 
 #[cfg(not(txmem_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 
 #[cfg(txmem_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU64, AtomicUsize};
 
 /// The lock that serializes irrevocable transactions (a loom mutex under
 /// loom, so that models may run irrevocable transactions).

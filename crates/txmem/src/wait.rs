@@ -6,18 +6,34 @@
 //! and then reads [`WAITERS`] (SeqCst). In the single total order of these
 //! operations, either the committer sees the waiter and wakes it after
 //! installing, or the waiter's re-check comes after the committer's lock and
-//! sees the item locked or changed, and does not sleep.
+//! sees the item locked or changed, and does not sleep. (The re-check's
+//! loads follow a SeqCst fence, since objects check their versions with
+//! acquire loads; loom found the wake-up lost without it.)
+//!
+//! A waiter is a parked thread (blocking `retry`) or an async task's
+//! [`Waker`] (`atomically_async`); both register and re-check the same way,
+//! so the argument above covers both. Tasks are woken after the registry's
+//! lock is released, since a waker may run the executor's code.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::Waker;
 
 use crossbeam_utils::sync::{Parker, Unparker};
 use parking_lot::Mutex;
 
-use crate::sync::{protocol_static, AtomicUsize};
+use crate::sync::{fence, protocol_static, AtomicUsize};
+
+/// How to wake a waiter.
+enum Wake {
+    /// A thread parked in blocking `retry`.
+    Thread(Unparker),
+    /// An async task whose transaction called `retry`.
+    Task(Waker),
+}
 
 struct Waiter {
-    unparker: Unparker,
+    wake: Wake,
     /// Addresses of the objects the waiting transaction read (sorted).
     objects: Vec<usize>,
 }
@@ -30,17 +46,93 @@ static REGISTRY: Mutex<Vec<Arc<Waiter>>> = Mutex::new(Vec::new());
 /// True if some transaction is blocked in `retry` (read after locking).
 #[inline]
 pub(crate) fn waiters_present() -> bool {
+    // Loom models SeqCst operations as acquire/release only, but SeqCst
+    // fences in full: under loom, this fence stands for the order the
+    // committer's SeqCst lock (a locked instruction on x86) already gives.
+    #[cfg(txmem_loom)]
+    fence(Ordering::SeqCst);
     WAITERS.load(Ordering::SeqCst) != 0
 }
 
 /// Wakes every waiter that read one of `written` objects.
 pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
-    let reg = REGISTRY.lock();
-    for w in reg.iter() {
-        if written.clone().any(|a| w.objects.binary_search(&a).is_ok()) {
-            w.unparker.unpark();
+    let mut tasks = Vec::new();
+    {
+        let reg = REGISTRY.lock();
+        for w in reg.iter() {
+            if written.clone().any(|a| w.objects.binary_search(&a).is_ok()) {
+                match &w.wake {
+                    Wake::Thread(unparker) => unparker.unpark(),
+                    Wake::Task(waker) => tasks.push(waker.clone()),
+                }
+            }
         }
     }
+    for waker in tasks {
+        waker.wake();
+    }
+}
+
+/// Sorts and dedups the read objects of a transaction about to wait.
+fn wait_set(mut objects: Vec<usize>) -> Vec<usize> {
+    assert!(
+        !objects.is_empty(),
+        "txmem: retry() in a transaction that read nothing would block forever"
+    );
+    objects.sort_unstable();
+    objects.dedup();
+    objects
+}
+
+/// Adds `waiter` to the registry, then announces it (see the module docs
+/// for why in this order, before the caller's re-check).
+fn register(waiter: Waiter) -> Arc<Waiter> {
+    let me = Arc::new(waiter);
+    REGISTRY.lock().push(me.clone());
+    WAITERS.fetch_add(1, Ordering::SeqCst);
+    // The re-check that follows reads versions through the objects' own
+    // checks, some with acquire loads only: this fence keeps every one of
+    // them after the announcement in the single total order (x86's locked
+    // increment already does; the memory model needs the fence).
+    fence(Ordering::SeqCst);
+    me
+}
+
+fn deregister(me: &Arc<Waiter>) {
+    WAITERS.fetch_sub(1, Ordering::SeqCst);
+    REGISTRY.lock().retain(|w| !Arc::ptr_eq(w, me));
+}
+
+/// An async task's place among the waiters: its waker is woken by the first
+/// commit that writes one of the objects it read. Dropping it leaves the
+/// registry (a future dropped while it waits leaves nothing behind).
+pub(crate) struct Registration(Arc<Waiter>);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        deregister(&self.0);
+    }
+}
+
+/// Registers `waker` for a change to one of `objects`. The caller then
+/// re-checks its reads: if they are still valid it may wait for the wake;
+/// if not, it drops the registration and reruns at once.
+pub(crate) fn register_task(objects: Vec<usize>, waker: &Waker) -> Registration {
+    Registration(register(Waiter {
+        wake: Wake::Task(waker.clone()),
+        objects: wait_set(objects),
+    }))
+}
+
+/// How many waiters wait on the object at `object` (tests: the registry is
+/// global, so they count only their own objects).
+#[cfg(test)]
+pub(crate) fn waiting_on(object: usize) -> usize {
+    REGISTRY
+        .lock()
+        .iter()
+        .filter(|w| w.objects.binary_search(&object).is_ok())
+        .count()
 }
 
 thread_local! {
@@ -49,24 +141,16 @@ thread_local! {
 
 /// Blocks until `still_valid` returns false. `objects` are the addresses of
 /// the objects read.
-pub(crate) fn block_until_changed(mut objects: Vec<usize>, still_valid: impl Fn() -> bool) {
-    assert!(
-        !objects.is_empty(),
-        "txmem: retry() in a transaction that read nothing would block forever"
-    );
-    objects.sort_unstable();
-    objects.dedup();
+pub(crate) fn block_until_changed(objects: Vec<usize>, still_valid: impl Fn() -> bool) {
+    let objects = wait_set(objects);
     PARKER.with(|parker| {
-        let me = Arc::new(Waiter {
-            unparker: parker.unparker().clone(),
+        let me = register(Waiter {
+            wake: Wake::Thread(parker.unparker().clone()),
             objects,
         });
-        REGISTRY.lock().push(me.clone());
-        WAITERS.fetch_add(1, Ordering::SeqCst);
         while still_valid() {
             parker.park();
         }
-        WAITERS.fetch_sub(1, Ordering::SeqCst);
-        REGISTRY.lock().retain(|w| !Arc::ptr_eq(w, &me));
+        deregister(&me);
     });
 }

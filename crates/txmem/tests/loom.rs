@@ -396,6 +396,56 @@ fn single_writes_are_seen_in_order_by_a_reader_with_a_kept_bound() {
     );
 }
 
+/// A waker flag for the async model: set when the task is woken.
+struct Flag(loom::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// An async transaction that waits (`retry`) for a counter to become
+/// non-zero races the commit that sets it: whatever the interleaving of
+/// the waker's registration, the re-check of the reads and the commit's
+/// lock, install and wake, the task is never left waiting unwoken (no lost
+/// wake-up), and its next poll sees the value.
+#[test]
+fn an_async_retry_is_never_left_unwoken() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    model(|| {
+        let c = Arc::new(TCounter::new(0));
+        let writer = {
+            let c = c.clone();
+            thread::spawn(move || options(Opacity::Tl2).run(|tx| c.add(tx, 1)))
+        };
+        let flag = std::sync::Arc::new(Flag(loom::sync::atomic::AtomicBool::new(false)));
+        let waker = Waker::from(flag.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = options(Opacity::Tl2).run_async(|tx| {
+            let v = c.get(tx)?;
+            if v == 0 {
+                Err(tx.retry())
+            } else {
+                Ok(v)
+            }
+        });
+        let first = std::pin::Pin::new(&mut fut).poll(&mut cx);
+        writer.join().unwrap();
+        match first {
+            Poll::Ready(v) => assert_eq!(v, 1),
+            Poll::Pending => {
+                assert!(
+                    flag.0.load(std::sync::atomic::Ordering::SeqCst),
+                    "a commit changed what the waiting task read without waking it"
+                );
+                assert_eq!(std::pin::Pin::new(&mut fut).poll(&mut cx), Poll::Ready(1));
+            }
+        }
+    });
+}
+
 /// Checks that the harness can fail: loom must find this lost update.
 #[test]
 #[should_panic]

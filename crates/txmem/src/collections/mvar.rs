@@ -1,6 +1,7 @@
 //! `TMVar<T>`: a one-slot transactional cell (Haskell's `TMVar`).
 
 use std::fmt;
+use std::future::Future;
 
 use crate::error::TxResult;
 use crate::tx::Transaction;
@@ -58,6 +59,18 @@ impl<T: Clone + Send + Sync + 'static> TMVar<T> {
     /// Takes the value out, blocking (`retry`) while the cell is empty.
     pub fn take<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
         self.queue.pop(tx)
+    }
+
+    /// [`take`](Self::take) as an async transaction of its own: the task
+    /// waits (without blocking its thread) while the cell is empty.
+    pub fn take_async(&self) -> impl Future<Output = T> + Send + '_ {
+        self.queue.pop_async()
+    }
+
+    /// [`put`](Self::put) as an async transaction of its own: the task waits
+    /// (without blocking its thread) while the cell is full.
+    pub fn put_async(&self, value: T) -> impl Future<Output = ()> + Send + '_ {
+        self.queue.push_async(value)
     }
 
     /// Takes the value out if there is one.

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -10,7 +11,7 @@ use crossbeam_epoch::Guard;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::Transaction;
+use crate::tx::{atomically_async, Transaction};
 use crate::version::TVersion;
 
 /// Item key of the pop side (the pop version; the number of committed
@@ -333,6 +334,20 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             Some(v) => Ok(v),
             None => Err(tx.retry()),
         }
+    }
+
+    /// [`pop`](Self::pop) as an async transaction of its own: the task
+    /// waits (without blocking its thread) while the queue is empty. See
+    /// [`atomically_async`] for cancel safety.
+    pub fn pop_async(&self) -> impl Future<Output = T> + Send + '_ {
+        atomically_async(move |tx| self.pop(tx))
+    }
+
+    /// [`push`](Self::push) as an async transaction of its own: on a full
+    /// bounded queue the task waits (without blocking its thread) until
+    /// there is room.
+    pub fn push_async(&self, value: T) -> impl Future<Output = ()> + Send + '_ {
+        atomically_async(move |tx| self.push(tx, value.clone()))
     }
 
     /// The front element without removing it (reads as a pop does).

@@ -1,12 +1,13 @@
 //! `TSem`: a transactional counting semaphore.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::Transaction;
+use crate::tx::{atomically_async, Transaction};
 use crate::version::TVersion;
 
 /// A counting semaphore: [`acquire`](Self::acquire) takes a permit, blocking
@@ -88,6 +89,12 @@ impl TSem {
         } else {
             Err(tx.retry())
         }
+    }
+
+    /// [`acquire`](Self::acquire) as an async transaction of its own: the
+    /// task waits (without blocking its thread) until a permit is available.
+    pub fn acquire_async(&self) -> impl Future<Output = ()> + Send + '_ {
+        atomically_async(move |tx| self.acquire(tx))
     }
 
     /// Returns a permit (never conflicts).

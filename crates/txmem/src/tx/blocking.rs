@@ -6,6 +6,8 @@
 //! the contention manager's precedence, a runtime-granted irrevocability):
 //! the commit it waits for may need any of them.
 
+use std::task::Waker;
+
 use super::context::{Recorder, Retrying};
 use super::state::TxState;
 use crate::wait;
@@ -15,6 +17,28 @@ use crate::wait;
 /// the program's request (no writer could commit to wake it), and, in
 /// [`wait::block_until_changed`], if it read nothing.
 pub(super) fn wait_for_change(st: &mut TxState, r: &mut Retrying, record: Option<Recorder>) {
+    let objects = prepare_wait(st, r, record);
+    let st_ref: &TxState = st;
+    wait::block_until_changed(objects, || st_ref.validate_reads());
+}
+
+/// The async form of [`wait_for_change`]: registers `waker` for a change
+/// to what the attempt read and returns the registration if the reads are
+/// still valid (the task may wait for the wake), or `None` if something
+/// already changed (rerun at once).
+pub(super) fn register_for_change(
+    st: &mut TxState,
+    r: &mut Retrying,
+    record: Option<Recorder>,
+    waker: &Waker,
+) -> Option<wait::Registration> {
+    let objects = prepare_wait(st, r, record);
+    let registration = wait::register_task(objects, waker);
+    st.validate_reads().then_some(registration)
+}
+
+/// What a waiter gives up before it waits, and the objects it waits on.
+fn prepare_wait(st: &mut TxState, r: &mut Retrying, record: Option<Recorder>) -> Vec<usize> {
     assert!(
         !(st.user_irrevocable && st.irrevocable.is_some()),
         "txmem: retry() in an irrevocable transaction would block every writer forever"
@@ -35,15 +59,12 @@ pub(super) fn wait_for_change(st: &mut TxState, r: &mut Retrying, record: Option
     // needs).
     r.cm.finish();
     st.clean_up_before_wait();
-    let objects = st
-        .items
+    st.items
         .iter()
         .filter(|it| it.is_read())
         .map(|it| it.object_addr())
         .chain(st.reads.iter().map(|r| r.object))
-        .collect();
-    let st_ref: &TxState = st;
-    wait::block_until_changed(objects, || st_ref.validate_reads());
+        .collect()
 }
 
 impl TxState {

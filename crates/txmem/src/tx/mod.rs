@@ -21,6 +21,7 @@
 //! | `blocking` | blocking `retry`: waiting for a change to what was read |
 //! | `abandon` | ending without a commit: the program's error, a panic |
 //! | `run` | `atomically` and the retry loop |
+//! | `future` | `atomically_async`: the retry loop as a future, `retry` suspending the task |
 //!
 //! Why the protocol steps are `impl TxState` blocks in their own files
 //! rather than one type per step: they share the per-thread state, and the
@@ -34,6 +35,7 @@ mod attempt;
 mod blocking;
 pub(crate) mod commit;
 mod context;
+mod future;
 mod handlers;
 mod index;
 mod irrevocable;
@@ -44,6 +46,7 @@ mod single;
 mod state;
 mod transaction;
 
+pub use future::{atomically_async, read_only_async, TxFuture};
 pub use index::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};
 pub use run::{atomically, read_only, try_atomically};
 pub(crate) use single::commit_single;

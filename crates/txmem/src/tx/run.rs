@@ -10,11 +10,12 @@
 //! returns the program's error or panics ends in `abandon`.
 
 use std::panic::{self, AssertUnwindSafe, Location};
+use std::task::Waker;
 
 use super::abandon::{end_with_error, panicked};
 use super::attempt::Snapshot;
 use super::blocking;
-use super::context::{end_retrying, CallState, Retrying, ThreadContext};
+use super::context::{end_retrying, ActiveGuard, CallState, Retrying, ThreadContext};
 use super::handlers::run_handlers;
 use super::state::TxState;
 use super::transaction::Transaction;
@@ -23,6 +24,7 @@ use crate::contention::ContentionManager;
 use crate::error::{AbortCause, TxError, TxResult};
 use crate::options::TxOptions;
 use crate::stats::Serialization;
+use crate::wait;
 
 /// Runs `f` as a transaction, retrying until it commits, and returns its result.
 ///
@@ -157,9 +159,7 @@ pub(crate) fn run_with<'env, R, E>(
     mut f: impl FnMut(&mut Transaction<'env>) -> Result<R, TxError<E>>,
 ) -> Result<R, E> {
     let mut result: Option<Result<R, E>> = None;
-    run_attempts(options, read_only, site, &mut |tx: &mut Transaction<
-        'env,
-    >| match f(tx) {
+    let body = &mut |tx: &mut Transaction<'env>| match f(tx) {
         Ok(value) => {
             result = Some(Ok(value));
             Attempted::Value
@@ -169,10 +169,40 @@ pub(crate) fn run_with<'env, R, E>(
             Attempted::UserError
         }
         Err(TxError::Abort(a)) => Attempted::Aborted(a.cause()),
-    });
+    };
+    // (Without a waker, `retry` blocks in place: the loop never suspends.)
+    let _never = run_attempts(options, read_only, site, body, None);
     match result {
         Some(r) => r,
         None => unreachable!("a transaction ended without a result"),
+    }
+}
+
+/// The retry loop for an async transaction (`atomically_async`): runs
+/// attempts until one commits (`Ok` with its value) or calls `retry` while
+/// what it read is still current; then, instead of blocking, it registers
+/// `waker` for a change to those reads and returns the registration
+/// (`Err`), which the future keeps until it is polled again.
+pub(crate) fn run_until_retry<'env, R>(
+    options: Option<&TxOptions>,
+    read_only: bool,
+    site: &'static Location<'static>,
+    f: &mut impl FnMut(&mut Transaction<'env>) -> TxResult<R>,
+    waker: &Waker,
+) -> Result<R, wait::Registration> {
+    let mut result = None;
+    let body = &mut |tx: &mut Transaction<'env>| match f(tx) {
+        Ok(value) => {
+            result = Some(value);
+            Attempted::Value
+        }
+        Err(a) => Attempted::Aborted(a.cause()),
+    };
+    let suspended = run_attempts(options, read_only, site, body, Some(waker));
+    match (result, suspended) {
+        (Some(value), _) => Ok(value),
+        (None, Some(registration)) => Err(registration),
+        (None, None) => unreachable!("a transaction ended without a result"),
     }
 }
 
@@ -187,14 +217,17 @@ enum Attempted {
 
 /// The retry loop, for a closure whose outcome is reported as [`Attempted`].
 /// Inlined into each `atomically` call, so the program's closure is inlined
-/// into it in turn.
+/// into it in turn. With a `waker` (async transactions), an attempt that
+/// calls `retry` suspends the loop instead of blocking: it returns the
+/// waker's registration.
 #[inline(always)]
 fn run_attempts<'env>(
     options: Option<&TxOptions>,
     read_only: bool,
     site: &'static Location<'static>,
     body: &mut impl FnMut(&mut Transaction<'env>) -> Attempted,
-) {
+    waker: Option<&Waker>,
+) -> Option<wait::Registration> {
     let ctx = ThreadContext::current();
     let active = ctx.enter(options, read_only, site);
     loop {
@@ -236,9 +269,27 @@ fn run_attempts<'env>(
             Ok(Attempted::Aborted(cause)) => cause,
             Err(payload) => panicked(ctx, st, call, payload),
         };
-        after_abort(ctx, cause, options);
+        if let Some(registration) = after_abort(ctx, cause, options, waker) {
+            return suspend(active, registration);
+        }
     }
     active.leave();
+    None
+}
+
+/// Leaves an async transaction that waits for a change: the next poll
+/// starts it afresh (its contention state included).
+#[cold]
+#[inline(never)]
+fn suspend(
+    active: ActiveGuard<'_>,
+    registration: wait::Registration,
+) -> Option<wait::Registration> {
+    // SAFETY: the attempt is over (`after_abort` finished it); nothing
+    // references the call state.
+    end_retrying(unsafe { &mut *active.context().call.get() });
+    active.leave();
+    Some(registration)
 }
 
 /// Commits an attempt whose closure returned a value and records it.
@@ -295,10 +346,17 @@ fn finish_unusual_commit(st: &mut TxState, call: &mut CallState) {
 
 /// Everything after an aborted attempt: blocking `retry`, abort handlers,
 /// statistics, waiting out an irrevocable transaction, contention
-/// management and serialization after too many aborts.
+/// management and serialization after too many aborts. With a `waker`, a
+/// `retry` whose reads are still current registers it instead of blocking
+/// and the registration is returned: the caller suspends.
 #[cold]
 #[inline(never)]
-fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOptions>) {
+fn after_abort(
+    ctx: &ThreadContext,
+    cause: AbortCause,
+    options: Option<&TxOptions>,
+    waker: Option<&Waker>,
+) -> Option<wait::Registration> {
     // SAFETY: as in `run_attempts`: the caller holds the thread's
     // `ActiveGuard` and no other reference to the state is live.
     let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
@@ -317,8 +375,12 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
     let items = st.item_count();
     // A snapshot attempt logged no reads to wait on: its rerun, an ordinary
     // attempt, reaches the `retry` again and waits then.
+    let mut suspended = None;
     if cause == AbortCause::Retry && !st.snapshot {
-        blocking::wait_for_change(st, r, record);
+        match waker {
+            None => blocking::wait_for_change(st, r, record),
+            Some(waker) => suspended = blocking::register_for_change(st, r, record, waker),
+        }
     }
     if st.wants_irrevocable {
         r.irrevocable = true;
@@ -344,6 +406,10 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
         rec.stats().aborts[cause.index()].add(1);
         rec.site().abort(cause);
     }
+    if suspended.is_some() {
+        // The task waits for a commit: no backoff, no serialization.
+        return suspended;
+    }
     if cause == AbortCause::Irrevocable {
         clock::wait_irrevocable_open();
     }
@@ -361,4 +427,5 @@ fn after_abort(ctx: &ThreadContext, cause: AbortCause, options: Option<&TxOption
             r.serialized = true;
         }
     }
+    None
 }
