@@ -41,6 +41,7 @@ fn list_names_every_experiment() {
         "stall",
         "policies",
         "xsync-counters",
+        "xsync-leveldb",
         "flask",
         "flask-assoc",
         "flask-split",
@@ -506,4 +507,48 @@ fn bad_arguments_fail_with_a_clear_message() {
     let o = txmem(&["sim", "counter", "--set", "htm.detection=lazy"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("versioning"));
+}
+
+#[test]
+fn xsync_leveldb_runs_on_haswell_under_the_lock_and_elided() {
+    let json = tmp("xsync-leveldb.json");
+    let o = txmem(&[
+        "sim",
+        "xsync-leveldb",
+        "--values",
+        "1,4",
+        "--set",
+        "workload.total_ops=200",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = read_json(&json);
+    assert_eq!(v["config"]["sim"]["cores"], 4);
+    assert_eq!(v["config"]["sim"]["threads_per_core"], 2);
+    // Two thread counts, lock and elided, coarsening off and on (then the groups' means).
+    let rows: Vec<_> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["params"]["coarsen"] != "mean")
+        .collect();
+    assert_eq!(rows.len(), 8);
+    for r in rows {
+        let m = &r["metrics"];
+        assert!(m["puts_per_kcycle"].as_f64().unwrap() > 0.0, "{r}");
+        if r["params"]["sync"] == "elided" {
+            let sections = m["sections"].as_u64().unwrap();
+            let commits = m["elided_commits"].as_u64().unwrap();
+            let fallbacks = m["fallbacks"].as_u64().unwrap();
+            // A coarsened commit covers more than one section.
+            if r["params"]["coarsen"] == false {
+                assert_eq!(sections, commits + fallbacks, "{r}");
+            } else {
+                assert!(commits + fallbacks <= sections, "{r}");
+            }
+            assert!(m["conflict_aborts"].is_u64(), "{r}");
+        }
+    }
 }

@@ -67,7 +67,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub array_size: Option<u64>,
 
-    /// Workload for `sweep`: counter, counter-array, xsync-counters, rwle-hashmap, rwle-app or flask-app.
+    /// Workload for `sweep`: counter, counter-array, xsync-counters, rwle-hashmap, rwle-app, flask-app or xsync-leveldb.
     #[arg(long, value_parser = parse_workload)]
     pub workload: Option<WorkloadKind>,
 

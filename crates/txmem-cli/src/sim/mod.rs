@@ -221,7 +221,7 @@ fn list() -> Result<(), String> {
     }
     text.push_str(&format!(
         "  {:<14} {}\n",
-        "sweep", "any parameter: --param PATH --values V1,V2,... [--series PATH=V1,V2] [--workload counter|counter-array|xsync-counters|rwle-hashmap|rwle-app|flask-app]"
+        "sweep", "any parameter: --param PATH --values V1,V2,... [--series PATH=V1,V2] [--workload counter|counter-array|xsync-counters|rwle-hashmap|rwle-app|flask-app|xsync-leveldb]"
     ));
     write_stdout(&text)
 }
