@@ -1,12 +1,13 @@
 //! The C library's own lock functions, found with `dlsym(RTLD_NEXT)`, and the one-time
-//! start-up that chooses the library's mode.
+//! start-up that applies the mode `lib.rs` chooses.
 //!
 //! Start-up runs from the library's constructor, or from the first interposed call if that
-//! comes earlier (another library's constructor). It allocates nothing and calls no lock
-//! function of its own, so it cannot re-enter itself through the program's allocator; if the
-//! C library's `dlsym` should ever call back into an interposed function on the thread doing
-//! the start-up, that call is told "not ready" ([`real`] returns `None`) and the hook treats
-//! it as the single-threaded no-op it is at that point.
+//! comes earlier (another library's constructor). It calls no lock function of its own, and
+//! on a CPU without the RTM bit it allocates nothing; where CPUID reports RTM,
+//! `txmem-elide`'s detection reads `TXMEM_ELIDE_HTM` through `std`, which allocates once. If
+//! that allocation, or the C library's `dlsym`, should call back into an interposed function
+//! on the thread doing the start-up, that call is told "not ready" ([`real`] returns `None`)
+//! and the hook treats it as the single-threaded no-op it is at that point.
 
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
