@@ -33,7 +33,8 @@ or from --txmem / --itm-lib. STAMP's file inputs (kmeans, labyrinth, yada)
 are generated with `txmem stamp --save-input` into BUILD/inputs.
 
 Needs: memcached and memcaslap (Debian: memcached, libmemcached-tools) for
-the memcached tables; each missing tool is named before anything runs.
+the memcached tables: installed with apt when missing and run as root, else
+the missing tool is named before anything runs.
 """
 
 import argparse
@@ -675,6 +676,9 @@ def main():
                      f"scripts/transmem.sh ... --tinystm DIR for TinySTM)")
     if any(p in a.parts for p in ("memcached", "tables", "fig11")):
         for tool, pkg in (("memcached", "memcached"), ("memcaslap", "libmemcached-tools")):
+            if not shutil.which(tool) and os.geteuid() == 0 and shutil.which("apt-get"):
+                print(f"installing {pkg} (for {tool})", file=sys.stderr)
+                subprocess.run(["apt-get", "install", "-y", "-q", pkg], stdout=subprocess.DEVNULL)
             if not shutil.which(tool):
                 sys.exit(f"needs {tool}: apt-get install {pkg}")
     result = {"machine": f"{platform.node()} {os.cpu_count()} CPUs {platform.platform()}",
