@@ -41,7 +41,38 @@ struct Waiter {
 protocol_static! {
     static WAITERS: AtomicUsize = AtomicUsize::new(0);
 }
-static REGISTRY: Mutex<Vec<Arc<Waiter>>> = Mutex::new(Vec::new());
+
+/// The registry, in shards by object address, so that waiters on unrelated
+/// objects (and the commits that wake them) do not share one lock and one
+/// list: a waiter is listed in the shard of each object it read, and a
+/// commit looks only in the shards of the objects it wrote.
+const SHARDS: usize = 64; // (a shard set fits a u64)
+
+#[allow(clippy::declare_interior_mutable_const)] // (an array initializer)
+const EMPTY_SHARD: Mutex<Vec<Arc<Waiter>>> = Mutex::new(Vec::new());
+static REGISTRY: [Mutex<Vec<Arc<Waiter>>>; SHARDS] = [EMPTY_SHARD; SHARDS];
+
+/// The shard of the object at `object` (objects are at least 8-aligned;
+/// the multiply spreads neighbouring ones).
+fn shard_of(object: usize) -> usize {
+    ((object as u64 >> 3).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize
+}
+
+/// The distinct shards of a waiter's objects, as a bit per shard.
+fn shards_of(objects: &[usize]) -> u64 {
+    objects.iter().fold(0, |bits, &o| bits | 1 << shard_of(o))
+}
+
+/// The shards whose bits are set in `bits`.
+fn each_shard(mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let shard = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            shard
+        })
+    })
+}
 
 /// True if some transaction is blocked in `retry` (read after locking).
 #[inline]
@@ -57,8 +88,15 @@ pub(crate) fn waiters_present() -> bool {
 /// Wakes every waiter that read one of `written` objects.
 pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
     let mut tasks = Vec::new();
-    {
-        let reg = REGISTRY.lock();
+    // Each shard once (a write set rarely spans many): a bit per shard.
+    let mut seen = 0u64;
+    for object in written.clone() {
+        let shard = shard_of(object);
+        if seen & (1 << shard) != 0 {
+            continue;
+        }
+        seen |= 1 << shard;
+        let reg = REGISTRY[shard].lock();
         for w in reg.iter() {
             if written.clone().any(|a| w.objects.binary_search(&a).is_ok()) {
                 match &w.wake {
@@ -68,6 +106,7 @@ pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
             }
         }
     }
+    // (A waiter listed in two shards may be woken twice: harmless.)
     for waker in tasks {
         waker.wake();
     }
@@ -88,7 +127,9 @@ fn wait_set(mut objects: Vec<usize>) -> Vec<usize> {
 /// for why in this order, before the caller's re-check).
 fn register(waiter: Waiter) -> Arc<Waiter> {
     let me = Arc::new(waiter);
-    REGISTRY.lock().push(me.clone());
+    for shard in each_shard(shards_of(&me.objects)) {
+        REGISTRY[shard].lock().push(me.clone());
+    }
     WAITERS.fetch_add(1, Ordering::SeqCst);
     // The re-check that follows reads versions through the objects' own
     // checks, some with acquire loads only: this fence keeps every one of
@@ -100,7 +141,12 @@ fn register(waiter: Waiter) -> Arc<Waiter> {
 
 fn deregister(me: &Arc<Waiter>) {
     WAITERS.fetch_sub(1, Ordering::SeqCst);
-    REGISTRY.lock().retain(|w| !Arc::ptr_eq(w, me));
+    for shard in each_shard(shards_of(&me.objects)) {
+        let mut reg = REGISTRY[shard].lock();
+        if let Some(i) = reg.iter().position(|w| Arc::ptr_eq(w, me)) {
+            reg.swap_remove(i);
+        }
+    }
 }
 
 /// An async task's place among the waiters: its waker is woken by the first
@@ -128,7 +174,7 @@ pub(crate) fn register_task(objects: Vec<usize>, waker: &Waker) -> Registration 
 /// global, so they count only their own objects).
 #[cfg(test)]
 pub(crate) fn waiting_on(object: usize) -> usize {
-    REGISTRY
+    REGISTRY[shard_of(object)]
         .lock()
         .iter()
         .filter(|w| w.objects.binary_search(&object).is_ok())

@@ -56,11 +56,14 @@ pub enum System {
     DashmapFoldhash,
     /// The `crossbeam-skiplist` crate's `SkipSet`.
     CrossbeamSkiplist,
+    /// The `async-stm` crate: `TVar`s and queues behind an async
+    /// `atomically` (the `async` suite).
+    AsyncStm,
 }
 
 impl System {
     /// Every system, in the order `--list` describes them.
-    pub const ALL: [System; 22] = [
+    pub const ALL: [System; 23] = [
         System::Txmem,
         System::TxmemRevalidate,
         System::TxmemNoOpacity,
@@ -83,6 +86,7 @@ impl System {
         System::Dashmap,
         System::DashmapFoldhash,
         System::CrossbeamSkiplist,
+        System::AsyncStm,
     ];
 
     /// The name on the command line and in every report.
@@ -110,6 +114,7 @@ impl System {
             System::Dashmap => "dashmap",
             System::DashmapFoldhash => "dashmap-foldhash",
             System::CrossbeamSkiplist => "crossbeam-skiplist",
+            System::AsyncStm => "async-stm",
         }
     }
 

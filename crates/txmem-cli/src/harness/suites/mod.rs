@@ -2,6 +2,7 @@
 //! Planning a suite yields its rows ([`Plan`]); the runner of `txmem
 //! bench` and the criterion benches both measure those rows.
 
+pub mod asynctx;
 pub mod bank;
 pub mod config;
 pub mod intset;
@@ -24,17 +25,20 @@ pub enum Suite {
     Intset,
     /// The bank.
     Bank,
-    /// micro, intset and bank.
+    /// Async transactions under tokio.
+    Async,
+    /// micro, intset, bank and async.
     All,
 }
 
 impl Suite {
     /// Every suite, in the order `--list` shows them.
-    pub const ALL: [Suite; 5] = [
+    pub const ALL: [Suite; 6] = [
         Suite::Quick,
         Suite::Micro,
         Suite::Intset,
         Suite::Bank,
+        Suite::Async,
         Suite::All,
     ];
 
@@ -45,6 +49,7 @@ impl Suite {
             Suite::Micro => "micro",
             Suite::Intset => "intset",
             Suite::Bank => "bank",
+            Suite::Async => "async",
             Suite::All => "all",
         }
     }
@@ -56,7 +61,8 @@ impl Suite {
             Suite::Micro => "STO thesis §7.2 array microbenchmark: 1M integers, transactions of 5/10/50/100 half reads, half increments",
             Suite::Intset => "list / hash / ordered integer sets, sizes 256 and 4096, update rates 0/20/50%",
             Suite::Bank => "1024 accounts: 80% transfers, 20% audits of the total",
-            Suite::All => "micro, intset and bank",
+            Suite::Async => "async transactions on a tokio runtime per thread: a queue ping-pong between two tasks, the bank",
+            Suite::All => "micro, intset, bank and async",
         }
     }
 
@@ -73,10 +79,17 @@ impl Suite {
             Suite::Micro => micro::plan(cfg, &mut p),
             Suite::Intset => intset::plan(cfg, &mut p),
             Suite::Bank => bank::plan(cfg, &mut p),
-            Suite::Quick | Suite::All => {
+            Suite::Async => asynctx::plan(cfg, &mut p),
+            Suite::Quick => {
                 micro::plan(cfg, &mut p);
                 bank::plan(cfg, &mut p);
                 intset::plan(cfg, &mut p);
+            }
+            Suite::All => {
+                micro::plan(cfg, &mut p);
+                bank::plan(cfg, &mut p);
+                intset::plan(cfg, &mut p);
+                asynctx::plan(cfg, &mut p);
             }
         }
         p
