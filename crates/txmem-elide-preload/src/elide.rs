@@ -45,7 +45,10 @@ pub(crate) fn usable() -> bool {
     {
         use core::arch::x86_64::{__cpuid, __cpuid_count};
         // CPUID exists on every x86-64 CPU; leaf 7 is read only if leaf 0 lists it.
-        let rtm_bit = __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ebx & (1 << 11) != 0;
+        // SAFETY: CPUID only reads identification registers. The intrinsics are
+        // `unsafe fn` on older toolchains (the declared rust-version among them), hence the allow.
+        #[allow(unused_unsafe)]
+        let rtm_bit = unsafe { __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ebx & (1 << 11) != 0 };
         rtm_bit && Rtm::detection().verdict == RtmVerdict::Usable
     }
     #[cfg(not(target_arch = "x86_64"))]
