@@ -4,6 +4,8 @@
 # after free, invalid deallocation) and data races on its non-atomic memory.
 #
 #   scripts/miri.sh            # the subset (under 10 minutes from nothing on 2 idle cores)
+#   scripts/miri.sh --setup    # only install what it needs (before running it
+#                              # beside other steps that use rustup)
 #
 # Installs the nightly toolchain with miri and rust-src through rustup when
 # they are missing. Builds go to target/miri (cargo miri's own directory).
@@ -38,6 +40,7 @@ if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^rust-src
     rustup component add --toolchain nightly rust-src
 fi
 cargo +nightly miri setup
+[ "${1:-}" = --setup ] && exit 0
 
 export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-ignore-leaks ${MIRIFLAGS:-}"
 miri() { cargo +nightly miri test -q -p txmem "$@"; }

@@ -20,6 +20,17 @@ echo "== crates a project can adopt: cargo package, and a build with the declare
 echo "== unit, integration, property, stress and doc tests"
 cargo test --workspace
 
+# Miri interprets on one core for minutes: it runs beside the steps below
+# (its output goes to a log, shown when it ends) and the script waits for it
+# before it finishes.
+echo "== undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests): started, beside the steps below"
+./scripts/miri.sh --setup
+mkdir -p target
+miri_log=target/miri.log
+./scripts/miri.sh >"$miri_log" 2>&1 &
+miri_pid=$!
+trap 'kill "$miri_pid" 2>/dev/null || true' EXIT
+
 echo "== fuzzing txmem serve's parsers and store, 20 s a target (scripts/fuzz-serve.sh)"
 ./scripts/fuzz-serve.sh 20
 
@@ -28,9 +39,6 @@ RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem-itm --release --test loom
-
-echo "== undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests)"
-./scripts/miri.sh
 
 if [ -n "${TXMEM_GCC_SRC:-}" ]; then
     echo "== GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"
@@ -61,3 +69,13 @@ TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-server/tests/c
 
 echo "== a simulator sweep on a local Dask cluster (scripts/sim-dask.py)"
 TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-cli/tests/dask
+
+echo "== Miri's result (its output: $miri_log)"
+if ! wait "$miri_pid"; then
+    cat "$miri_log"
+    echo "test.sh: Miri failed (above)" >&2
+    exit 1
+fi
+grep -E "^test result|^== " "$miri_log" || true
+trap - EXIT
+echo "test.sh: every step passed"
