@@ -83,6 +83,8 @@ pub(crate) fn symbolize(ret: usize) -> String {
             return outer.clone();
         }
     }
+    // SAFETY: `Dl_info` is plain C data (pointers and an address); all
+    // zeros (null pointers) is a valid value of it.
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr fills `info` for an address inside a loaded object, or returns 0.
     if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } != 0
