@@ -226,12 +226,7 @@ pub(crate) fn in_transaction() -> bool {
 /// or the runtime itself) reaches `Drop`, which also discards the attempt.
 pub(super) struct ActiveGuard<'a>(&'a ThreadContext);
 
-impl<'a> ActiveGuard<'a> {
-    /// The thread context this guard holds active.
-    pub(super) fn context(&self) -> &'a ThreadContext {
-        self.0
-    }
-
+impl ActiveGuard<'_> {
     #[inline]
     fn release(self) {
         self.0.active.set(false);

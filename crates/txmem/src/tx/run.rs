@@ -15,7 +15,7 @@ use std::task::Waker;
 use super::abandon::{end_with_error, panicked};
 use super::attempt::Snapshot;
 use super::blocking;
-use super::context::{end_retrying, ActiveGuard, CallState, Retrying, ThreadContext};
+use super::context::{end_retrying, CallState, Retrying, ThreadContext};
 use super::handlers::run_handlers;
 use super::state::TxState;
 use super::transaction::Transaction;
@@ -270,26 +270,14 @@ fn run_attempts<'env>(
             Err(payload) => panicked(ctx, st, call, payload),
         };
         if let Some(registration) = after_abort(ctx, cause, options, waker) {
-            return suspend(active, registration);
+            // An async transaction waits for a change: leave it; the next
+            // poll starts afresh.
+            active.leave();
+            return Some(registration);
         }
     }
     active.leave();
     None
-}
-
-/// Leaves an async transaction that waits for a change: the next poll
-/// starts it afresh (its contention state included).
-#[cold]
-#[inline(never)]
-fn suspend(
-    active: ActiveGuard<'_>,
-    registration: wait::Registration,
-) -> Option<wait::Registration> {
-    // SAFETY: the attempt is over (`after_abort` finished it); nothing
-    // references the call state.
-    end_retrying(unsafe { &mut *active.context().call.get() });
-    active.leave();
-    Some(registration)
 }
 
 /// Commits an attempt whose closure returned a value and records it.
@@ -407,7 +395,9 @@ fn after_abort(
         rec.site().abort(cause);
     }
     if suspended.is_some() {
-        // The task waits for a commit: no backoff, no serialization.
+        // The task waits for a commit: no backoff, no serialization, and
+        // its next poll is a new call (contention state included).
+        end_retrying(call);
         return suspended;
     }
     if cause == AbortCause::Irrevocable {
