@@ -107,8 +107,8 @@ fn uncontended_sections_commit_in_hardware() {
 }
 
 #[test]
-fn a_write_set_larger_than_the_cache_aborts_for_capacity_and_falls_back() {
-    if !rtm_usable("a_write_set_larger_than_the_cache_aborts_for_capacity_and_falls_back") {
+fn a_write_set_larger_than_the_cache_never_commits_in_hardware_and_falls_back() {
+    if !rtm_usable("a_write_set_larger_than_the_cache_never_commits_in_hardware_and_falls_back") {
         return;
     }
     // 8 MiB, far beyond any L1 data cache (RTM tracks the write set there).
@@ -119,10 +119,19 @@ fn a_write_set_larger_than_the_cache_aborts_for_capacity_and_falls_back() {
             line[0] = round;
         }
     }
-    assert!(m.lock().chunks(64).all(|line| line[0] == 3));
+    // Counted before the check below, whose 8 MiB read set may fit where the writes did not.
     let s = m.elision_stats();
-    assert!(s.aborts.capacity >= 1, "{s:?}");
+    eprintln!("8 MiB write sets: {s:?}");
+    assert!(m.lock().chunks(64).all(|line| line[0] == 3));
+    // The cause the hardware reports for such an abort varies by part and by what the
+    // sibling hyperthread does: the capacity bit on an idle core, the conflict bit when an
+    // eviction was forced from outside, no bit at all for the page faults of the first
+    // round. What is certain is that none of them commits and each falls back.
+    assert_eq!(s.elided_commits, 0, "{s:?}");
     assert!(s.fallback_acquisitions >= 3, "{s:?}");
+    let a = &s.aborts;
+    assert!(a.capacity + a.conflict + a.other >= 3, "{s:?}");
+    assert_eq!(a.explicit + a.debug, 0, "{s:?}");
 }
 
 #[test]
