@@ -1,14 +1,25 @@
 //! Blocking `retry`: sleep until a commit changes something the transaction read.
 //!
-//! No lost wake-ups, without a fence on the commit path: a waiter announces
-//! itself (SeqCst increment of [`WAITERS`]) and then re-checks its reads with
-//! SeqCst loads; a committer locks its write set (SeqCst read-modify-writes)
-//! and then reads [`WAITERS`] (SeqCst). In the single total order of these
-//! operations, either the committer sees the waiter and wakes it after
-//! installing, or the waiter's re-check comes after the committer's lock and
-//! sees the item locked or changed, and does not sleep. (The re-check's
-//! loads follow a SeqCst fence, since objects check their versions with
-//! acquire loads; loom found the wake-up lost without it.)
+//! No lost wake-ups, without a fence on the commit path. Waiters are listed
+//! in shards by object address, and each shard keeps a count of its
+//! waiters. A waiter announces itself (a SeqCst increment of the count of
+//! each shard it is listed in) and then re-checks its reads with SeqCst
+//! loads; a committer locks its write set (SeqCst read-modify-writes) and
+//! then reads the counts of the shards of the objects it wrote (SeqCst). In
+//! the single total order of these operations, either the committer sees
+//! the waiter's count and wakes it after installing, or the waiter's
+//! re-check comes after the committer's lock and sees the item locked or
+//! changed, and does not sleep. (The re-check's loads follow a SeqCst fence,
+//! since objects check their versions with acquire loads; loom found the
+//! wake-up lost without it.)
+//!
+//! Why counts per shard and not one for the process: a count is written at
+//! every registration, and waiters on unrelated objects (two pairs of tasks
+//! passing tokens through their own queues) would bounce one cache line
+//! between their cores at every wait. A commit reads the counts only once
+//! some transaction has ever waited ([`EVER_WAITED`], set by the first
+//! registration and never cleared), so programs that never block pay one
+//! load of a line nobody writes.
 //!
 //! A waiter is a parked thread (blocking `retry`) or an async task's
 //! [`Waker`] (`atomically_async`); both register and re-check the same way,
@@ -20,9 +31,11 @@ use std::sync::Arc;
 use std::task::Waker;
 
 use crossbeam_utils::sync::{Parker, Unparker};
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
-use crate::sync::{fence, protocol_static, AtomicUsize};
+use crate::sync::{fence, protocol_static, AtomicBool, AtomicUsize};
 
 /// How to wake a waiter.
 enum Wake {
@@ -32,21 +45,41 @@ enum Wake {
     Task(Waker),
 }
 
+/// The addresses of the objects a waiter read: inline for the few a
+/// waiting transaction usually reads, so that a wait allocates only its
+/// place in the registry.
+pub(crate) type Objects = SmallVec<[usize; 4]>;
+
 struct Waiter {
     wake: Wake,
     /// Addresses of the objects the waiting transaction read (sorted).
-    objects: Vec<usize>,
-}
-
-protocol_static! {
-    static WAITERS: AtomicUsize = AtomicUsize::new(0);
+    objects: Objects,
 }
 
 /// The registry, in shards by object address, so that waiters on unrelated
-/// objects (and the commits that wake them) do not share one lock and one
-/// list: a waiter is listed in the shard of each object it read, and a
-/// commit looks only in the shards of the objects it wrote.
+/// objects (and the commits that wake them) do not share one lock, one list
+/// and one count: a waiter is listed in the shard of each object it read,
+/// and a commit looks only in the shards of the objects it wrote.
 const SHARDS: usize = 64; // (a shard set fits a u64)
+
+protocol_static! {
+    /// Set by the first registration, never cleared: until then no commit
+    /// looks at the shards' counts.
+    static EVER_WAITED: AtomicBool = AtomicBool::new(false);
+}
+
+#[cfg(not(txmem_loom))]
+#[allow(clippy::declare_interior_mutable_const)] // (an array initializer)
+const NO_WAITERS: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
+
+/// How many waiters each shard lists, a cache line each.
+#[cfg(not(txmem_loom))]
+static WAITERS: [CachePadded<AtomicUsize>; SHARDS] = [NO_WAITERS; SHARDS];
+#[cfg(txmem_loom)]
+loom::lazy_static! {
+    static ref WAITERS: [CachePadded<AtomicUsize>; SHARDS] =
+        std::array::from_fn(|_| CachePadded::new(AtomicUsize::new(0)));
+}
 
 #[allow(clippy::declare_interior_mutable_const)] // (an array initializer)
 const EMPTY_SHARD: Mutex<Vec<Arc<Waiter>>> = Mutex::new(Vec::new());
@@ -74,7 +107,8 @@ fn each_shard(mut bits: u64) -> impl Iterator<Item = usize> {
     })
 }
 
-/// True if some transaction is blocked in `retry` (read after locking).
+/// True if some transaction may be blocked in `retry` (read after locking;
+/// a commit that gets `true` calls [`wake_readers_of`] after installing).
 #[inline]
 pub(crate) fn waiters_present() -> bool {
     // Loom models SeqCst operations as acquire/release only, but SeqCst
@@ -82,12 +116,17 @@ pub(crate) fn waiters_present() -> bool {
     // committer's SeqCst lock (a locked instruction on x86) already gives.
     #[cfg(txmem_loom)]
     fence(Ordering::SeqCst);
-    WAITERS.load(Ordering::SeqCst) != 0
+    EVER_WAITED.load(Ordering::SeqCst)
 }
 
-/// Wakes every waiter that read one of `written` objects.
+/// Wakes every waiter that read one of `written` objects. Called after
+/// [`waiters_present`] said `true`, with the written objects still locked
+/// or just installed: a shard's count is read after the lock, as the module
+/// docs require.
 pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
-    let mut tasks = Vec::new();
+    // (Inline: a commit usually wakes a task or two, and an allocation
+    // here would be paid at every wake.)
+    let mut tasks: SmallVec<[Waker; 2]> = SmallVec::new();
     // Each shard once (a write set rarely spans many): a bit per shard.
     let mut seen = 0u64;
     for object in written.clone() {
@@ -96,6 +135,9 @@ pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
             continue;
         }
         seen |= 1 << shard;
+        if WAITERS[shard].load(Ordering::SeqCst) == 0 {
+            continue;
+        }
         let reg = REGISTRY[shard].lock();
         for w in reg.iter() {
             if written.clone().any(|a| w.objects.binary_search(&a).is_ok()) {
@@ -113,7 +155,7 @@ pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
 }
 
 /// Sorts and dedups the read objects of a transaction about to wait.
-fn wait_set(mut objects: Vec<usize>) -> Vec<usize> {
+fn wait_set(mut objects: Objects) -> Objects {
     assert!(
         !objects.is_empty(),
         "txmem: retry() in a transaction that read nothing would block forever"
@@ -129,8 +171,12 @@ fn register(waiter: Waiter) -> Arc<Waiter> {
     let me = Arc::new(waiter);
     for shard in each_shard(shards_of(&me.objects)) {
         REGISTRY[shard].lock().push(me.clone());
+        WAITERS[shard].fetch_add(1, Ordering::SeqCst);
     }
-    WAITERS.fetch_add(1, Ordering::SeqCst);
+    // A read first: once set, the flag's line stays shared.
+    if !EVER_WAITED.load(Ordering::SeqCst) {
+        EVER_WAITED.store(true, Ordering::SeqCst);
+    }
     // The re-check that follows reads versions through the objects' own
     // checks, some with acquire loads only: this fence keeps every one of
     // them after the announcement in the single total order (x86's locked
@@ -140,8 +186,8 @@ fn register(waiter: Waiter) -> Arc<Waiter> {
 }
 
 fn deregister(me: &Arc<Waiter>) {
-    WAITERS.fetch_sub(1, Ordering::SeqCst);
     for shard in each_shard(shards_of(&me.objects)) {
+        WAITERS[shard].fetch_sub(1, Ordering::SeqCst);
         let mut reg = REGISTRY[shard].lock();
         if let Some(i) = reg.iter().position(|w| Arc::ptr_eq(w, me)) {
             reg.swap_remove(i);
@@ -163,7 +209,7 @@ impl Drop for Registration {
 /// Registers `waker` for a change to one of `objects`. The caller then
 /// re-checks its reads: if they are still valid it may wait for the wake;
 /// if not, it drops the registration and reruns at once.
-pub(crate) fn register_task(objects: Vec<usize>, waker: &Waker) -> Registration {
+pub(crate) fn register_task(objects: Objects, waker: &Waker) -> Registration {
     Registration(register(Waiter {
         wake: Wake::Task(waker.clone()),
         objects: wait_set(objects),
@@ -187,7 +233,7 @@ thread_local! {
 
 /// Blocks until `still_valid` returns false. `objects` are the addresses of
 /// the objects read.
-pub(crate) fn block_until_changed(objects: Vec<usize>, still_valid: impl Fn() -> bool) {
+pub(crate) fn block_until_changed(objects: Objects, still_valid: impl Fn() -> bool) {
     let objects = wait_set(objects);
     PARKER.with(|parker| {
         let me = register(Waiter {

@@ -1,12 +1,12 @@
 //! `TQueue<T>`: a FIFO queue whose pushes never conflict.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use crossbeam_epoch::Guard;
+use smallvec::SmallVec;
 
 use crate::error::TxResult;
 use crate::item::Item;
@@ -36,10 +36,12 @@ impl<T> QNode<T> {
     }
 }
 
-/// What a transaction pushes (the write value of the push item).
+/// What a transaction pushes (the write value of the push item). The
+/// values are in push order; one is kept inline, since most transactions
+/// push one (taking one of its own back, rare, shifts the rest).
 #[derive(Clone)]
 struct PushLog<T> {
-    values: VecDeque<T>,
+    values: SmallVec<[T; 1]>,
     /// Committed elements this transaction pops (bounded queues count them
     /// as free room when they check the capacity at commit).
     own_pops: u64,
@@ -48,7 +50,7 @@ struct PushLog<T> {
 impl<T> Default for PushLog<T> {
     fn default() -> Self {
         PushLog {
-            values: VecDeque::new(),
+            values: SmallVec::new(),
             own_pops: 0,
         }
     }
@@ -157,7 +159,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             "TQueue: initial contents exceed the capacity"
         );
         // `&mut self` stands in for the push lock that a commit holds.
-        self.install_pushes(VecDeque::from([value]));
+        self.install_pushes(smallvec::smallvec![value]);
     }
 
     fn with_capacity_limit(capacity: u64) -> Self {
@@ -283,9 +285,17 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             }
         }
         let item = tx.item_mut(push_id);
-        let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
-        log.values.push_back(value);
-        item.set_write(log);
+        match item.value.get_mut::<PushLog<T>>() {
+            // (In place: the log stays in its box.)
+            Some(log) => {
+                log.values.push(value);
+                item.mark_write();
+            }
+            None => item.set_write(PushLog {
+                values: smallvec::smallvec![value],
+                own_pops: 0,
+            }),
+        }
         Ok(Ok(()))
     }
 
@@ -319,10 +329,13 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             .is_some_and(|l| !l.values.is_empty())
         {
             let item = tx.item_mut(push_id);
-            let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
-            let v = log.values.pop_front();
-            item.set_write(log);
-            return Ok(v);
+            let log = item
+                .value
+                .get_mut::<PushLog<T>>()
+                .expect("the push log was just seen");
+            let v = log.values.remove(0);
+            item.mark_write();
+            return Ok(Some(v));
         }
         Ok(None)
     }
@@ -360,7 +373,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         Ok(tx
             .item_ref(push_id)
             .write_value::<PushLog<T>>()
-            .and_then(|l| l.values.front().cloned()))
+            .and_then(|l| l.values.first().cloned()))
     }
 
     /// The number of elements, as this transaction sees them. Reads both
@@ -438,7 +451,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         self.popped.fetch_add(n, Ordering::AcqRel);
     }
 
-    fn install_pushes(&self, values: VecDeque<T>) {
+    fn install_pushes(&self, values: SmallVec<[T; 1]>) {
         let n = values.len() as u64;
         let mut tail = self.tail.load(Ordering::Relaxed);
         for v in values {

@@ -38,7 +38,7 @@ pub(super) fn register_for_change(
 }
 
 /// What a waiter gives up before it waits, and the objects it waits on.
-fn prepare_wait(st: &mut TxState, r: &mut Retrying, record: Option<Recorder>) -> Vec<usize> {
+fn prepare_wait(st: &mut TxState, r: &mut Retrying, record: Option<Recorder>) -> wait::Objects {
     assert!(
         !(st.user_irrevocable && st.irrevocable.is_some()),
         "txmem: retry() in an irrevocable transaction would block every writer forever"
