@@ -37,6 +37,10 @@ fn main() {
             tokio::join!(ping, pong).0
         });
     }
-    assert_eq!(sum, n * n.saturating_sub(1) / 2, "every token came back once");
+    assert_eq!(
+        sum,
+        n * n.saturating_sub(1) / 2,
+        "every token came back once"
+    );
     println!("{n} round trips");
 }

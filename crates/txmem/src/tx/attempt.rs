@@ -148,9 +148,11 @@ impl TxState {
     #[inline]
     pub(crate) fn finish(&mut self, committed: bool) {
         if self.mutated {
-            // The filter is consulted (and filled) only once `mutated`.
+            // The filter is consulted (and filled) only once `mutated`, and
+            // only a mutated attempt publishes structure words.
             self.written.set(0);
             self.filtered.set(0);
+            self.own_word = None;
             // Unrolled for one item, as in `commit`.
             if self.items.len() == 1 {
                 self.drop_items(1, committed);

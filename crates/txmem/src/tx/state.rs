@@ -143,6 +143,12 @@ pub(crate) struct TxState {
     /// True once `item_mut` handed out an item: until then the transaction
     /// holds no write and no item needs cleanup (the read-only fast path).
     pub(super) mutated: bool,
+    /// The structure word this attempt last published by a change of its
+    /// own (an insert's placeholder), as (object address, item key, word):
+    /// a later check of that structure at exactly that word needs no
+    /// opacity check (see `read::TxState::check_unrecorded`). Cleared when
+    /// a mutated attempt ends.
+    pub(super) own_word: Option<(usize, u64, u64)>,
     /// True once the attempt used anything rare that `finish` must undo: the
     /// item index, a savepoint, a handler, irrevocability. One flag, so that
     /// an ordinary attempt ends with one test.
@@ -198,6 +204,7 @@ impl TxState {
             index: ItemIndex::new(),
             indexed: false,
             mutated: false,
+            own_word: None,
             rare: false,
             start: 0,
             stale_start: true,

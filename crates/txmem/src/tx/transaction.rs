@@ -225,14 +225,33 @@ impl<'env> Transaction<'env> {
         self.st.record_read(id.0, word)
     }
 
-    /// The opacity check for a structure word the attempt acted on without
-    /// recording a read (an insert that reports its key was absent); see
-    /// `TxState::check_unrecorded`.
+    /// The opacity check for the word of `object`'s structure item `key`
+    /// that the attempt acted on without recording a read (an insert that
+    /// reports its key was absent); see `TxState::check_unrecorded`.
     #[inline]
     // (Only the collections use it, and the loom build has none.)
     #[cfg_attr(txmem_loom, allow(dead_code))]
-    pub(crate) fn check_unrecorded(&mut self, word: u64) -> TxResult<()> {
-        self.st.check_unrecorded(word)
+    pub(crate) fn check_unrecorded<O: TObject>(
+        &mut self,
+        object: &O,
+        key: u64,
+        word: u64,
+    ) -> TxResult<()> {
+        let object = object as *const O as *const () as usize;
+        self.st.check_unrecorded(object, key, word)
+    }
+
+    /// Notes that the attempt itself moved the word of `object`'s structure
+    /// item `key` to `word` (it linked a placeholder there), so that a later
+    /// [`check_unrecorded`](Self::check_unrecorded) of that very word passes
+    /// without revalidating.
+    #[inline]
+    // (Only the collections use it, and the loom build has none.)
+    #[cfg_attr(txmem_loom, allow(dead_code))]
+    pub(crate) fn note_own_word<O: TObject>(&mut self, object: &O, key: u64, word: u64) {
+        debug_assert!(self.st.mutated, "a structure change comes with a write");
+        let object = object as *const O as *const () as usize;
+        self.st.own_word = Some((object, key, word));
     }
 
     /// Aborts the attempt: return the value with `?` or `Err(..)`. The

@@ -241,8 +241,9 @@ pub(super) trait NodeCollection: TObject + Sized {
         item.mark_write();
         self.size_delta(tx, 1);
         if absent {
-            tx.check_unrecorded(old)?;
+            tx.check_unrecorded(self, read_key, old)?;
         }
+        tx.note_own_word(self, read_key, new);
         Ok(reads)
     }
 
