@@ -1,4 +1,5 @@
-//! TBTreeMap under concurrency: churn, phantom protection across splits,
+//! TBTreeMap under concurrency: churn, phantom protection across splits
+//! (for scans and for `update_range`'s rewrites),
 //! growth with concurrent readers, self-updating reads when a transaction's
 //! own insert splits a leaf it read, placeholders abandoned beside inserts
 //! and removals, a deep tree of 100k keys, and forced interleavings of
@@ -118,6 +119,86 @@ fn range_scan_is_protected_from_phantoms_across_splits() {
 
 /// An absent read and a concurrent insert of that key: a transaction that
 /// read the key absent twice never sees it appear in between.
+/// One thread adds 1 to every value with `update_range` and counts its
+/// rounds in the same transaction; two others move keys (remove one,
+/// insert an absent one with the same value), across tiny leaves that
+/// split and fill again. An update that missed a key moved into the part
+/// of the range it had passed, or rewrote one twice, would break the sum:
+/// every value starts at 1, so the sum is always `keys * (1 + rounds)`,
+/// checked by read-only audits while it runs and at the end.
+#[test]
+fn update_range_rewrites_every_key_once_while_keys_move() {
+    const KEYS: u64 = 64;
+    let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(4);
+    let rounds = txmem::TBox::new(0u64);
+    atomically(|tx| {
+        for k in 0..KEYS {
+            m.insert_if_absent(tx, k * 4, 1)?;
+        }
+        Ok(())
+    });
+    let done = AtomicBool::new(false);
+    let audit = || {
+        txmem::read_only(|tx| {
+            let mut sum = 0;
+            m.scan(tx, .., |_, &v| {
+                sum += v;
+                true
+            })?;
+            Ok((sum, m.len(tx)? as u64, rounds.get(tx)?))
+        })
+    };
+    /// Stops the other threads when the updater ends, panicking or not.
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
+    thread::scope(|s| {
+        s.spawn(|| {
+            let _stop = Stop(&done);
+            for _ in 0..300 {
+                let n = atomically(|tx| {
+                    rounds.modify(tx, |r| r + 1)?;
+                    m.update_range(tx, .., |_, &v| Some(v + 1))
+                });
+                assert_eq!(n as u64, KEYS, "every key rewritten once");
+            }
+        });
+        for t in 0..2u64 {
+            let (m, done) = (&m, &done);
+            s.spawn(move || {
+                let mut x = 0x9E37_79B9 + t;
+                while !done.load(Ordering::Acquire) {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let (from, to) = (x % (KEYS * 4), (x >> 24) % (KEYS * 4));
+                    atomically(|tx| {
+                        if m.contains_key(tx, &to)? {
+                            return Ok(());
+                        }
+                        if let Some(v) = m.remove(tx, &from)? {
+                            assert!(m.insert_if_absent(tx, to, v)?);
+                        }
+                        Ok(())
+                    });
+                }
+            });
+        }
+        s.spawn(|| {
+            let _stop = Stop(&done);
+            while !done.load(Ordering::Acquire) {
+                let (sum, keys, r) = audit();
+                assert_eq!((sum, keys), (KEYS * (1 + r), KEYS), "after {r} rounds");
+            }
+        });
+    });
+    let (sum, keys, r) = audit();
+    assert_eq!((sum, keys, r), (KEYS * 301, KEYS, 300));
+}
+
 #[test]
 fn absent_reads_are_protected_from_phantoms() {
     let m: Arc<TBTreeMap<u64, u64>> = Arc::new(TBTreeMap::with_fanout(3));

@@ -29,6 +29,10 @@ enum Op {
     RangeRev(u8, u8, bool),
     ScanFirst(u8, usize),
     ScanRevFirst(u8, usize),
+    /// `update_range` over `a..=b`: adds the value's low bit plus `n` to
+    /// each value and leaves odd ones as they are; the result lists the
+    /// values visited, then the count replaced.
+    UpdateRange(u8, u8, u16),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -45,7 +49,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, i)| Op::Range(a, b, i)),
         1 => (k.clone(), k.clone(), any::<bool>()).prop_map(|(a, b, i)| Op::RangeRev(a, b, i)),
         1 => (k.clone(), 0usize..4).prop_map(|(a, n)| Op::ScanFirst(a, n)),
-        1 => (k, 0usize..4).prop_map(|(a, n)| Op::ScanRevFirst(a, n)),
+        1 => (k.clone(), 0usize..4).prop_map(|(a, n)| Op::ScanRevFirst(a, n)),
+        2 => (k.clone(), k, any::<u16>()).prop_map(|(a, b, n)| Op::UpdateRange(a, b, n)),
     ]
 }
 
@@ -96,8 +101,27 @@ fn model(m: &mut BTreeMap<u8, u16>, op: &Op, ordered: bool) -> Res {
             .take(n + 1)
             .map(|(k, v)| (*k, *v))
             .collect(),
+        Op::UpdateRange(a, b, n) if ordered && a <= b => {
+            let mut out: Res = vec![];
+            let mut count = 0u8;
+            for (k, v) in m.range_mut(a..=b) {
+                out.push((*k, *v));
+                if let Some(new) = update_value(*v, n) {
+                    *v = new;
+                    count += 1;
+                }
+            }
+            out.push((count, 0));
+            out
+        }
         _ => vec![],
     }
+}
+
+/// The rewrite of `Op::UpdateRange`: even values gain `n` (wrapping),
+/// odd ones stay.
+fn update_value(v: u16, n: u16) -> Option<u16> {
+    v.is_multiple_of(2).then(|| v.wrapping_add(n))
 }
 
 /// The operations both maps share, through [`TMap`]; `None` for the rest.
@@ -168,6 +192,15 @@ fn run_btree<'a>(
                 out.push((*k, *v));
                 out.len() <= n
             })?;
+            out
+        }
+        Op::UpdateRange(a, b, n) if a <= b => {
+            let mut out: Res = vec![];
+            let count = m.update_range(tx, a..=b, |k, &v| {
+                out.push((*k, v));
+                update_value(v, n)
+            })?;
+            out.push((count as u8, 0));
             out
         }
         _ => vec![],

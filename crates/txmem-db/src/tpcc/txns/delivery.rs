@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use rand::Rng;
 use txmem::{atomically, Transaction, TxResult};
 
-use super::new_order::MAX_LINES;
 use super::Executed;
 use crate::tpcc::keys::{customer_key, line_of_order, order_id_of, order_key, WarehouseId};
 use crate::tpcc::schema::{now, CustomerBalance, Money, Order, OrderLine, Timestamp};
@@ -72,15 +71,14 @@ impl Tpcc {
     }
 }
 
-/// What Delivery reads of one district's oldest undelivered order.
+/// What Delivery reads of one district's oldest undelivered order before
+/// it writes (the order's lines are read and rewritten in one pass, with
+/// the writes).
 #[derive(Clone, Copy)]
 struct Reading {
     /// The order's key.
     order_key: u64,
     order: Order,
-    /// The order's lines (the first `line_count`), with their keys.
-    lines: [(u64, OrderLine); MAX_LINES],
-    line_count: usize,
     balance: CustomerBalance,
 }
 
@@ -108,8 +106,6 @@ fn body<'env>(
                 *reading = Some(Reading {
                     order_key: k,
                     order: Order::default(),
-                    lines: [(0, OrderLine::default()); MAX_LINES],
-                    line_count: 0,
                     balance: CustomerBalance::default(),
                 });
                 false
@@ -118,18 +114,6 @@ fn body<'env>(
     }
     for r in readings.iter_mut().flatten() {
         r.order = t.order.get(tx, &r.order_key)?.expect("order row");
-    }
-    for r in readings.iter_mut().flatten() {
-        let ok = r.order_key;
-        t.order_line.scan(
-            tx,
-            line_of_order(ok, 0)..=line_of_order(ok, u8::MAX),
-            |&k, l| {
-                r.lines[r.line_count] = (k, *l);
-                r.line_count += 1;
-                r.line_count < MAX_LINES
-            },
-        )?;
     }
     for (d, r) in districts.clone().zip(&mut readings) {
         if let Some(r) = r {
@@ -152,15 +136,20 @@ fn body<'env>(
             ..r.order
         };
         t.order.set(tx, ok, delivered)?;
+        // The lines: summed and stamped with the delivery date in one
+        // pass of a cursor (no second search per line).
         let mut total: Money = 0;
-        for &(k, line) in &r.lines[..r.line_count] {
-            total += line.amount;
-            let line = OrderLine {
-                delivery_d: Some(input.delivery_d),
-                ..line
-            };
-            t.order_line.set(tx, k, line)?;
-        }
+        t.order_line.update_range(
+            tx,
+            line_of_order(ok, 0)..=line_of_order(ok, u8::MAX),
+            |_, line| {
+                total += line.amount;
+                Some(OrderLine {
+                    delivery_d: Some(input.delivery_d),
+                    ..*line
+                })
+            },
+        )?;
         let balance = CustomerBalance {
             balance: r.balance.balance + total,
             delivery_cnt: r.balance.delivery_cnt + 1,

@@ -1,6 +1,7 @@
 //! Range scans in both directions (`scan`, `scan_rev` and the collecting
 //! `range`, `range_rev`): leaf by leaf along the right links, or by one
-//! descent per leaf going left, recording every leaf and entry met.
+//! descent per leaf going left, recording every leaf and entry met; and the
+//! cursor that rewrites the values it walks over (`update_range`).
 
 use std::ops::{Bound, RangeBounds};
 
@@ -43,6 +44,71 @@ where
         range: R,
         mut f: impl FnMut(&K, &V) -> bool,
     ) -> TxResult<()> {
+        self.walk(tx, range, |tx, e| {
+            Ok(self.entry_view(tx, e, &mut f)?.unwrap_or(true))
+        })
+    }
+
+    /// Replaces the value of each entry with a key in `range` for which
+    /// `f(key, value)` returns `Some(new)`, in ascending order; returns how
+    /// many it replaced. The same as a [`scan`](Self::scan) followed by a
+    /// [`set`](Self::set) of each key, with the same reads (every leaf of
+    /// the range and every entry visited) and writes, but in one pass: the
+    /// write goes to the entry the scan is at, with no second descent and
+    /// search for its key, and each entry's read is kept on the item its
+    /// write uses.
+    ///
+    /// ```
+    /// use txmem::{atomically, TBTreeMap};
+    /// let lines = TBTreeMap::new();
+    /// atomically(|tx| {
+    ///     for k in 0..5u64 {
+    ///         lines.insert(tx, k, k * 10)?;
+    ///     }
+    ///     Ok(())
+    /// });
+    /// // Double the values of keys 1..4, summing the old ones on the way.
+    /// let (doubled, sum) = atomically(|tx| {
+    ///     let mut sum = 0;
+    ///     let n = lines.update_range(tx, 1..4, |_, &v| {
+    ///         sum += v;
+    ///         Some(v * 2)
+    ///     })?;
+    ///     Ok((n, sum))
+    /// });
+    /// assert_eq!((doubled, sum), (3, 60));
+    /// assert_eq!(lines.load_keys(), vec![0, 1, 2, 3, 4]);
+    /// assert_eq!(lines.load(&3), Some(60));
+    /// ```
+    pub fn update_range<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+        mut f: impl FnMut(&K, &V) -> Option<V>,
+    ) -> TxResult<usize> {
+        let mut updated = 0;
+        self.walk(tx, range, |tx, e| {
+            let id = tx.item(self, e as u64);
+            // SAFETY: reached while pinned.
+            let key = &unsafe { deref(e) }.key;
+            if let Some(Some(new)) = self.view_item(tx, id, e, |v| f(key, v), |_| Ok(()))? {
+                tx.item_mut(id).set_write(new);
+                updated += 1;
+            }
+            Ok(true)
+        })?;
+        Ok(updated)
+    }
+
+    /// The walk of [`scan`](Self::scan): records each leaf of `range` and
+    /// calls `visit` on each of its entries in the range, in ascending
+    /// order, until `visit` returns `false`.
+    fn walk<'env, R: RangeBounds<K>>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        range: R,
+        mut visit: impl FnMut(&mut Transaction<'env>, EPtr<K, V>) -> TxResult<bool>,
+    ) -> TxResult<()> {
         let _ = tx.guard();
         let below = below_start(range.start_bound());
         let end = within_end(range.end_bound());
@@ -62,13 +128,8 @@ where
             };
             first = false;
             for i in from..d.keys().len() {
-                if !end(&d.keys()[i]) {
+                if !end(&d.keys()[i]) || !visit(tx, d.entries()[i])? {
                     return Ok(());
-                }
-                if let Some(go_on) = self.entry_view(tx, d.entries()[i], &mut f)? {
-                    if !go_on {
-                        return Ok(());
-                    }
                 }
             }
             match &d.high {
