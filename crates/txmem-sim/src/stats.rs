@@ -103,9 +103,12 @@ impl FootprintRuns {
     }
 }
 
-/// Aborts counted by cause.
+/// The simulated hardware's aborts, counted by the cause it raised: finer
+/// than `txmem_htm::AbortCounts`, which counts what an elision runtime saw
+/// of them (it has no nesting, interrupt or paging bucket, and a lock-busy
+/// one the hardware knows nothing of).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AbortCounts {
+pub struct HardwareAbortCounts {
     /// `xabort(code)`.
     pub explicit: u64,
     /// Lost a conflict with another transaction or a non-transactional access.
@@ -126,7 +129,7 @@ pub struct AbortCounts {
     pub paging: u64,
 }
 
-impl AbortCounts {
+impl HardwareAbortCounts {
     /// Counts one abort of `cause` in its bucket.
     pub fn count(&mut self, cause: crate::htm::HtmAbortCause) {
         use crate::htm::HtmAbortCause;
@@ -160,7 +163,7 @@ pub struct TxStats {
     /// Committed transactions that restarted at least once (TxLinux's unique restarts).
     pub unique_restarts: u64,
     /// Aborts by cause.
-    pub aborts: AbortCounts,
+    pub aborts: HardwareAbortCounts,
     /// Aborts whose status carried the persistent hint.
     pub persistent_aborts: u64,
     /// Cycles spent in backoff before restarts.
@@ -440,8 +443,8 @@ pub struct Stats {
     pub window_full_waits: u64,
 }
 
-impl std::ops::AddAssign<&AbortCounts> for AbortCounts {
-    fn add_assign(&mut self, o: &AbortCounts) {
+impl std::ops::AddAssign<&HardwareAbortCounts> for HardwareAbortCounts {
+    fn add_assign(&mut self, o: &HardwareAbortCounts) {
         self.explicit += o.explicit;
         self.conflict += o.conflict;
         self.capacity += o.capacity;

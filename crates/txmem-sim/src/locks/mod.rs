@@ -39,7 +39,7 @@ pub use tle::Tle;
 use crate::cpu::Cpu;
 use crate::htm::AbortStatus;
 use crate::simulation::executor::Sim;
-use crate::stats::AbortCounts;
+use crate::stats::HardwareAbortCounts;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::ops::AddAssign;
@@ -91,7 +91,7 @@ pub struct LockStats {
     /// Read sections run uninstrumented, concurrently with speculative writers (RW-LE).
     pub uninstrumented_reads: u64,
     /// Hardware (HTM or ROT) attempts that aborted, by cause.
-    pub aborts: AbortCounts,
+    pub aborts: HardwareAbortCounts,
     /// Of the aborts, those of rollback-only transactions.
     pub rot_aborts: u64,
     /// Of the explicit aborts, those that found the lock held ([`txmem_htm::LOCK_BUSY_CODE`]).

@@ -36,14 +36,12 @@ impl<T> QNode<T> {
     }
 }
 
-/// What a transaction pushes (the write value of the push item). The
-/// values are in push order; one is kept inline, since most transactions
-/// push one (taking one of its own back, rare, shifts the rest).
+/// What a transaction pushes (the write value of the push item), in push
+/// order; one value inline, as most transactions push one.
 #[derive(Clone)]
 struct PushLog<T> {
     values: SmallVec<[T; 1]>,
-    /// Committed elements this transaction pops (bounded queues count them
-    /// as free room when they check the capacity at commit).
+    /// Committed elements this transaction pops (room a bounded queue counts).
     own_pops: u64,
 }
 
@@ -285,16 +283,15 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             }
         }
         let item = tx.item_mut(push_id);
-        match item.value.get_mut::<PushLog<T>>() {
-            // (In place: the log stays in its box.)
-            Some(log) => {
-                log.values.push(value);
-                item.mark_write();
-            }
-            None => item.set_write(PushLog {
-                values: smallvec::smallvec![value],
+        if let Some(log) = item.value.get_mut::<PushLog<T>>() {
+            log.values.push(value); // in place: the log stays in its box
+            item.mark_write();
+        } else {
+            let values = smallvec::smallvec![value];
+            item.set_write(PushLog {
+                values,
                 own_pops: 0,
-            }),
+            });
         }
         Ok(Ok(()))
     }
