@@ -179,3 +179,43 @@ fn the_blocking_collections_wait_as_tasks() {
             .unwrap();
     });
 }
+
+/// An attempt that returned a value and then failed to commit must not
+/// hand that value out when the next attempt suspends in `retry`: the
+/// future is still pending, and what it finally returns comes from the
+/// attempt that committed. (The first attempt reads `x` at 0 and writes
+/// `y`; another thread changes `x` before it commits, so its commit fails
+/// validation; the rerun sees 1 and waits.)
+#[test]
+fn a_value_from_an_attempt_that_failed_to_commit_is_never_returned() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let x = TBox::new(0u64);
+    let y = TBox::new(0u64);
+    let attempts = AtomicUsize::new(0);
+    let mut fut = std::pin::pin!(atomically_async(|tx| {
+        let seen = x.get(tx)?;
+        if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+            std::thread::scope(|s| {
+                s.spawn(|| atomically(|tx| x.set(tx, 1)));
+            });
+        }
+        if seen == 1 {
+            return Err(tx.retry());
+        }
+        y.set(tx, seen + 100)?;
+        Ok(seen)
+    }));
+    let mut cx = Context::from_waker(Waker::noop());
+    let first = fut.as_mut().poll(&mut cx);
+    assert!(
+        first.is_pending(),
+        "the first poll returned {first:?}, a value whose commit failed"
+    );
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
+    assert_eq!(y.load(), 0, "nothing committed");
+    atomically(|tx| x.set(tx, 2));
+    assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(2));
+    assert_eq!(y.load(), 102);
+}

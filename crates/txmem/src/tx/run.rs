@@ -199,9 +199,12 @@ pub(crate) fn run_until_retry<'env, R>(
         Err(a) => Attempted::Aborted(a.cause()),
     };
     let suspended = run_attempts(options, read_only, site, body, Some(waker));
-    match (result, suspended) {
-        (Some(value), _) => Ok(value),
-        (None, Some(registration)) => Err(registration),
+    // A suspension first: `result` may hold the value of an earlier attempt
+    // whose commit failed, which must never be handed out. Without one, the
+    // loop ended by a commit, and the committing attempt set `result` last.
+    match (suspended, result) {
+        (Some(registration), _) => Err(registration),
+        (None, Some(value)) => Ok(value),
         (None, None) => unreachable!("a transaction ended without a result"),
     }
 }
