@@ -48,10 +48,11 @@ impl ClockWord {
     }
 }
 
-/// Reads the clock (acquire).
+/// Reads the clock (sequentially consistent: see `version::TVersion::load`
+/// for why a snapshot bound must be; on x86 this is a plain load).
 #[inline]
 pub(crate) fn now() -> ClockWord {
-    ClockWord(CLOCK.load(Ordering::Acquire))
+    ClockWord(CLOCK.load(Ordering::SeqCst))
 }
 
 /// Reads the clock with sequentially consistent ordering: a committer that

@@ -68,15 +68,29 @@ impl TVersion {
         TVersion(AtomicU64::new(version & VERSION_MASK))
     }
 
-    /// Reads the word (version, lock bit and flag bits) with acquire ordering.
+    /// Reads the word (version, lock bit and flag bits), sequentially
+    /// consistent.
+    ///
+    /// Why not acquire: a commit that does not tick the clock (one write,
+    /// or the no-clock modes) publishes a version just past the clock value
+    /// it read after locking, and a reader accepts that version without
+    /// revalidating if its snapshot bound, read from the clock, covers it.
+    /// That is sound because the committer's lock precedes its clock read,
+    /// which precedes the clock change the reader's bound came from, which
+    /// precedes the reader's version loads: an order the lock's and the
+    /// clock's sequentially consistent accesses give, but that constrains
+    /// only sequentially consistent loads. With acquire loads a reader could
+    /// see a transfer's credit and not its debit (Miri's weak-memory
+    /// emulation found such an audit). On x86 both orderings are a plain
+    /// load, and on ARMv8 both are `ldar` unless the target has RCpc.
     #[inline]
     pub fn load(&self) -> u64 {
-        self.0.load(Ordering::Acquire)
+        self.0.load(Ordering::SeqCst)
     }
 
-    /// Reads the word with sequentially consistent ordering. Used where the
-    /// runtime pairs a read of this word with a read of a global flag
-    /// (blocking `retry`, irrevocability): on x86 this is a plain load.
+    /// Reads the word with sequentially consistent ordering: the same as
+    /// [`load`](Self::load), named where the runtime pairs the read with a
+    /// read of a global flag (blocking `retry`, irrevocability).
     #[inline]
     pub fn load_seqcst(&self) -> u64 {
         self.0.load(Ordering::SeqCst)
