@@ -111,7 +111,9 @@ impl SizeCounter {
         let mut sum = 0;
         let mut max = 0;
         for s in self.stripes.all() {
-            let w = s.word.load(Ordering::Acquire);
+            // Sequentially consistent, as `TVersion::load`: the largest is
+            // recorded as a read that a snapshot bound may accept.
+            let w = s.word.load(Ordering::SeqCst);
             if w & BUSY_MASK != 0 {
                 return None;
             }
