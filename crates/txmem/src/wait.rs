@@ -10,8 +10,8 @@
 //! the waiter's count and wakes it after installing, or the waiter's
 //! re-check comes after the committer's lock and sees the item locked or
 //! changed, and does not sleep. (The re-check's loads follow a SeqCst fence,
-//! since objects check their versions with acquire loads; loom found the
-//! wake-up lost without it.)
+//! since an object may check words of its own with acquire loads; loom
+//! found the wake-up lost without it.)
 //!
 //! Why counts per shard and not one for the process: a count is written at
 //! every registration, and waiters on unrelated objects (two pairs of tasks
