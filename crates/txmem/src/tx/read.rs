@@ -277,10 +277,7 @@ impl TxState {
             // from there (its version stays one step past the clock and
             // the commit's tick covers it), and other readers, snapshot
             // attempts among them, do not meet versions ahead of the clock.
-            let version = TVersion::version_of(word);
-            if version > clock::now().time() {
-                clock::advance_to(version);
-            }
+            clock::advance_to(TVersion::version_of(word));
             return Ok(());
         }
         let earlier =
@@ -306,10 +303,8 @@ impl TxState {
         if self.snapshot {
             return Err(self.snapshot_stale());
         }
-        let mut now = clock::now().time();
-        if seen > now {
-            now = clock::advance_to(seen).time();
-        }
+        // (The clock as it is if it covers `seen` already.)
+        let now = clock::advance_to(seen).time();
         if self.view_holds() {
             self.start = now;
             Ok(())

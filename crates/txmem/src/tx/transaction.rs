@@ -76,9 +76,7 @@ impl<'env> Transaction<'env> {
     /// Looks up the item for (`object`, `key`) without creating it.
     #[inline]
     pub fn find_item<O: TObject>(&self, object: &O, key: u64) -> Option<ItemId> {
-        self.st
-            .find(object as *const O as *const () as usize, key)
-            .map(ItemId)
+        self.st.find(object_addr(object), key).map(ItemId)
     }
 
     /// The item behind `id`.
@@ -143,7 +141,7 @@ impl<'env> Transaction<'env> {
     /// else through the read log (see [`observe_via`](Self::observe_via)).
     #[inline(always)]
     pub(crate) fn read_via<O: TObject + 'env>(&mut self, object: &'env O, key: u64) -> ReadVia {
-        let addr = object as *const O as *const () as usize;
+        let addr = object_addr(object);
         if self.st.may_have_written(addr, key) {
             ReadVia::Item(self.item(object, key))
         } else {
@@ -237,8 +235,7 @@ impl<'env> Transaction<'env> {
         key: u64,
         word: u64,
     ) -> TxResult<()> {
-        let object = object as *const O as *const () as usize;
-        self.st.check_unrecorded(object, key, word)
+        self.st.check_unrecorded(object_addr(object), key, word)
     }
 
     /// Notes that the attempt itself moved the word of `object`'s structure
@@ -250,8 +247,7 @@ impl<'env> Transaction<'env> {
     #[cfg_attr(txmem_loom, allow(dead_code))]
     pub(crate) fn note_own_word<O: TObject>(&mut self, object: &O, key: u64, word: u64) {
         debug_assert!(self.st.mutated, "a structure change comes with a write");
-        let object = object as *const O as *const () as usize;
-        self.st.own_word = Some((object, key, word));
+        self.st.own_word = Some((object_addr(object), key, word));
     }
 
     /// Aborts the attempt: return the value with `?` or `Err(..)`. The
@@ -386,4 +382,11 @@ impl<'env> Transaction<'env> {
     pub fn guard(&self) -> &Guard {
         self.st.guard.get_or_init(crossbeam_epoch::pin)
     }
+}
+
+/// The address that identifies `object` in the tracking set (the data
+/// pointer of the `dyn TObject` its items hold).
+#[inline(always)]
+fn object_addr<O: TObject>(object: &O) -> usize {
+    object as *const O as *const () as usize
 }
