@@ -330,6 +330,32 @@ fn opacity_parses_and_rejects_unknown() {
 }
 
 #[test]
+fn a_small_transaction_keeps_one_item_per_subobject() {
+    // Below the index cutoff an item is found by a filter and a scan.
+    // Keys 0 and 65 (and 1 and 64) share a filter bit, so a filter that
+    // answers "absent" for either would create a second item for it.
+    let a = TArray::new(200, 0u32);
+    let b = TBox::new(0u32);
+    let keys = [0usize, 65, 1, 64, 130, 7];
+    let seen = atomically(|tx| {
+        for round in 1..=3 {
+            for &k in &keys {
+                a.modify(tx, k, |v| v + round)?;
+            }
+            b.modify(tx, |v| v + round)?;
+        }
+        assert_eq!(tx.len(), keys.len() + 1, "one item per element written");
+        keys.iter().map(|&k| a.get(tx, k)).collect::<Result<Vec<_>, _>>()
+    });
+    assert_eq!(seen, vec![6; keys.len()], "each read sees its own writes");
+    assert_eq!(b.load(), 6);
+    for k in 0..200 {
+        let want = if keys.contains(&k) { 6 } else { 0 };
+        assert_eq!(a.load(k), want, "element {k}");
+    }
+}
+
+#[test]
 fn large_transactions_use_the_item_index() {
     // Past the cutoff the item lookup switches to a hash index; results must
     // not change, including repeated access to early items.

@@ -147,11 +147,9 @@ impl TxState {
     /// (take them with `take_ready_handlers`).
     #[inline]
     pub(crate) fn finish(&mut self, committed: bool) {
+        self.item_filter = 0;
         if self.mutated {
-            // The filter is consulted (and filled) only once `mutated`, and
-            // only a mutated attempt publishes structure words.
-            self.written.set(0);
-            self.filtered.set(0);
+            // Only a mutated attempt publishes structure words.
             self.own_word = None;
             // Unrolled for one item, as in `commit`.
             if self.items.len() == 1 {

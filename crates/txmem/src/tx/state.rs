@@ -9,7 +9,7 @@
 //!
 //! Why a scan before an index: see `index`.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -126,12 +126,11 @@ pub(crate) struct TxState {
     /// item (STO's read-only items): a word-STM-sized entry each, no lookup.
     pub(super) reads: Vec<LoggedRead>,
     /// A one-word filter of the subobjects the attempt holds items for,
-    /// built lazily once the attempt has written (see `may_have_written`):
-    /// a read of a subobject whose bit is clear cannot meet the attempt's
-    /// own write, so it may skip the item lookup.
-    pub(super) written: Cell<u64>,
-    /// How many items `written` covers.
-    pub(super) filtered: Cell<usize>,
+    /// one bit set per item as it is created (see `written_bit`): a
+    /// subobject whose bit is clear has no item, so creating its item needs
+    /// no search, and a read of it cannot meet the attempt's own write (see
+    /// `may_have_written`).
+    pub(super) item_filter: u64,
     /// Untracked reads are off: every read takes the tracking set.
     pub(super) tracked_only: bool,
     /// Read-my-writes is off: reads never look for the attempt's writes.
@@ -196,8 +195,7 @@ impl TxState {
         TxState {
             items: Vec::new(),
             reads: Vec::new(),
-            written: Cell::new(0),
-            filtered: Cell::new(0),
+            item_filter: 0,
             tracked_only: false,
             no_read_my_writes: false,
             tracking: 0,
@@ -241,6 +239,8 @@ impl TxState {
     pub(super) fn find(&self, addr: usize, key: u64) -> Option<usize> {
         if self.indexed {
             self.index.find(addr, key, Self::key_of(&self.items))
+        } else if self.item_filter & written_bit(addr, key) == 0 {
+            None
         } else {
             self.items
                 .iter()
@@ -250,8 +250,9 @@ impl TxState {
 
     /// The position of the item for (`object`, `key`), created if missing.
     ///
-    /// The common case, a small unindexed set with room to grow, is a short
-    /// scan and a push; creating the index, growing the vector and indexed
+    /// The common case, a small unindexed set with room to grow, is a
+    /// filter test, a short scan only if the filter cannot rule the item
+    /// out, and a push; creating the index, growing the vector and indexed
     /// lookups are out of line.
     #[inline(always)]
     pub(super) fn find_or_insert(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
@@ -259,18 +260,22 @@ impl TxState {
             return self.find_or_insert_indexed(object, key);
         }
         let addr = object.as_ptr() as *const () as usize;
-        if let Some(p) = self
-            .items
-            .iter()
-            .position(|it| it.object_addr() == addr && it.key() == key)
-        {
-            return p;
+        let bit = written_bit(addr, key);
+        if self.item_filter & bit != 0 {
+            if let Some(p) = self
+                .items
+                .iter()
+                .position(|it| it.object_addr() == addr && it.key() == key)
+            {
+                return p;
+            }
         }
         let pos = self.items.len();
         if pos == self.items.capacity() || pos >= index::item_index_cutoff() {
             return self.insert_slow(object, key);
         }
         self.items.push(Entry::new(object, key));
+        self.item_filter |= bit;
         pos
     }
 
@@ -283,6 +288,7 @@ impl TxState {
         }
         let pos = self.items.len();
         self.items.push(Entry::new(object, key));
+        self.item_filter |= written_bit(addr, key);
         self.index.insert(addr, key, pos, Self::key_of(&self.items));
         pos
     }
@@ -294,6 +300,7 @@ impl TxState {
     fn insert_slow(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
         let pos = self.items.len();
         self.items.push(Entry::new(object, key));
+        self.item_filter |= written_bit(object.as_ptr() as *const () as usize, key);
         if self.items.len() > index::item_index_cutoff() {
             self.index
                 .build(self.items.len(), Self::key_of(&self.items));
@@ -309,10 +316,9 @@ impl TxState {
 
     /// True unless the attempt certainly has not written (`addr`, `key`).
     /// An attempt that has handed out no item for mutation has written
-    /// nothing: one test. Otherwise the filter answers, brought up to date
-    /// with every item created since it last did (any item, read or
-    /// written: an item read now may be written later, and a subobject
-    /// with an item is cheap to look up anyway).
+    /// nothing: one test. Otherwise the item filter answers (it covers
+    /// every item, read or written: an item read now may be written later,
+    /// and a subobject with an item is cheap to look up anyway).
     #[inline(always)]
     pub(super) fn may_have_written(&self, addr: usize, key: u64) -> bool {
         // (Two tests rather than one `||`: the common case, nothing
@@ -323,29 +329,7 @@ impl TxState {
         if self.tracked_only {
             return true;
         }
-        let bits = if self.filtered.get() == self.items.len() {
-            self.written.get()
-        } else {
-            self.refilter()
-        };
-        bits & written_bit(addr, key) != 0
-    }
-
-    /// Brings the filter up to date with the items created since it last
-    /// was, and returns it (none with read-my-writes off).
-    #[inline(never)]
-    fn refilter(&self) -> u64 {
-        let mut bits = self.written.get();
-        if !self.no_read_my_writes {
-            for e in &self.items[self.filtered.get()..] {
-                bits |= written_bit(e.object_addr(), e.key());
-            }
-        }
-        // (A cache brought up to date behind `&self`, so that the read path
-        // keeps its shared borrow: hence the cells.)
-        self.written.set(bits);
-        self.filtered.set(self.items.len());
-        bits
+        !self.no_read_my_writes && self.item_filter & written_bit(addr, key) != 0
     }
 }
 
