@@ -123,21 +123,33 @@ pub(crate) fn waiters_present() -> bool {
 /// [`waiters_present`] said `true`, with the written objects still locked
 /// or just installed: a shard's count is read after the lock, as the module
 /// docs require.
+#[inline]
 pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
+    // The shards written, each once (a write set rarely spans many), and of
+    // those the ones where someone waits: most commits find none.
+    let mut seen = 0u64;
+    let mut listed = 0u64;
+    for object in written.clone() {
+        let bit = 1 << shard_of(object);
+        if seen & bit == 0 {
+            seen |= bit;
+            if WAITERS[shard_of(object)].load(Ordering::SeqCst) != 0 {
+                listed |= bit;
+            }
+        }
+    }
+    if listed != 0 {
+        wake_listed(listed, written);
+    }
+}
+
+/// Wakes the waiters of the shards in `listed` that read one of `written`.
+#[inline(never)]
+fn wake_listed(listed: u64, written: impl Iterator<Item = usize> + Clone) {
     // (Inline: a commit usually wakes a task or two, and an allocation
     // here would be paid at every wake.)
     let mut tasks: SmallVec<[Waker; 2]> = SmallVec::new();
-    // Each shard once (a write set rarely spans many): a bit per shard.
-    let mut seen = 0u64;
-    for object in written.clone() {
-        let shard = shard_of(object);
-        if seen & (1 << shard) != 0 {
-            continue;
-        }
-        seen |= 1 << shard;
-        if WAITERS[shard].load(Ordering::SeqCst) == 0 {
-            continue;
-        }
+    for shard in each_shard(listed) {
         let reg = REGISTRY[shard].lock();
         for w in reg.iter() {
             if written.clone().any(|a| w.objects.binary_search(&a).is_ok()) {

@@ -345,7 +345,9 @@ fn a_small_transaction_keeps_one_item_per_subobject() {
             b.modify(tx, |v| v + round)?;
         }
         assert_eq!(tx.len(), keys.len() + 1, "one item per element written");
-        keys.iter().map(|&k| a.get(tx, k)).collect::<Result<Vec<_>, _>>()
+        keys.iter()
+            .map(|&k| a.get(tx, k))
+            .collect::<Result<Vec<_>, _>>()
     });
     assert_eq!(seen, vec![6; keys.len()], "each read sees its own writes");
     assert_eq!(b.load(), 6);

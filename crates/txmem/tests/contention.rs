@@ -103,3 +103,41 @@ fn a_panic_between_attempts_leaves_no_retry_state() {
         "the next transaction inherited the retry state"
     );
 }
+
+/// A transaction that committed holding the hourglass releases it as it
+/// ends, even if its thread runs no transaction for a long time afterwards
+/// (the retry state is kept for the thread's next abort; its contention
+/// manager's precedence is not).
+#[test]
+fn a_commit_releases_the_hourglass_while_its_thread_stays_idle() {
+    let (committed_tx, committed_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let holder = thread::spawn(move || {
+        let b = TBox::new(0u32);
+        let mut attempts = 0;
+        TxOptions::new()
+            .contention(ContentionPolicy::Hourglass { threshold: 1 })
+            .run(|tx| {
+                attempts += 1;
+                if attempts == 1 {
+                    return Err(tx.abort());
+                }
+                b.set(tx, 1)
+            });
+        committed_tx.send(attempts).unwrap();
+        // Idle, with no transaction, until the other thread is done.
+        release_rx.recv().unwrap();
+    });
+    // (Two attempts alone; more if another test's transaction held the
+    // hourglass meanwhile.)
+    let attempts = committed_rx.recv().unwrap();
+    assert!(
+        attempts >= 2,
+        "took the hourglass after an abort, then committed"
+    );
+    common::within(10, "the hourglass stayed held after its commit", || {
+        atomically(|_| Ok(()))
+    });
+    release_tx.send(()).unwrap();
+    holder.join().unwrap();
+}

@@ -317,6 +317,10 @@ pub(crate) struct CallState {
     record: Recorder,
     /// Created at the first abort.
     pub(super) retrying: Option<Box<Retrying>>,
+    /// The allocation of an ended call's `retrying`, kept for the next
+    /// call that aborts (an async transaction that waits aborts once per
+    /// wait).
+    spare: Option<Box<Retrying>>,
 }
 
 impl CallState {
@@ -328,7 +332,24 @@ impl CallState {
                 site: std::ptr::null(),
             },
             retrying: None,
+            spare: None,
         }
+    }
+
+    /// The retry state, created from `fresh` at the first abort of the call.
+    #[inline]
+    pub(super) fn retrying_or(&mut self, fresh: impl FnOnce() -> Retrying) -> &mut Retrying {
+        if self.retrying.is_none() {
+            let r = match self.spare.take() {
+                Some(mut spare) => {
+                    *spare = fresh();
+                    spare
+                }
+                None => Box::new(fresh()),
+            };
+            self.retrying = Some(r);
+        }
+        self.retrying.as_deref_mut().expect("set above")
     }
 
     /// Where to record, if statistics are on.
@@ -360,11 +381,14 @@ fn nested_transaction() -> ! {
     )
 }
 
-/// Drops the retry state of a transaction that ended after aborts (its
-/// contention manager releases whatever precedence it held as it drops).
-/// Every way out of such a transaction passes here, unwinding included, so
-/// the next call on this thread starts with none and a first-attempt commit
-/// has nothing to reset.
+/// Ends the retry state of a transaction that ended after aborts: its
+/// contention manager releases whatever precedence it held, and the
+/// allocation is kept for the next call that aborts. Every way out of such
+/// a transaction passes here, unwinding included, so the next call on this
+/// thread starts with none and a first-attempt commit has nothing to reset.
 pub(super) fn end_retrying(call: &mut CallState) {
-    call.retrying = None;
+    if let Some(mut r) = call.retrying.take() {
+        r.cm.finish();
+        call.spare = Some(r);
+    }
 }

@@ -353,14 +353,12 @@ fn after_abort(
     let (st, call) = unsafe { (&mut *ctx.state.get(), &mut *ctx.call.get()) };
     let record = call.recorder();
     let requested = call.mode.irrevocable;
-    let r = call.retrying.get_or_insert_with(|| {
-        Box::new(Retrying {
-            options: options.copied().unwrap_or_else(|| ctx.default_options()),
-            cm: ContentionManager::default(),
-            irrevocable: requested,
-            serialized: false,
-            snapshot: Snapshot::Off,
-        })
+    let r = call.retrying_or(|| Retrying {
+        options: options.copied().unwrap_or_else(|| ctx.default_options()),
+        cm: ContentionManager::default(),
+        irrevocable: requested,
+        serialized: false,
+        snapshot: Snapshot::Off,
     });
     r.snapshot = st.next_snapshot(cause, r.cm.consecutive);
     let items = st.item_count();

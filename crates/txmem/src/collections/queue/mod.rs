@@ -1,4 +1,7 @@
-//! `TQueue<T>`: a FIFO queue whose pushes never conflict.
+//! `TQueue<T>`: a FIFO queue whose pushes never conflict. What one
+//! transaction pushes is kept as `pushes` describes.
+
+mod pushes;
 
 use std::fmt;
 use std::future::Future;
@@ -11,7 +14,7 @@ use smallvec::SmallVec;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{atomically_async, Transaction};
+use crate::tx::{atomically_async, ItemId, Transaction};
 use crate::version::TVersion;
 
 /// Item key of the pop side (the pop version; the number of committed
@@ -33,24 +36,6 @@ impl<T> QNode<T> {
             value,
             next: AtomicPtr::new(ptr::null_mut()),
         }))
-    }
-}
-
-/// What a transaction pushes (the write value of the push item), in push
-/// order; one value inline, as most transactions push one.
-#[derive(Clone)]
-struct PushLog<T> {
-    values: SmallVec<[T; 1]>,
-    /// Committed elements this transaction pops (room a bounded queue counts).
-    own_pops: u64,
-}
-
-impl<T> Default for PushLog<T> {
-    fn default() -> Self {
-        PushLog {
-            values: SmallVec::new(),
-            own_pops: 0,
-        }
     }
 }
 
@@ -202,19 +187,24 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             .unwrap_or(0)
     }
 
-    /// Finds the element this transaction would pop next. Returns the
-    /// committed node (`Ok(Some)`), or `Ok(None)` if the committed queue is
-    /// empty for this transaction (its pop and push versions are then read).
+    /// Finds the element this transaction would pop next. Returns the pop
+    /// item and the committed node (`Some`), or `None` if the committed
+    /// queue is empty for this transaction (its pop and push versions are
+    /// then read).
     fn front_node<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
-    ) -> TxResult<Option<*const QNode<T>>> {
+    ) -> TxResult<(ItemId, Option<*const QNode<T>>)> {
         let _ = tx.guard();
-        let skip = self.own_pops(tx);
         let pop_id = tx.item(self, POP);
+        let skip = tx
+            .item_ref(pop_id)
+            .write_value::<u64>()
+            .copied()
+            .unwrap_or(0);
         let node = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
         if !node.is_null() && !self.push_side_read(tx) {
-            return Ok(Some(node));
+            return Ok((pop_id, Some(node)));
         }
         // Empty as far as committed pushes go: make the emptiness part of
         // the read set through the push version (a concurrent committed push
@@ -232,7 +222,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         // both reads repeat earlier ones, nothing else revalidates them, so
         // check the pop version again (a change aborts the attempt).
         tx.observe(pop_id, &self.popv, || ())?;
-        Ok((!node.is_null()).then_some(node))
+        Ok((pop_id, (!node.is_null()).then_some(node)))
     }
 
     /// True if this transaction has read the push version.
@@ -261,8 +251,8 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         let push_id = tx.item(self, PUSH);
         if self.capacity != u64::MAX {
             let (pending, own_pops) = {
-                let log = tx.item_ref(push_id).write_value::<PushLog<T>>();
-                log.map_or((0, 0), |l| (l.values.len() as u64, l.own_pops))
+                let (values, own_pops) = pushes::pending::<T>(tx.item_ref(push_id));
+                (values.len() as u64, own_pops)
             };
             // A racy estimate first: if there is clearly room, read nothing
             // (commit re-checks under the push lock). Not once the exact
@@ -282,17 +272,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
                 }
             }
         }
-        let item = tx.item_mut(push_id);
-        if let Some(log) = item.value.get_mut::<PushLog<T>>() {
-            log.values.push(value); // in place: the log stays in its box
-            item.mark_write();
-        } else {
-            let values = smallvec::smallvec![value];
-            item.set_write(PushLog {
-                values,
-                own_pops: 0,
-            });
-        }
+        pushes::push(tx.item_mut(push_id), value);
         Ok(Ok(()))
     }
 
@@ -300,41 +280,29 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     /// empty (which then stays in the read set: a concurrent committed push
     /// aborts this transaction).
     pub fn try_pop<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        if let Some(node) = self.front_node(tx)? {
+        if let (pop_id, Some(node)) = self.front_node(tx)? {
             // SAFETY: `node` was read under a stable pop version while this
             // transaction is pinned (`front_node` pinned it); nodes are freed
             // only after that pin is released, and values are immutable.
             let v = unsafe { &*node }.value.clone();
-            let pop_id = tx.item(self, POP);
             let item = tx.item_mut(pop_id);
             let n = item.write_value::<u64>().copied().unwrap_or(0);
             item.set_write(n + 1);
             if self.capacity != u64::MAX {
                 let push_id = tx.item(self, PUSH);
-                let item = tx.item_mut(push_id);
-                let mut log = item.value.take::<PushLog<T>>().unwrap_or_default();
-                log.own_pops += 1;
-                item.value.set(log);
+                pushes::count_own_pop::<T>(tx.item_mut(push_id));
             }
             return Ok(v);
         }
         // The committed queue is empty: take this transaction's own first push.
         let push_id = tx.item(self, PUSH);
-        if tx
-            .item_ref(push_id)
-            .write_value::<PushLog<T>>()
-            .is_some_and(|l| !l.values.is_empty())
-        {
-            let item = tx.item_mut(push_id);
-            let log = item
-                .value
-                .get_mut::<PushLog<T>>()
-                .expect("the push log was just seen");
-            let v = log.values.remove(0);
-            item.mark_write();
-            return Ok(Some(v));
+        if pushes::pending::<T>(tx.item_ref(push_id)).0.is_empty() {
+            return Ok(None);
         }
-        Ok(None)
+        let item = tx.item_mut(push_id);
+        let v = pushes::take_first(item);
+        item.mark_write();
+        Ok(v)
     }
 
     /// Removes and returns the front element, blocking (`retry`) while the
@@ -362,15 +330,15 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
 
     /// The front element without removing it (reads as a pop does).
     pub fn peek<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        if let Some(node) = self.front_node(tx)? {
+        if let (_, Some(node)) = self.front_node(tx)? {
             // SAFETY: as in `try_pop`.
             return Ok(unsafe { &*node }.value.clone());
         }
         let push_id = tx.item(self, PUSH);
-        Ok(tx
-            .item_ref(push_id)
-            .write_value::<PushLog<T>>()
-            .and_then(|l| l.values.first().cloned()))
+        Ok(pushes::pending::<T>(tx.item_ref(push_id))
+            .0
+            .first()
+            .cloned())
     }
 
     /// The number of elements, as this transaction sees them. Reads both
@@ -381,10 +349,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         let pop_id = tx.item(self, POP);
         let popped = tx.observe(pop_id, &self.popv, || self.popped.load(Ordering::Acquire))?;
         let own_pops = self.own_pops(tx);
-        let pending = tx
-            .item_ref(push_id)
-            .write_value::<PushLog<T>>()
-            .map_or(0, |l| l.values.len() as u64);
+        let pending = pushes::pending::<T>(tx.item_ref(push_id)).0.len() as u64;
         Ok(pushed.saturating_sub(popped).saturating_sub(own_pops) as usize + pending as usize)
     }
 
@@ -473,8 +438,8 @@ impl<T: Clone + Send + Sync + 'static> TObject for TQueue<T> {
             // Capacity check under the push lock: `pushed` is exact, and
             // `popped` only grows, so the room we compute can only be an
             // underestimate.
-            let log = item.write_value::<PushLog<T>>();
-            let (n, own_pops) = log.map_or((0, 0), |l| (l.values.len() as u64, l.own_pops));
+            let (values, own_pops) = pushes::pending::<T>(item);
+            let n = values.len() as u64;
             let len = self
                 .pushed
                 .load(Ordering::Acquire)
@@ -503,9 +468,9 @@ impl<T: Clone + Send + Sync + 'static> TObject for TQueue<T> {
             self.popv
                 .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
         } else {
-            let log = item.value.take::<PushLog<T>>().unwrap_or_default();
-            let changed = !log.values.is_empty();
-            self.install_pushes(log.values);
+            let values = pushes::take_all::<T>(item);
+            let changed = !values.is_empty();
+            self.install_pushes(values);
             if changed {
                 self.pushv
                     .unlock_to(TVersion::next_after(item.read_version(), commit.version()));
