@@ -156,6 +156,43 @@ fn explicit_abort_retries_until_commit() {
     assert!(site_aborts("api.rs", AbortCause::Explicit) >= before + 2);
 }
 
+/// A thread that calls several sites in turn (more than its cache of recent
+/// sites holds) counts each commit at its own site's row.
+#[test]
+fn sites_called_in_turn_each_count_their_own_commits() {
+    type Site = fn(&TBox<u64>) -> u32;
+    let sites: [Site; 6] = [
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+        |b| atomically(|tx| b.modify(tx, |v| v + 1).map(|()| line!())),
+    ];
+    let b = TBox::new(0u64);
+    let mut lines = Vec::new();
+    for round in 0..100 {
+        for site in &sites {
+            let line = site(&b);
+            if round == 0 {
+                lines.push(line);
+            }
+        }
+    }
+    assert_eq!(b.load(), 600);
+    let profile = stats::site_profile();
+    for line in lines {
+        let tag = format!("api.rs:{line}:");
+        let commits: u64 = profile
+            .sites
+            .iter()
+            .filter(|s| s.location.contains(&tag))
+            .map(|s| s.commits)
+            .sum();
+        assert_eq!(commits, 100, "commits counted at line {line}");
+    }
+}
+
 fn site_aborts(file: &str, cause: AbortCause) -> u64 {
     stats::site_profile()
         .sites

@@ -38,9 +38,14 @@ pub(super) struct ThreadContext {
 struct Counters {
     stats: Arc<CachePadded<ThreadStats>>,
     sites: Arc<SiteTable>,
-    /// The last call site and its row in `sites` (most loops call one site).
-    last_site: Cell<(*const Location<'static>, *const SiteCounters)>,
+    /// Recent call sites and their rows in `sites`, direct-mapped by the
+    /// site's address: a loop usually calls one site, or a few in turn (a
+    /// producer and a consumer, a transfer and an audit).
+    recent_sites: [Cell<(*const Location<'static>, *const SiteCounters)>; RECENT_SITES],
 }
+
+/// The size of a thread's cache of recent call sites (a power of two).
+const RECENT_SITES: usize = 4;
 
 /// Where one `atomically` call records its outcomes: the thread's counters
 /// and its call site's row. Both point into the thread context's
@@ -128,7 +133,7 @@ impl ThreadContext {
         Some(self.counters.get_or_init(|| Counters {
             stats: stats::register_thread(),
             sites: SiteTable::register(),
-            last_site: Cell::new((std::ptr::null(), std::ptr::null())),
+            recent_sites: Default::default(),
         }))
     }
 
@@ -180,12 +185,14 @@ impl Counters {
     /// The recorder for a call at `site`.
     #[inline]
     fn recorder(&self, site: &'static Location<'static>) -> Recorder {
-        let (last, row) = self.last_site.get();
-        let row = if std::ptr::eq(last, site) {
+        // (`Location`s are at least 8 bytes apart.)
+        let slot = &self.recent_sites[(site as *const _ as usize >> 3) % RECENT_SITES];
+        let (cached, row) = slot.get();
+        let row = if std::ptr::eq(cached, site) {
             row
         } else {
             let row: *const SiteCounters = self.sites.row(site);
-            self.last_site.set((site, row));
+            slot.set((site, row));
             row
         };
         Recorder {
