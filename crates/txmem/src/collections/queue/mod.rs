@@ -1,6 +1,8 @@
-//! `TQueue<T>`: a FIFO queue whose pushes never conflict. What one
-//! transaction pushes is kept as `pushes` describes.
+//! `TQueue<T>`: a FIFO queue whose pushes never conflict. Its committed
+//! elements are kept in blocks (`blocks`); what one transaction pushes is
+//! kept as `pushes` describes.
 
+mod blocks;
 mod pushes;
 
 use std::fmt;
@@ -15,7 +17,9 @@ use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::tx::{atomically_async, ItemId, Transaction};
+
 use crate::version::TVersion;
+use blocks::Block;
 
 /// Item key of the pop side (the pop version; the number of committed
 /// elements this transaction pops).
@@ -24,24 +28,9 @@ const POP: u64 = 0;
 /// pushes, in order).
 const PUSH: u64 = 1;
 
-struct QNode<T> {
-    /// `None` only in the initial dummy node.
-    value: Option<T>,
-    next: AtomicPtr<QNode<T>>,
-}
-
-impl<T> QNode<T> {
-    fn boxed(value: Option<T>) -> *mut QNode<T> {
-        Box::into_raw(Box::new(QNode {
-            value,
-            next: AtomicPtr::new(ptr::null_mut()),
-        }))
-    }
-}
-
 /// A transactional FIFO queue, unbounded or bounded.
 ///
-/// The queue is a linked list with a dummy head (a two-lock queue): the
+/// The queue is a linked list of blocks of elements (a two-lock queue): the
 /// *pop version* guards the head and the *push version* guards the tail, so
 /// installing pushes and installing pops never touch the same word.
 ///
@@ -77,7 +66,8 @@ impl<T> QNode<T> {
 /// makes room.
 ///
 /// Popped values are cloned out of the queue; the queue drops its copies
-/// when the nodes are reclaimed through the epoch scheme.
+/// when their block is reclaimed through the epoch scheme (a block holds
+/// up to 32 elements, about 256 bytes of them).
 ///
 /// ```
 /// use txmem::{atomically, TQueue};
@@ -91,18 +81,22 @@ impl<T> QNode<T> {
 pub struct TQueue<T> {
     popv: TVersion,
     pushv: TVersion,
-    /// The dummy node; the elements follow it. Changed under the pop lock.
-    head: AtomicPtr<QNode<T>>,
-    /// The last node. Changed under the push lock.
-    tail: AtomicPtr<QNode<T>>,
+    /// The block holding the front element (element `popped`). Changed
+    /// under the pop lock.
+    head: AtomicPtr<Block<T>>,
+    /// The block the next push writes to (element `pushed`), never full.
+    /// Changed under the push lock.
+    tail: AtomicPtr<Block<T>>,
     /// Elements ever pushed (changed under the push lock).
     pushed: AtomicU64,
     /// Elements ever popped (changed under the pop lock).
     popped: AtomicU64,
     capacity: u64,
+    /// Slots per block (see `blocks`).
+    slots: usize,
 }
 
-// SAFETY: the queue owns values of type `T` in heap nodes; threads clone
+// SAFETY: the queue owns values of type `T` in heap blocks; threads clone
 // them out (`T: Sync`) and the epoch collector may drop them on another
 // thread (`T: Send`). All shared state is atomics.
 unsafe impl<T: Send + Sync> Sync for TQueue<T> {}
@@ -146,15 +140,17 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     }
 
     fn with_capacity_limit(capacity: u64) -> Self {
-        let dummy = QNode::boxed(None);
+        let slots = blocks::slots_for::<T>().min(capacity.try_into().unwrap_or(usize::MAX));
+        let first = Block::alloc(0, slots);
         TQueue {
             popv: TVersion::new(),
             pushv: TVersion::new(),
-            head: AtomicPtr::new(dummy),
-            tail: AtomicPtr::new(dummy),
+            head: AtomicPtr::new(first),
+            tail: AtomicPtr::new(first),
             pushed: AtomicU64::new(0),
             popped: AtomicU64::new(0),
             capacity,
+            slots,
         }
     }
 
@@ -163,22 +159,29 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         (self.capacity != u64::MAX).then_some(self.capacity as usize)
     }
 
-    /// The `n`-th committed element (0 = front), if any. The caller is
-    /// pinned; the result is meaningful only if the pop version is stable
-    /// around the call.
-    fn nth(&self, n: u64) -> *const QNode<T> {
-        let mut cur = self.head.load(Ordering::Acquire) as *const QNode<T>;
-        for _ in 0..=n {
-            // SAFETY: `cur` is the head or was reached from it through
-            // published `next` pointers; nodes are retired only after the
-            // head moves past them and freed only after every thread pinned
-            // at that time unpins. The caller holds a pin.
-            cur = unsafe { &*cur }.next.load(Ordering::Acquire);
-            if cur.is_null() {
-                break;
-            }
+    /// The `n`-th committed element (0 = front), if any (else null). The
+    /// caller is pinned; the result is meaningful only if the pop version is
+    /// stable around the call, and the element may be read only then.
+    fn nth(&self, n: u64) -> *const T {
+        // `popped` first: a pop installs the head before it counts, so a
+        // count read here comes with that head or a later one (and a later
+        // one starts past the element: `find` says null).
+        let i = self.popped.load(Ordering::Acquire) + n;
+        let head = self.head.load(Ordering::Acquire);
+        if i >= self.pushed.load(Ordering::Acquire) {
+            return ptr::null();
         }
-        cur
+        // SAFETY: the head was reachable when loaded, under the caller's
+        // pin, and blocks are freed only after every thread pinned when
+        // they were retired unpins. Element `i` was written before `pushed`
+        // counted it, and its block linked before that.
+        unsafe {
+            let block = Block::find(head, i);
+            if block.is_null() {
+                return ptr::null();
+            }
+            Block::slot(block, (i - (*block).base) as usize)
+        }
     }
 
     fn own_pops(&self, tx: &Transaction<'_>) -> u64 {
@@ -188,13 +191,13 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     }
 
     /// Finds the element this transaction would pop next. Returns the pop
-    /// item and the committed node (`Some`), or `None` if the committed
+    /// item and the committed element (`Some`), or `None` if the committed
     /// queue is empty for this transaction (its pop and push versions are
     /// then read).
-    fn front_node<'env>(
+    fn front_element<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
-    ) -> TxResult<(ItemId, Option<*const QNode<T>>)> {
+    ) -> TxResult<(ItemId, Option<*const T>)> {
         let _ = tx.guard();
         let pop_id = tx.item(self, POP);
         let skip = tx
@@ -202,27 +205,27 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             .write_value::<u64>()
             .copied()
             .unwrap_or(0);
-        let node = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
-        if !node.is_null() && !self.push_side_read(tx) {
-            return Ok((pop_id, Some(node)));
+        let element = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
+        if !element.is_null() && !self.push_side_read(tx) {
+            return Ok((pop_id, Some(element)));
         }
         // Empty as far as committed pushes go: make the emptiness part of
         // the read set through the push version (a concurrent committed push
         // invalidates it), and look once more under that version. Once the
         // push version is in the read set (an earlier look found the queue
-        // empty, or `len`), every look goes through here: a node the pop
+        // empty, or `len`), every look goes through here: an element the pop
         // side finds may have been pushed since, and re-reading the push
-        // version aborts the attempt before it can see that node.
+        // version aborts the attempt before it can see that element.
         #[cfg(test)]
         crate::test_hook::run(&tests::BETWEEN_LOOKS);
         let push_id = tx.item(self, PUSH);
-        let node = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
+        let element = tx.observe(push_id, &self.pushv, || self.nth(skip))?;
         // The walk also depends on the head, which the pop version guards:
         // a pop committed since the first look would have moved it. When
         // both reads repeat earlier ones, nothing else revalidates them, so
         // check the pop version again (a change aborts the attempt).
         tx.observe(pop_id, &self.popv, || ())?;
-        Ok((pop_id, (!node.is_null()).then_some(node)))
+        Ok((pop_id, (!element.is_null()).then_some(element)))
     }
 
     /// True if this transaction has read the push version.
@@ -280,11 +283,12 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     /// empty (which then stays in the read set: a concurrent committed push
     /// aborts this transaction).
     pub fn try_pop<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        if let (pop_id, Some(node)) = self.front_node(tx)? {
-            // SAFETY: `node` was read under a stable pop version while this
-            // transaction is pinned (`front_node` pinned it); nodes are freed
-            // only after that pin is released, and values are immutable.
-            let v = unsafe { &*node }.value.clone();
+        if let (pop_id, Some(element)) = self.front_element(tx)? {
+            // SAFETY: `element` was found under a stable pop version while this
+            // transaction is pinned (`front_element` pinned it); blocks are
+            // freed only after that pin is released, and a slot's value is
+            // never changed once pushed.
+            let v = Some(unsafe { &*element }.clone());
             let item = tx.item_mut(pop_id);
             let n = item.write_value::<u64>().copied().unwrap_or(0);
             item.set_write(n + 1);
@@ -330,9 +334,9 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
 
     /// The front element without removing it (reads as a pop does).
     pub fn peek<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<Option<T>> {
-        if let (_, Some(node)) = self.front_node(tx)? {
+        if let (_, Some(element)) = self.front_element(tx)? {
             // SAFETY: as in `try_pop`.
-            return Ok(unsafe { &*node }.value.clone());
+            return Ok(Some(unsafe { &*element }.clone()));
         }
         let push_id = tx.item(self, PUSH);
         Ok(pushes::pending::<T>(tx.item_ref(push_id))
@@ -378,13 +382,21 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
                 std::hint::spin_loop();
                 continue;
             }
+            let popped = self.popped.load(Ordering::Acquire);
+            let mut block = self.head.load(Ordering::Acquire).cast_const();
+            let pushed = self.pushed.load(Ordering::Acquire);
             let mut out = Vec::new();
-            let mut cur = self.nth(0);
-            while !cur.is_null() {
-                // SAFETY: reached from the head while pinned (`guard`).
-                let node = unsafe { &*cur };
-                out.extend(node.value.clone());
-                cur = node.next.load(Ordering::Acquire);
+            for i in popped..pushed {
+                // SAFETY: as in `nth` (pinned by `guard`): elements before
+                // `pushed` are written and linked, and a block found is
+                // allocated while the pin lasts.
+                unsafe {
+                    block = Block::find(block, i);
+                    if block.is_null() {
+                        break; // an outdated head: the check below fails
+                    }
+                    out.push((*Block::slot(block, (i - (*block).base) as usize)).clone());
+                }
             }
             if self.popv.load() == p1 && self.pushv.load() == u1 {
                 drop(guard);
@@ -394,18 +406,23 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     }
 
     fn install_pops(&self, n: u64, guard: &Guard) {
+        let popped = self.popped.load(Ordering::Relaxed) + n;
         let mut head = self.head.load(Ordering::Relaxed);
-        for _ in 0..n {
-            // SAFETY: we hold the pop lock at the version this transaction
-            // read, so the `n` elements it popped still follow the head.
+        // SAFETY: we hold the pop lock at the version this transaction read,
+        // so the `n` elements it popped still follow the head, and the
+        // blocks they fill are linked (a push links the next block when it
+        // fills one).
+        while popped >= unsafe { &*head }.end() {
             let next = unsafe { &*head }.next.load(Ordering::Acquire);
-            debug_assert!(!next.is_null(), "popped element vanished");
+            debug_assert!(!next.is_null(), "a filled block has a successor");
             let old = head as usize;
-            // SAFETY: the old dummy is now unreachable from the head; readers
-            // pinned before this point may still hold it, so free it through
-            // the epoch. `T: Send` lets the collector drop it elsewhere.
+            // SAFETY: every element of the old block is popped and it is
+            // now unreachable from the head; readers pinned before this
+            // point may still hold it, so free it through the epoch. `T:
+            // Send` lets the collector drop its values elsewhere.
             unsafe {
-                guard.defer_unchecked(move || drop(Box::from_raw(old as *mut QNode<T>)));
+                let slots = self.slots;
+                guard.defer_unchecked(move || Block::free(old as *mut Block<T>, slots));
             }
             head = next;
         }
@@ -415,15 +432,25 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
 
     fn install_pushes(&self, values: SmallVec<[T; 1]>) {
         let n = values.len() as u64;
+        let mut i = self.pushed.load(Ordering::Relaxed);
         let mut tail = self.tail.load(Ordering::Relaxed);
         for v in values {
-            let node = QNode::boxed(Some(v));
-            // SAFETY: we hold the push lock: `tail` is the last node and is
-            // never retired (pops keep the last popped node as the dummy).
-            unsafe { &*tail }.next.store(node, Ordering::Release);
-            tail = node;
+            // SAFETY: we hold the push lock: `tail` is the last block, it has
+            // room for element `i` (a filled block gets a successor at
+            // once), and that slot was never written.
+            unsafe {
+                Block::slot(tail, (i - (*tail).base) as usize).write(v);
+                i += 1;
+                if i == (*tail).end() {
+                    let next = Block::alloc(i, self.slots);
+                    (*tail).next.store(next, Ordering::Release);
+                    tail = next;
+                }
+            }
         }
         self.tail.store(tail, Ordering::Release);
+        // Counts the elements only now, once written and linked: readers
+        // take `pushed` as what they may read.
         self.pushed.fetch_add(n, Ordering::AcqRel);
     }
 }
@@ -491,12 +518,19 @@ impl<T: Clone + Send + Sync + 'static> TObject for TQueue<T> {
 
 impl<T> Drop for TQueue<T> {
     fn drop(&mut self) {
-        let mut cur = *self.head.get_mut();
-        while !cur.is_null() {
-            // SAFETY: `&mut self` is exclusive; every node from the head on is
-            // owned by the queue (retired nodes are owned by the epoch).
-            let node = unsafe { Box::from_raw(cur) };
-            cur = node.next.load(Ordering::Relaxed);
+        let pushed = *self.pushed.get_mut();
+        let mut block = *self.head.get_mut();
+        while !block.is_null() {
+            // SAFETY: `&mut self` is exclusive; every block from the head on
+            // is owned by the queue (retired blocks are owned by the epoch),
+            // and a block's slots hold values up to element `pushed`
+            // (popped ones included: they are cloned out, never moved).
+            unsafe {
+                let next = *(*block).next.get_mut();
+                let live = pushed.saturating_sub((*block).base);
+                Block::free(block, live.min(self.slots as u64) as usize);
+                block = next;
+            }
         }
     }
 }
@@ -517,7 +551,7 @@ mod tests {
     use crate::{Opacity, TxOptions};
 
     thread_local! {
-        /// The hook point in `front_node` between its look under the pop
+        /// The hook point in `front_element` between its look under the pop
         /// version and its look under the push version.
         pub(super) static BETWEEN_LOOKS: test_hook::Slot = const { RefCell::new(None) };
     }
