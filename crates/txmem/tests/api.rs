@@ -158,7 +158,10 @@ fn explicit_abort_retries_until_commit() {
 
 /// A thread that calls several sites in turn (more than its cache of recent
 /// sites holds) counts each commit at its own site's row.
+// (Not under Miri: it gives a call site's `Location` a new address at each
+// call, which statistics key their rows by.)
 #[test]
+#[cfg_attr(miri, ignore)]
 fn sites_called_in_turn_each_count_their_own_commits() {
     type Site = fn(&TBox<u64>) -> u32;
     let sites: [Site; 6] = [
