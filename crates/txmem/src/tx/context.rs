@@ -38,9 +38,11 @@ pub(super) struct ThreadContext {
 struct Counters {
     stats: Arc<CachePadded<ThreadStats>>,
     sites: Arc<SiteTable>,
-    /// Recent call sites and their rows in `sites`, direct-mapped by the
-    /// site's address: a loop usually calls one site, or a few in turn (a
-    /// producer and a consumer, a transfer and an audit).
+    /// The last call site and its row in `sites`: most loops call one.
+    last_site: Cell<(*const Location<'static>, *const SiteCounters)>,
+    /// Recent call sites and their rows, direct-mapped by the site's
+    /// address, for a loop that calls a few in turn (a producer and a
+    /// consumer, a transfer and an audit).
     recent_sites: [Cell<(*const Location<'static>, *const SiteCounters)>; RECENT_SITES],
 }
 
@@ -133,6 +135,7 @@ impl ThreadContext {
         Some(self.counters.get_or_init(|| Counters {
             stats: stats::register_thread(),
             sites: SiteTable::register(),
+            last_site: Cell::new((std::ptr::null(), std::ptr::null())),
             recent_sites: Default::default(),
         }))
     }
@@ -185,6 +188,26 @@ impl Counters {
     /// The recorder for a call at `site`.
     #[inline]
     fn recorder(&self, site: &'static Location<'static>) -> Recorder {
+        let (last, row) = self.last_site.get();
+        let row = if std::ptr::eq(last, site) {
+            row
+        } else {
+            self.recent_row(site)
+        };
+        Recorder {
+            stats: &**self.stats,
+            // `row` points into `self.sites`, which this `Counters` keeps
+            // alive (rows never move: the table is a fixed array).
+            site: row,
+        }
+    }
+}
+
+impl Counters {
+    /// The row of a call site other than the last one: from the recent
+    /// sites, else from the table.
+    #[inline(never)]
+    fn recent_row(&self, site: &'static Location<'static>) -> *const SiteCounters {
         // (`Location`s are at least 8 bytes apart.)
         let slot = &self.recent_sites[(site as *const _ as usize >> 3) % RECENT_SITES];
         let (cached, row) = slot.get();
@@ -195,12 +218,8 @@ impl Counters {
             slot.set((site, row));
             row
         };
-        Recorder {
-            stats: &**self.stats,
-            // `row` points into `self.sites`, which this `Counters` keeps
-            // alive (rows never move: the table is a fixed array).
-            site: row,
-        }
+        self.last_site.set((site, row));
+        row
     }
 }
 
