@@ -6,9 +6,28 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use txmem::{atomically, ContentionPolicy, TBox, TxOptions};
+use txmem::{atomically, ContentionPolicy, TBox, Transaction, TxOptions, TxResult};
 
 mod common;
+
+/// Runs `body` as a transaction that takes the hourglass: its first attempt
+/// aborts, and the policy hands the hourglass to the next. Returns the
+/// number of attempts.
+fn holding_the_hourglass<'env>(
+    mut body: impl FnMut(&mut Transaction<'env>) -> TxResult<()>,
+) -> u32 {
+    let mut attempts = 0;
+    TxOptions::new()
+        .contention(ContentionPolicy::Hourglass { threshold: 1 })
+        .run(|tx| {
+            attempts += 1;
+            if attempts == 1 {
+                return Err(tx.abort());
+            }
+            body(tx)
+        });
+    attempts
+}
 
 /// A transaction that took the hourglass (here after its first abort) keeps
 /// every other transaction from beginning until it commits: a transaction
@@ -22,22 +41,14 @@ fn no_transaction_begins_while_another_holds_the_hourglass() {
         let (holding, body_done) = (holding.clone(), body_done.clone());
         thread::spawn(move || {
             let b = TBox::new(0u32);
-            let mut attempts = 0;
-            TxOptions::new()
-                .contention(ContentionPolicy::Hourglass { threshold: 1 })
-                .run(|tx| {
-                    attempts += 1;
-                    if attempts == 1 {
-                        return Err(tx.abort());
-                    }
-                    b.set(tx, 1)?;
-                    holding.store(true, Ordering::SeqCst);
-                    // Long enough for the other thread to try to begin.
-                    thread::sleep(Duration::from_millis(100));
-                    body_done.store(true, Ordering::SeqCst);
-                    Ok(())
-                });
-            attempts
+            holding_the_hourglass(|tx| {
+                b.set(tx, 1)?;
+                holding.store(true, Ordering::SeqCst);
+                // Long enough for the other thread to try to begin.
+                thread::sleep(Duration::from_millis(100));
+                body_done.store(true, Ordering::SeqCst);
+                Ok(())
+            })
         })
     };
     while !holding.load(Ordering::SeqCst) {
@@ -114,16 +125,7 @@ fn a_commit_releases_the_hourglass_while_its_thread_stays_idle() {
     let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
     let holder = thread::spawn(move || {
         let b = TBox::new(0u32);
-        let mut attempts = 0;
-        TxOptions::new()
-            .contention(ContentionPolicy::Hourglass { threshold: 1 })
-            .run(|tx| {
-                attempts += 1;
-                if attempts == 1 {
-                    return Err(tx.abort());
-                }
-                b.set(tx, 1)
-            });
+        let attempts = holding_the_hourglass(|tx| b.set(tx, 1));
         committed_tx.send(attempts).unwrap();
         // Idle, with no transaction, until the other thread is done.
         release_rx.recv().unwrap();
