@@ -17,8 +17,8 @@ use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
 use crate::tx::{atomically_async, ItemId, Transaction};
-
 use crate::version::TVersion;
+
 use blocks::Block;
 
 /// Item key of the pop side (the pop version; the number of committed
