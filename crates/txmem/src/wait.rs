@@ -130,10 +130,11 @@ pub(crate) fn wake_readers_of(written: impl Iterator<Item = usize> + Clone) {
     let mut seen = 0u64;
     let mut listed = 0u64;
     for object in written.clone() {
-        let bit = 1 << shard_of(object);
+        let shard = shard_of(object);
+        let bit = 1 << shard;
         if seen & bit == 0 {
             seen |= bit;
-            if WAITERS[shard_of(object)].load(Ordering::SeqCst) != 0 {
+            if WAITERS[shard].load(Ordering::SeqCst) != 0 {
                 listed |= bit;
             }
         }

@@ -201,9 +201,7 @@ impl Counters {
             site: row,
         }
     }
-}
 
-impl Counters {
     /// The row of a call site other than the last one: from the recent
     /// sites, else from the table.
     #[inline(never)]
@@ -365,17 +363,14 @@ impl CallState {
     /// The retry state, created from `fresh` at the first abort of the call.
     #[inline]
     pub(super) fn retrying_or(&mut self, fresh: impl FnOnce() -> Retrying) -> &mut Retrying {
-        if self.retrying.is_none() {
-            let r = match self.spare.take() {
-                Some(mut spare) => {
-                    *spare = fresh();
-                    spare
-                }
-                None => Box::new(fresh()),
-            };
-            self.retrying = Some(r);
-        }
-        self.retrying.as_deref_mut().expect("set above")
+        let spare = &mut self.spare;
+        self.retrying.get_or_insert_with(|| match spare.take() {
+            Some(mut r) => {
+                *r = fresh();
+                r
+            }
+            None => Box::new(fresh()),
+        })
     }
 
     /// Where to record, if statistics are on.

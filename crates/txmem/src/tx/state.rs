@@ -126,7 +126,7 @@ pub(crate) struct TxState {
     /// item (STO's read-only items): a word-STM-sized entry each, no lookup.
     pub(super) reads: Vec<LoggedRead>,
     /// A one-word filter of the subobjects the attempt holds items for,
-    /// one bit set per item as it is created (see `written_bit`): a
+    /// one bit set per item as it is created (see `filter_bit`): a
     /// subobject whose bit is clear has no item, so creating its item needs
     /// no search, and a read of it cannot meet the attempt's own write (see
     /// `may_have_written`).
@@ -239,7 +239,7 @@ impl TxState {
     pub(super) fn find(&self, addr: usize, key: u64) -> Option<usize> {
         if self.indexed {
             self.index.find(addr, key, Self::key_of(&self.items))
-        } else if self.item_filter & written_bit(addr, key) == 0 {
+        } else if self.item_filter & filter_bit(addr, key) == 0 {
             None
         } else {
             self.items
@@ -260,7 +260,7 @@ impl TxState {
             return self.find_or_insert_indexed(object, key);
         }
         let addr = object.as_ptr() as *const () as usize;
-        let bit = written_bit(addr, key);
+        let bit = filter_bit(addr, key);
         if self.item_filter & bit != 0 {
             if let Some(p) = self
                 .items
@@ -274,9 +274,15 @@ impl TxState {
         if pos == self.items.capacity() || pos >= index::item_index_cutoff() {
             return self.insert_slow(object, key);
         }
+        self.push_item(object, key, bit);
+        pos
+    }
+
+    /// Appends the item for (`object`, `key`), whose filter bit is `bit`.
+    #[inline(always)]
+    fn push_item(&mut self, object: NonNull<dyn TObject>, key: u64, bit: u64) {
         self.items.push(Entry::new(object, key));
         self.item_filter |= bit;
-        pos
     }
 
     /// [`find_or_insert`](Self::find_or_insert) once the items are indexed.
@@ -287,8 +293,7 @@ impl TxState {
             return p;
         }
         let pos = self.items.len();
-        self.items.push(Entry::new(object, key));
-        self.item_filter |= written_bit(addr, key);
+        self.push_item(object, key, filter_bit(addr, key));
         self.index.insert(addr, key, pos, Self::key_of(&self.items));
         pos
     }
@@ -299,8 +304,11 @@ impl TxState {
     #[inline(never)]
     fn insert_slow(&mut self, object: NonNull<dyn TObject>, key: u64) -> usize {
         let pos = self.items.len();
-        self.items.push(Entry::new(object, key));
-        self.item_filter |= written_bit(object.as_ptr() as *const () as usize, key);
+        self.push_item(
+            object,
+            key,
+            filter_bit(object.as_ptr() as *const () as usize, key),
+        );
         if self.items.len() > index::item_index_cutoff() {
             self.index
                 .build(self.items.len(), Self::key_of(&self.items));
@@ -329,14 +337,14 @@ impl TxState {
         if self.tracked_only {
             return true;
         }
-        !self.no_read_my_writes && self.item_filter & written_bit(addr, key) != 0
+        !self.no_read_my_writes && self.item_filter & filter_bit(addr, key) != 0
     }
 }
 
 /// The filter bit of a subobject: six bits mixed from its address (whose
 /// low bits are alignment) and its key (an index, or a node address).
 #[inline(always)]
-fn written_bit(addr: usize, key: u64) -> u64 {
+fn filter_bit(addr: usize, key: u64) -> u64 {
     let h = (addr as u64 >> 4) ^ key ^ (key >> 6);
     1 << (h & 63)
 }

@@ -86,12 +86,25 @@ impl<T> Block<T> {
         self.base + self.slots as u64
     }
 
+    /// A pointer to the slot of element `i` in `block` (initialized or
+    /// not).
+    ///
+    /// # Safety
+    /// `block` came from [`alloc`](Self::alloc) and is not freed, and holds
+    /// element `i` (`base <= i < end`).
+    pub(super) unsafe fn element(block: *const Block<T>, i: u64) -> *mut T {
+        // SAFETY: the header is allocated (the caller's promise).
+        let index = (i - unsafe { &*block }.base) as usize;
+        // SAFETY: as above.
+        unsafe { Self::slot(block, index) }
+    }
+
     /// A pointer to slot `index` of `block` (initialized or not).
     ///
     /// # Safety
     /// `block` came from [`alloc`](Self::alloc) and is not freed; `index`
     /// is less than its slot count.
-    pub(super) unsafe fn slot(block: *const Block<T>, index: usize) -> *mut T {
+    unsafe fn slot(block: *const Block<T>, index: usize) -> *mut T {
         // SAFETY: the header is allocated (the caller's promise).
         debug_assert!(index < unsafe { &*block }.slots);
         let (_, offset) = layout::<T>(1);
@@ -171,7 +184,7 @@ mod tests {
         let block = Block::<std::sync::Arc<()>>::alloc(64, n);
         for i in 0..3 {
             // SAFETY: a fresh block; each slot written once.
-            unsafe { Block::slot(block, i).write(tracker.clone()) };
+            unsafe { Block::element(block, 64 + i).write(tracker.clone()) };
         }
         assert_eq!(std::sync::Arc::strong_count(&tracker), 4);
         // SAFETY: allocated above.

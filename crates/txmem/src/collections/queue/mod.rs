@@ -180,7 +180,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             if block.is_null() {
                 return ptr::null();
             }
-            Block::slot(block, (i - (*block).base) as usize)
+            Block::element(block, i)
         }
     }
 
@@ -395,7 +395,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
                     if block.is_null() {
                         break; // an outdated head: the check below fails
                     }
-                    out.push((*Block::slot(block, (i - (*block).base) as usize)).clone());
+                    out.push((*Block::element(block, i)).clone());
                 }
             }
             if self.popv.load() == p1 && self.pushv.load() == u1 {
@@ -439,7 +439,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
             // room for element `i` (a filled block gets a successor at
             // once), and that slot was never written.
             unsafe {
-                Block::slot(tail, (i - (*tail).base) as usize).write(v);
+                Block::element(tail, i).write(v);
                 i += 1;
                 if i == (*tail).end() {
                     let next = Block::alloc(i, self.slots);
