@@ -1,8 +1,10 @@
 //! `TQueue<T>`: a FIFO queue whose pushes never conflict. Its committed
-//! elements are kept in blocks (`blocks`); what one transaction pushes is
-//! kept as `pushes` describes.
+//! elements are kept in blocks (`blocks`) and read outside transactions
+//! by `committed`; what one transaction pushes is kept as `pushes`
+//! describes.
 
 mod blocks;
+mod committed;
 mod pushes;
 
 use std::fmt;
@@ -184,9 +186,17 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         }
     }
 
+    /// The committed elements this transaction pops.
     fn own_pops(&self, tx: &Transaction<'_>) -> u64 {
         tx.find_item(self, POP)
-            .and_then(|id| tx.item_ref(id).write_value::<u64>().copied())
+            .map_or(0, |pop_id| Self::pops_of(tx, pop_id))
+    }
+
+    /// The committed elements the pop item `pop_id` pops.
+    fn pops_of(tx: &Transaction<'_>, pop_id: ItemId) -> u64 {
+        tx.item_ref(pop_id)
+            .write_value::<u64>()
+            .copied()
             .unwrap_or(0)
     }
 
@@ -200,11 +210,7 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     ) -> TxResult<(ItemId, Option<*const T>)> {
         let _ = tx.guard();
         let pop_id = tx.item(self, POP);
-        let skip = tx
-            .item_ref(pop_id)
-            .write_value::<u64>()
-            .copied()
-            .unwrap_or(0);
+        let skip = Self::pops_of(tx, pop_id);
         let element = tx.observe(pop_id, &self.popv, || self.nth(skip))?;
         if !element.is_null() && !self.push_side_read(tx) {
             return Ok((pop_id, Some(element)));
@@ -360,49 +366,6 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
     /// True if the queue has no element for this transaction.
     pub fn is_empty<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<bool> {
         Ok(self.peek(tx)?.is_none())
-    }
-
-    /// The number of committed elements, outside any transaction. The push
-    /// and pop counters are read one after the other, so under concurrent
-    /// commits this is an estimate (never more than the capacity).
-    pub fn load_len(&self) -> usize {
-        let popped = self.popped.load(Ordering::Acquire);
-        let pushed = self.pushed.load(Ordering::Acquire);
-        pushed.saturating_sub(popped) as usize
-    }
-
-    /// The committed elements, front first, outside any transaction (a
-    /// consistent snapshot: retried while commits change the queue).
-    pub fn load_vec(&self) -> Vec<T> {
-        let guard = crossbeam_epoch::pin();
-        loop {
-            let p1 = self.popv.load();
-            let u1 = self.pushv.load();
-            if TVersion::is_locked(p1) || TVersion::is_locked(u1) {
-                std::hint::spin_loop();
-                continue;
-            }
-            let popped = self.popped.load(Ordering::Acquire);
-            let mut block = self.head.load(Ordering::Acquire).cast_const();
-            let pushed = self.pushed.load(Ordering::Acquire);
-            let mut out = Vec::new();
-            for i in popped..pushed {
-                // SAFETY: as in `nth` (pinned by `guard`): elements before
-                // `pushed` are written and linked, and a block found is
-                // allocated while the pin lasts.
-                unsafe {
-                    block = Block::find(block, i);
-                    if block.is_null() {
-                        break; // an outdated head: the check below fails
-                    }
-                    out.push((*Block::element(block, i)).clone());
-                }
-            }
-            if self.popv.load() == p1 && self.pushv.load() == u1 {
-                drop(guard);
-                return out;
-            }
-        }
     }
 
     fn install_pops(&self, n: u64, guard: &Guard) {
