@@ -63,6 +63,14 @@ impl RedoLog {
     /// Buffers the bytes of `val` selected by `mask` for `word`.
     #[inline]
     pub fn insert(&mut self, word: usize, val: u64, mask: u64) {
+        // A byte-wise copy writes each word several times in a row: the last entry first.
+        if let Some(e) = self.entries.last_mut() {
+            if e.word == word {
+                e.val = (e.val & !mask) | (val & mask);
+                e.mask |= mask;
+                return;
+            }
+        }
         if self.filter & filter_bit(word) != 0 {
             if let Some(i) = self.find(word) {
                 let e = &mut self.entries[i];
@@ -83,6 +91,18 @@ impl RedoLog {
             slot: slot as u32,
         });
         self.index[slot] = self.entries.len() as u32;
+    }
+
+    /// Replaces the buffered bytes of the words in `[lo, hi)` (`lo` aligned) with what
+    /// `load` reads of them now: the bytes were stored in place since (captured memory).
+    pub fn refresh(&mut self, lo: usize, hi: usize, load: impl Fn(usize) -> u64) {
+        for e in self
+            .entries
+            .iter_mut()
+            .filter(|e| e.word >= lo && e.word < hi)
+        {
+            e.val = load(e.word) & e.mask;
+        }
     }
 
     /// The entries, in the order their words were first written.

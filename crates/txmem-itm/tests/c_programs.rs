@@ -200,6 +200,16 @@ fn memcpy_memmove_memset_in_transactions() {
 }
 
 #[test]
+fn memcpy_memmove_memset_return_their_destination() {
+    run_all("memret", |_, _| {});
+}
+
+#[test]
+fn bulk_writes_to_memory_the_transaction_allocated() {
+    run_all("captured", |_, _| {});
+}
+
+#[test]
 fn malloc_and_free_in_committed_and_cancelled_transactions() {
     run_all("alloc", |_, t| assert_eq!(t["cancels"], 40_000));
 }

@@ -7,10 +7,11 @@ use std::ffi::c_void;
 use crate::tx::desc::{self, Block, TxDesc};
 
 impl Block {
-    fn malloced(ptr: *mut c_void) -> Block {
+    /// A block from `malloc` or `calloc` of `size` bytes (0 where the size is not known).
+    fn malloced(ptr: *mut c_void, size: usize) -> Block {
         Block {
             ptr,
-            size: 0,
+            size,
             release: release_free,
         }
     }
@@ -34,7 +35,7 @@ extern "C" fn _ITM_malloc(size: usize) -> *mut c_void {
     let p = unsafe { libc::malloc(size) };
     if let Some(tx) = running() {
         if !p.is_null() && !tx.irrevocable {
-            tx.allocs.push(Block::malloced(p));
+            tx.allocs.push(Block::malloced(p, size));
         }
     }
     p
@@ -46,7 +47,8 @@ extern "C" fn _ITM_calloc(n: usize, size: usize) -> *mut c_void {
     let p = unsafe { libc::calloc(n, size) };
     if let Some(tx) = running() {
         if !p.is_null() && !tx.irrevocable {
-            tx.allocs.push(Block::malloced(p));
+            // calloc failed (null) had the product overflowed.
+            tx.allocs.push(Block::malloced(p, n * size));
         }
     }
     p
@@ -58,7 +60,7 @@ unsafe extern "C" fn _ITM_free(p: *mut c_void) {
         return;
     }
     match running() {
-        Some(tx) if !tx.irrevocable => tx.frees.push(Block::malloced(p)),
+        Some(tx) if !tx.irrevocable => tx.frees.push(Block::malloced(p, 0)),
         // SAFETY: the program frees a block it owns; outside a transaction or when it cannot
         // abort, at once.
         _ => unsafe { libc::free(p) },

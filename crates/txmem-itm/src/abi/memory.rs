@@ -4,10 +4,29 @@
 //! read/after write" hints as the barriers) or not (`Rn`, `Wn`). Data moves through a small
 //! stack buffer: a transactional read goes through the barrier path, a non-transactional one
 //! is a plain copy.
+//!
+//! Each returns the destination, as `memcpy`, `memmove` and `memset` do: libitm's header
+//! declares them `void`, but GCC treats them as the builtins they replace and may use the
+//! returned pointer (`p = memset(p, ...)`, or `p` itself kept in the return register).
 
 use super::barriers::{read_bytes, write_bytes};
+use crate::tx::desc::{self, TxDesc};
 
 const CHUNK: usize = 256;
+
+/// Bulk writes this long or longer into memory the transaction allocated go to it in place.
+const CAPTURE_MIN: usize = 64;
+
+/// The running transaction, if `[dst, dst + len)` is long enough to be worth the check and
+/// lies in memory it allocated (see [`TxDesc::is_captured`]).
+fn captured_by(dst: usize, len: usize) -> Option<&'static mut TxDesc> {
+    if len < CAPTURE_MIN {
+        return None;
+    }
+    // SAFETY: the thread's own leaked descriptor; no other reference to it is live here.
+    let tx = unsafe { desc::current_or_null().as_mut()? };
+    (tx.nesting > 0 && !tx.allocs.is_empty() && tx.is_captured(dst, len)).then_some(tx)
+}
 
 /// Copies `len` bytes in chunks, forward or backward so that overlapping ranges (memmove)
 /// read every source byte before it is overwritten.
@@ -15,6 +34,15 @@ const CHUNK: usize = 256;
 /// # Safety
 /// `src` readable and `dst` writable for `len` bytes.
 unsafe fn copy(dst: usize, src: usize, len: usize, tread: bool, twrite: bool) {
+    if twrite {
+        if let Some(tx) = captured_by(dst, len) {
+            // Read (through barriers if `tread`) and stored in place, chunk by chunk.
+            // SAFETY: per the contract; the destination is the transaction's own memory.
+            unsafe { copy(dst, src, len, tread, false) };
+            tx.refresh_logs(dst, len);
+            return;
+        }
+    }
     let mut buf = [0u8; CHUNK];
     let mut step = |off: usize, n: usize| {
         // SAFETY: `off + n <= len`, and the caller guarantees both ranges.
@@ -51,9 +79,10 @@ unsafe fn copy(dst: usize, src: usize, len: usize, tread: bool, twrite: bool) {
 macro_rules! copies {
     ($($name:ident $tread:literal $twrite:literal),* $(,)?) => {$(
         #[no_mangle]
-        unsafe extern "C" fn $name(dst: *mut u8, src: *const u8, len: usize) {
+        unsafe extern "C" fn $name(dst: *mut u8, src: *const u8, len: usize) -> *mut u8 {
             // SAFETY: the program's memcpy/memmove contract: valid ranges of `len` bytes.
-            unsafe { copy(dst as usize, src as usize, len, $tread, $twrite) }
+            unsafe { copy(dst as usize, src as usize, len, $tread, $twrite) };
+            dst
         }
     )*};
 }
@@ -74,6 +103,12 @@ copies!(
 /// # Safety
 /// `dst` writable for `len` bytes.
 unsafe fn set(dst: usize, byte: i32, len: usize) {
+    if let Some(tx) = captured_by(dst, len) {
+        // SAFETY: per the contract; the range is the transaction's own memory.
+        unsafe { std::ptr::write_bytes(dst as *mut u8, byte as u8, len) };
+        tx.refresh_logs(dst, len);
+        return;
+    }
     let buf = [byte as u8; CHUNK];
     let mut off = 0;
     while off < len {
@@ -87,9 +122,10 @@ unsafe fn set(dst: usize, byte: i32, len: usize) {
 macro_rules! sets {
     ($($name:ident),*) => {$(
         #[no_mangle]
-        unsafe extern "C" fn $name(dst: *mut u8, byte: i32, len: usize) {
+        unsafe extern "C" fn $name(dst: *mut u8, byte: i32, len: usize) -> *mut u8 {
             // SAFETY: the program's memset contract: a valid range of `len` bytes.
-            unsafe { set(dst as usize, byte, len) }
+            unsafe { set(dst as usize, byte, len) };
+            dst
         }
     )*};
 }

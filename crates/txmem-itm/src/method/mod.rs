@@ -284,8 +284,49 @@ pub(crate) fn read_unchanged(tx: &mut TxDesc, word: usize) -> Option<u64> {
     if o.load(Ordering::Relaxed) != v1 {
         return None;
     }
-    tx.reads.push(idx);
+    // Byte-wise loops read a word (and its orec) several times, one or two words between:
+    // one entry validates them all.
+    if recent(&tx.reads, |&r| r == idx).is_none() {
+        push_within_capacity(&mut tx.reads, idx);
+    }
     Some(val)
+}
+
+/// The entry among the last two of `log` that `hit` accepts, if any: where a byte-wise loop
+/// over one or two strings (`strlen`, `memcmp`) logged the word it reads again.
+#[inline(always)]
+pub(crate) fn recent<T>(log: &[T], hit: impl Fn(&T) -> bool) -> Option<&T> {
+    match log {
+        [.., a, b] => {
+            if hit(b) {
+                Some(b)
+            } else if hit(a) {
+                Some(a)
+            } else {
+                None
+            }
+        }
+        [b] => hit(b).then_some(b),
+        [] => None,
+    }
+}
+
+/// Appends `x` to a log whose length the caller has just checked against its capacity:
+/// the barriers' fast paths, which leave a full log to the slow path, need no growth code
+/// (and no registers saved for a call that never happens).
+#[inline(always)]
+pub(crate) fn push_within_capacity<T>(log: &mut Vec<T>, x: T) {
+    let len = log.len();
+    assert!(
+        len < log.capacity(),
+        "push_within_capacity: the log is full"
+    );
+    // SAFETY: `len < capacity` (checked above), so the slot at `len` is allocated and
+    // unused; writing it and counting it keeps the vector's invariants.
+    unsafe {
+        log.as_mut_ptr().add(len).write(x);
+        log.set_len(len + 1);
+    }
 }
 
 /// Reads `word` consistently with the transaction's snapshot, logging its

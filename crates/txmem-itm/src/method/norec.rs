@@ -13,7 +13,9 @@ use std::sync::atomic::AtomicU64;
 
 use crossbeam_utils::CachePadded;
 
-use super::{load_word, write_back, AbortCause, Method, Privatization};
+use super::{
+    load_word, push_within_capacity, recent, write_back, AbortCause, Method, Privatization,
+};
 use crate::seqlock;
 use crate::tx::desc::TxDesc;
 
@@ -56,7 +58,18 @@ impl NOrec {
 impl Method for NOrec {
     #[inline(always)]
     fn fast_read(&self, tx: &mut TxDesc, word: usize) -> Option<u64> {
-        if tx.redo.may_hold(word) || tx.values.len() == tx.values.capacity() {
+        if tx.redo.may_hold(word) {
+            return None;
+        }
+        // A byte-wise loop (`strlen`, or `memcmp` over two strings, compiled for
+        // transactions) reads each word several times, one or two words between. The value
+        // logged for it was consistent with the snapshot then and, being in the log, is
+        // rechecked by every revalidation that moves the snapshot, so it is the answer now:
+        // no load, no sequence check, no second entry.
+        if let Some(v) = recent(&tx.values, |&(w, _)| w == word) {
+            return Some(v.1);
+        }
+        if tx.values.len() == tx.values.capacity() {
             return None;
         }
         // SAFETY: as in `load_consistent`.
@@ -64,7 +77,7 @@ impl Method for NOrec {
         if !seqlock::unchanged(&*SEQ, tx.seq) {
             return None;
         }
-        tx.values.push((word, val));
+        push_within_capacity(&mut tx.values, (word, val));
         Some(val)
     }
 

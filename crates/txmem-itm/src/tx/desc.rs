@@ -327,6 +327,47 @@ impl TxDesc {
         self.is_tx_local_stack(addr) || (!self.unthrown.is_empty() && self.is_unthrown(addr))
     }
 
+    /// True if `[addr, addr + len)` lies in a block this transaction allocated with
+    /// `malloc` or `calloc` since its innermost cancellable level began: memory no other
+    /// thread can reach (its address is published only by this transaction's writes, which
+    /// others see at commit at the earliest), and freed if the level or the transaction is
+    /// rolled back. A bulk write there (`memset`, `memcpy`) stores in place with no log: see
+    /// [`TxDesc::refresh_logs`]. Only the last few allocations are looked at, the ones a
+    /// transaction fills right after allocating them (memcached clears each new 1 MB slab
+    /// page inside a transaction).
+    pub fn is_captured(&self, addr: usize, len: usize) -> bool {
+        const SCAN: usize = 4;
+        let since = self.nested.last().map_or(0, |n| n.allocs_len);
+        let end = addr.saturating_add(len);
+        self.allocs[since..].iter().rev().take(SCAN).any(|b| {
+            let lo = b.ptr as usize;
+            b.size != 0 && addr >= lo && end <= lo + b.size
+        })
+    }
+
+    /// After a store in place to `[addr, addr + len)` of captured memory (see
+    /// [`TxDesc::is_captured`]), brings what the logs hold for those bytes up to date with
+    /// memory: a buffered write of them, written back at commit, must not bring back an
+    /// older value, and NOrec's logged values must still validate (a read there is served
+    /// from the log). Linear in the logs' length; bulk writes only.
+    pub fn refresh_logs(&mut self, addr: usize, len: usize) {
+        let (lo, hi) = (addr & !7, addr + len);
+        let load = |word: usize| {
+            // SAFETY: `word` is an aligned word overlapping the captured range, so inside the
+            // block's usable size (malloc's blocks are 16-byte aligned and their usable size a
+            // multiple of 8 not below the size asked for); no other thread writes the block.
+            unsafe { std::ptr::read(word as *const u64) }
+        };
+        if !self.redo.is_empty() {
+            self.redo.refresh(lo, hi, load);
+        }
+        for (w, v) in self.values.iter_mut() {
+            if *w >= lo && *w < hi {
+                *v = load(*w);
+            }
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn is_unthrown(&self, addr: usize) -> bool {
@@ -402,7 +443,8 @@ impl TxDesc {
 pub(crate) struct Block {
     /// The block; null once discarded (its owner changed: a thrown exception object).
     pub ptr: *mut c_void,
-    /// The size, for a sized `operator delete`.
+    /// The size: for a sized `operator delete`, and of a `malloc` or `calloc` block (for
+    /// [`TxDesc::is_captured`]); 0 where not known.
     pub size: usize,
     pub release: unsafe extern "C" fn(*mut c_void, usize),
 }
