@@ -416,9 +416,15 @@ def server_cmd(kind, threads, port, args):
 
 
 def parse_itm_stats(text):
-    """TXMEM_ITM_STATS's total line and its per-site lines."""
-    total, sites = None, []
+    """TXMEM_ITM_STATS's total line (with the per-thread line's lists under
+    "thread_commits" and "thread_aborts") and its per-site lines."""
+    total, sites, threads = None, [], {}
     for line in text.splitlines():
+        m = re.match(r"txmem-itm stats: per-thread (.*)", line)
+        if m:
+            for k, v in re.findall(r"(commits|aborts)=([\d,]+)", m.group(1)):
+                threads[f"thread_{k}"] = [int(x) for x in v.split(",") if x]
+            continue
         m = re.match(r"txmem-itm stats: (\S+)\s+(txns=.*)", line)
         if not m:
             continue
@@ -428,6 +434,8 @@ def parse_itm_stats(text):
             total = fields
         else:
             sites.append((m.group(1), fields))
+    if total is not None:
+        total.update(threads)
     return total, sites
 
 
@@ -590,13 +598,26 @@ def run_fig11(args):
     return rows
 
 
+def thread_spread(t):
+    """Aborts per worker thread: "a, b, ..." and their (population) variance, from the
+    per-thread line (threads that ran no transaction are not listed)."""
+    aborts = t.get("thread_aborts") or []
+    if not aborts:
+        return "—", "—"
+    mean = sum(aborts) / len(aborts)
+    var = sum((a - mean) ** 2 for a in aborts) / len(aborts)
+    return ", ".join(f"{a:,}" for a in aborts), f"{var:,.0f}"
+
+
 def fig11_md(rows):
-    lines = ["| clients | policy | method | time | ops/s | aborts/commit | serial after aborts | hourglass closed |",
-             "|---:|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| clients | policy | method | time | ops/s | aborts/commit | aborts per thread | variance "
+             "| serial after aborts | hourglass closed |",
+             "|---:|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in rows:
         t = r["itm_total"]
+        per, var = thread_spread(t)
         lines.append(f"| {r['clients']} | {r['policy']} | {r['server'][3:]} | {r['seconds']:.2f} s | "
-                     f"{r['ops_per_s']:,.0f} | {t['aborts'] / max(1, t['commits']):.4f} | "
+                     f"{r['ops_per_s']:,.0f} | {t['aborts'] / max(1, t['commits']):.4f} | {per} | {var} | "
                      f"{t.get('after-aborts', 0)} | {t.get('hourglass-closed', 0)} |")
     return "\n".join(lines)
 

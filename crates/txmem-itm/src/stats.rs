@@ -176,14 +176,43 @@ fn symbolize(addr: usize) -> String {
     format!("{addr:#x}")
 }
 
+/// The per-thread line: for each descriptor that ran a transaction (one thread's or, one
+/// after another, those of threads that ended and left it to the next), its commits and
+/// aborts, then the mean and the (population) variance of the aborts across them: the spread
+/// by which Fig 11 of the GCC-TM study tells an algorithm that starves some threads.
+fn per_thread_line(threads: &[SiteStats]) -> String {
+    let aborts: Vec<u64> = threads.iter().map(|t| t.aborts.iter().sum()).collect();
+    let join =
+        |v: &mut dyn Iterator<Item = u64>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    let n = threads.len().max(1) as f64;
+    let mean = aborts.iter().sum::<u64>() as f64 / n;
+    let variance = aborts
+        .iter()
+        .map(|&a| (a as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    format!(
+        "per-thread n={} commits={} aborts={} aborts-mean={mean:.2} aborts-variance={variance:.2}",
+        threads.len(),
+        join(&mut threads.iter().map(|t| t.commits)),
+        join(&mut aborts.iter().copied()),
+    )
+}
+
 /// Sums the counters of every thread (each descriptor's `per_site`) and prints the table on
-/// stderr.
+/// stderr: the totals, a per-thread line, and a line per site.
 pub(crate) fn print<'a>(per_site: impl Iterator<Item = &'a Mutex<HashMap<usize, SiteStats>>>) {
     let mut sites: HashMap<usize, SiteStats> = HashMap::new();
+    let mut threads = Vec::new();
     for map in per_site {
         let map = map.lock().unwrap_or_else(|e| e.into_inner());
+        let mut thread = SiteStats::default();
         for (site, s) in map.iter() {
             sites.entry(*site).or_default().merge(s);
+            thread.merge(s);
+        }
+        if thread.txns > 0 {
+            threads.push(thread);
         }
     }
     let mut total = SiteStats::default();
@@ -199,6 +228,7 @@ pub(crate) fn print<'a>(per_site: impl Iterator<Item = &'a Mutex<HashMap<usize, 
     let gate = crate::fence::kind();
     let mut out = format!("txmem-itm stats: method={method} cm={cm} gate-fence={gate}\n");
     let _ = writeln!(out, "txmem-itm stats: {}", total.line("total"));
+    let _ = writeln!(out, "txmem-itm stats: {}", per_thread_line(&threads));
     let mut list: Vec<_> = sites.into_iter().collect();
     list.sort_by_key(|(site, _)| *site);
     for (site, s) in list {

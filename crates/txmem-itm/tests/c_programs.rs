@@ -174,6 +174,64 @@ fn counters_are_exact() {
     run_all("counter", |_, t| assert_eq!(t["commits"], 80_000));
 }
 
+/// The per-thread line's lists (`commits=`, `aborts=`) and its numbers.
+fn per_thread(stderr: &str) -> (Vec<u64>, Vec<u64>, HashMap<String, f64>) {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("txmem-itm stats: per-thread"))
+        .unwrap_or_else(|| panic!("no per-thread line:\n{stderr}"));
+    let mut lists: HashMap<&str, Vec<u64>> = HashMap::new();
+    let mut numbers: HashMap<String, f64> = HashMap::new();
+    for (k, v) in line.split_whitespace().filter_map(|t| t.split_once('=')) {
+        if k == "commits" || k == "aborts" {
+            lists.insert(
+                k,
+                v.split(',').map(|x| x.parse().expect("a count")).collect(),
+            );
+        } else {
+            numbers.insert(k.to_string(), v.parse().expect("a number"));
+        }
+    }
+    (lists["commits"].clone(), lists["aborts"].clone(), numbers)
+}
+
+/// Each of the counter program's four threads commits 20,000 transactions; a descriptor
+/// serves whole threads (one, or several one after another), so each descriptor's count is
+/// a multiple of 20,000, and the per-thread aborts add up to the total.
+#[test]
+fn per_thread_counts_add_up_to_the_totals() {
+    let Some(exe) = compile("counter") else {
+        return;
+    };
+    for method in METHODS {
+        let out = run_preloaded_with(&exe, method, &[]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "counter under {method}:\n{stderr}");
+        let (commits, aborts, numbers) = per_thread(&stderr);
+        let n = numbers["n"] as usize;
+        assert!((1..=4).contains(&n), "{method}: {n} threads counted");
+        assert_eq!(commits.len(), n, "{method}: {stderr}");
+        assert_eq!(aborts.len(), n, "{method}: {stderr}");
+        assert!(
+            commits.iter().all(|&c| c > 0 && c % 20_000 == 0),
+            "{method}: commits per thread {commits:?}"
+        );
+        assert_eq!(commits.iter().sum::<u64>(), 80_000, "{method}");
+        let t = totals(&stderr);
+        assert_eq!(
+            aborts.iter().sum::<u64>(),
+            t["aborts"],
+            "{method}: {stderr}"
+        );
+        let mean = t["aborts"] as f64 / n as f64;
+        assert!(
+            (numbers["aborts-mean"] - mean).abs() < 0.01,
+            "{method}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_file(&exe);
+}
+
 #[test]
 fn bank_conserves_money_and_auditors_see_the_right_total() {
     run_all("bank", |_, t| {

@@ -198,9 +198,10 @@ impl Kmeans {
         let mut counts = vec![0i64; k];
         let mut sums = vec![0i64; k * dims];
         let mut delta = 0;
+        let mut x = vec![0.0; dims];
         for (i, m) in membership.iter_mut().enumerate() {
             let p = self.points.point(i);
-            let c = nearest(centres, dims, p);
+            let c = nearest(centres, p, &mut x);
             delta += usize::from(*m != c as u32);
             *m = c as u32;
             counts[c] += 1;
@@ -232,9 +233,10 @@ impl Kmeans {
                 rest = tail;
                 handles.push(s.spawn(move || {
                     let mut delta = 0;
+                    let mut x = vec![0.0; dims];
                     for (m, i) in mine.iter_mut().zip(range) {
                         let p = self.points.point(i);
-                        let c = nearest(centres, dims, p);
+                        let c = nearest(centres, p, &mut x);
                         delta += usize::from(*m != c as u32);
                         *m = c as u32;
                         shared.add(c, p);
@@ -256,23 +258,41 @@ impl Kmeans {
     }
 }
 
-/// The index of the centre nearest to `p` (the first of equals).
-fn nearest(centres: &[f64], dims: usize, p: &[i64]) -> usize {
+/// The index of the centre nearest to `p` (the first of equals). `x` is scratch room for
+/// `p`'s coordinates as floats (one per dimension), converted once rather than once per
+/// centre.
+fn nearest(centres: &[f64], p: &[i64], x: &mut [f64]) -> usize {
+    for (x, &q) in x.iter_mut().zip(p) {
+        *x = to_float(q);
+    }
     let mut best = (f64::INFINITY, 0);
-    for (k, c) in centres.chunks_exact(dims).enumerate() {
-        let dist: f64 = c
-            .iter()
-            .zip(p)
-            .map(|(&c, &x)| {
-                let d = c - to_float(x);
-                d * d
-            })
-            .sum();
+    for (k, c) in centres.chunks_exact(x.len()).enumerate() {
+        let dist = squared_distance(c, x);
         if dist < best.0 {
             best = (dist, k);
         }
     }
     best.1
+}
+
+/// The squared Euclidean distance of `a` and `b`, summed in four running sums: floating-point
+/// addition is not associative, so with one sum the compiler must add the squares one after
+/// another; four independent sums keep four lanes busy.
+fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
+    let mut sums = [0.0f64; 4];
+    let (a4, a_rest) = a.split_at(a.len() / 4 * 4);
+    let (b4, b_rest) = b.split_at(a4.len());
+    for (a, b) in a4.chunks_exact(4).zip(b4.chunks_exact(4)) {
+        for i in 0..4 {
+            let d = a[i] - b[i];
+            sums[i] += d * d;
+        }
+    }
+    for (a, b) in a_rest.iter().zip(b_rest) {
+        let d = a - b;
+        sums[0] += d * d;
+    }
+    (sums[0] + sums[1]) + (sums[2] + sums[3])
 }
 
 fn to_float(q: i64) -> f64 {
@@ -356,6 +376,31 @@ fn verify(got: &Clustering, expected: &Clustering) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every length (the four-wide part, the rest, both) against a plain sum, and the
+    /// nearest centre against a search by hand.
+    #[test]
+    fn distances_and_the_nearest_centre() {
+        for len in 0..11 {
+            let a: Vec<f64> = (0..len).map(|i| i as f64 * 0.75 - 2.0).collect();
+            let b: Vec<f64> = (0..len).map(|i| (i * i) as f64 * 0.125).collect();
+            let plain: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+            let d = squared_distance(&a, &b);
+            assert!(
+                (d - plain).abs() <= 1e-9 * plain.max(1.0),
+                "len {len}: {d} vs {plain}"
+            );
+        }
+        let one = 1i64 << SCALE_BITS;
+        // Three centres in 5 dimensions; a point as far from the first as from the second
+        // goes to the first.
+        let centres = [[0.0; 5], [2.0; 5], [4.0; 5]].concat();
+        let mut x = [0.0; 5];
+        assert_eq!(nearest(&centres, &[one * 3 / 2; 5], &mut x), 1);
+        assert_eq!(nearest(&centres, &[one; 5], &mut x), 0);
+        assert_eq!(nearest(&centres, &[one * 5; 5], &mut x), 2);
+        assert_eq!(x, [5.0; 5]);
+    }
 
     #[test]
     fn the_dev_input_takes_several_rounds() {
