@@ -600,8 +600,11 @@ def run_fig11(args):
 
 def thread_spread(t):
     """Aborts per worker thread: "a, b, ..." and their (population) variance, from the
-    per-thread line (threads that ran no transaction are not listed)."""
-    aborts = t.get("thread_aborts") or []
+    per-thread line. Threads with under a tenth of the busiest thread's commits (memcached's
+    main and maintenance threads, a handful of transactions each) are left out."""
+    commits = t.get("thread_commits") or []
+    busiest = max(commits, default=0)
+    aborts = [a for a, c in zip(t.get("thread_aborts") or [], commits) if c * 10 >= busiest]
     if not aborts:
         return "—", "—"
     mean = sum(aborts) / len(aborts)
