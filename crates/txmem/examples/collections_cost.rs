@@ -6,6 +6,8 @@
 //! transactions of one kind:
 //!
 //! * `get`: `contains_key` of key `i % 8192` (half present, half absent);
+//! * `load`: the same lookups outside any transaction (`load_contains`, the
+//!   committed read of one key; dashmap's `contains` for dashmap);
 //! * `insert`: insert of the odd key `2 * i + 1` (absent; `N <= 4096`);
 //! * `remove`: remove of the even key `2 * i` (present; `N <= 4096`);
 //! * `mix`: the `intset` benchmark's mix at 20% updates: a key drawn at
@@ -26,7 +28,7 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <KIND> <get|insert|remove|mix> N
+//! usage: collections_cost <KIND> <get|load|insert|remove|mix> N
 //!
 //! `KIND` picks the set and its hasher:
 //! * `hash`: `THashMap` with its default hasher (foldhash);
@@ -78,7 +80,7 @@ fn remove(set: &dyn TSet<u64>, k: u64) -> bool {
 }
 
 const USAGE: &str =
-    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> <get|insert|remove|mix> N";
+    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> <get|load|insert|remove|mix> N";
 
 /// `dashmap`'s set behind the same three operations (no transactions).
 struct Dash<S>(dashmap::DashSet<u64, S>);
@@ -87,6 +89,7 @@ struct Dash<S>(dashmap::DashSet<u64, S>);
 /// `dashmap`.
 trait Ops {
     fn contains(&self, k: u64) -> bool;
+    fn load_contains(&self, k: u64) -> bool;
     fn insert(&self, k: u64) -> bool;
     fn remove(&self, k: u64) -> bool;
 }
@@ -94,6 +97,9 @@ trait Ops {
 impl Ops for Box<dyn TSet<u64>> {
     fn contains(&self, k: u64) -> bool {
         contains(&**self, k)
+    }
+    fn load_contains(&self, k: u64) -> bool {
+        self.as_ref().load_contains(&k)
     }
     fn insert(&self, k: u64) -> bool {
         insert(&**self, k)
@@ -105,6 +111,9 @@ impl Ops for Box<dyn TSet<u64>> {
 
 impl<S: std::hash::BuildHasher + Clone> Ops for Dash<S> {
     fn contains(&self, k: u64) -> bool {
+        self.0.contains(&k)
+    }
+    fn load_contains(&self, k: u64) -> bool {
         self.0.contains(&k)
     }
     fn insert(&self, k: u64) -> bool {
@@ -149,6 +158,11 @@ fn run(map: &impl Ops, kind: &str, op: &str, n: u64) {
         "get" => {
             for i in 0..n {
                 hits += map.contains(std::hint::black_box(i % 8192)) as u64;
+            }
+        }
+        "load" => {
+            for i in 0..n {
+                hits += map.load_contains(std::hint::black_box(i % 8192)) as u64;
             }
         }
         "insert" => {
