@@ -32,6 +32,18 @@ pub(crate) struct RedoLog {
 /// Index slots the first write allocates.
 const MIN_SLOTS: usize = 64;
 
+/// The mask selecting bytes `from..to` of a little-endian word (`from < to <= 8`).
+fn range_mask(from: usize, to: usize) -> u64 {
+    let upto = |n: usize| {
+        if n == 8 {
+            u64::MAX
+        } else {
+            (1u64 << (8 * n)) - 1
+        }
+    };
+    upto(to) & !upto(from)
+}
+
 #[inline(always)]
 fn filter_bit(word: usize) -> u64 {
     1 << ((word >> 3) & 63)
@@ -93,15 +105,19 @@ impl RedoLog {
         self.index[slot] = self.entries.len() as u32;
     }
 
-    /// Replaces the buffered bytes of the words in `[lo, hi)` (`lo` aligned) with what
-    /// `load` reads of them now: the bytes were stored in place since (captured memory).
+    /// Replaces the buffered bytes of `[lo, hi)` with what `load` reads of their words now:
+    /// those bytes were stored in place since (captured memory). Bytes of the same words
+    /// outside the range keep their buffered values.
     pub fn refresh(&mut self, lo: usize, hi: usize, load: impl Fn(usize) -> u64) {
         for e in self
             .entries
             .iter_mut()
-            .filter(|e| e.word >= lo && e.word < hi)
+            .filter(|e| e.word + 8 > lo && e.word < hi)
         {
-            e.val = load(e.word) & e.mask;
+            let from = lo.max(e.word) - e.word;
+            let to = hi.min(e.word + 8) - e.word;
+            let m = range_mask(from, to) & e.mask;
+            e.val = (e.val & !m) | (load(e.word) & m);
         }
     }
 
@@ -172,6 +188,23 @@ impl RedoLog {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// A refresh takes memory's bytes inside the range, keeps the buffered ones outside it,
+    /// and leaves unbuffered bytes alone.
+    #[test]
+    fn a_refresh_replaces_only_the_bytes_of_its_range() {
+        let mut log = RedoLog::default();
+        log.insert(0x1000, 0x0102_0304_0506_0708, u64::MAX);
+        log.insert(0x1008, 0x1111_1111_1111_1111, 0x0000_0000_ffff_ffff);
+        log.insert(0x1010, 0x2222_2222_2222_2222, u64::MAX);
+        // Memory holds 0xaa.. in every byte; the range is bytes 0x1004..0x100c.
+        log.refresh(0x1004, 0x100c, |_| 0xaaaa_aaaa_aaaa_aaaa);
+        assert_eq!(log.get(0x1000), Some((0xaaaa_aaaa_0506_0708, u64::MAX)));
+        assert_eq!(log.get(0x1008), Some((0xaaaa_aaaa, 0x0000_0000_ffff_ffff)));
+        assert_eq!(log.get(0x1010), Some((0x2222_2222_2222_2222, u64::MAX)));
+        assert_eq!(range_mask(0, 8), u64::MAX);
+        assert_eq!(range_mask(2, 3), 0xff_0000);
+    }
 
     /// A random sequence of masked writes, lookups and clears agrees with a map model.
     #[test]

@@ -351,7 +351,7 @@ impl TxDesc {
     /// older value, and NOrec's logged values must still validate (a read there is served
     /// from the log). Linear in the logs' length; bulk writes only.
     pub fn refresh_logs(&mut self, addr: usize, len: usize) {
-        let (lo, hi) = (addr & !7, addr + len);
+        let hi = addr + len;
         let load = |word: usize| {
             // SAFETY: `word` is an aligned word overlapping the captured range, so inside the
             // block's usable size (malloc's blocks are 16-byte aligned and their usable size a
@@ -359,10 +359,12 @@ impl TxDesc {
             unsafe { std::ptr::read(word as *const u64) }
         };
         if !self.redo.is_empty() {
-            self.redo.refresh(lo, hi, load);
+            self.redo.refresh(addr, hi, load);
         }
+        // A logged value is the whole word as memory held it; its bytes outside the range
+        // are unchanged since (the block is this transaction's alone).
         for (w, v) in self.values.iter_mut() {
-            if *w >= lo && *w < hi {
+            if *w + 8 > addr && *w < hi {
                 *v = load(*w);
             }
         }

@@ -33,7 +33,7 @@ static void check(int ok, const char *what) {
 /* One transaction: allocate, write words through barriers, memset over them, read them,
  * copy a pattern over part, write again, and publish; `seen` gets what it read back. */
 static void fill(int id, long v, long *seen) {
-    long before = 0, after = 0, zero = -1, copied = -1, zero2 = -1, set = -1;
+    long before = 0, after = 0, zero = -1, copied = -1, zero2 = -1, set = -1, half = -1;
     __transaction_atomic {
         long *b = launder(malloc(SIZE * sizeof(long)));
         put(b + 3, 77);         /* a barrier write (redo log under the write-back methods) */
@@ -47,6 +47,9 @@ static void fill(int id, long v, long *seen) {
         zero2 = get(b + 600);   /* the same, with nothing read in between */
         memset(b + 600, 0x33, 8 * sizeof(long));
         set = get(b + 600);
+        put(b + 700, 0x0102030405060708L); /* a whole word in the log, then half of it */
+        memset((char *)(b + 700) + 4, 0xAA, 100); /* overwritten in place */
+        half = get(b + 700);
         put(b + 11, v);         /* a barrier write after the bulk copy */
         put(b + SIZE - 1, v);
         long *old = shared[id];
@@ -59,20 +62,22 @@ static void fill(int id, long v, long *seen) {
     seen[3] = copied;
     seen[4] = zero2;
     seen[5] = set;
+    seen[6] = half;
 }
 
 static void *worker(void *arg) {
     int id = (int)(long)arg;
     for (long i = 1; i <= ITERS; i++) {
-        long seen[6];
+        long seen[7];
         fill(id, i, seen);
         check(seen[0] == 77, "a barrier write read back before the memset");
         check(seen[1] == 0, "a word read back after the memset over it");
         check(seen[2] == 0 && seen[3] == pattern[10], "a word read before and after a copy over it");
         check(seen[4] == 0 && seen[5] == 0x3333333333333333L, "a word read before and after a memset over it");
+        check(seen[6] == (long)0xAAAAAAAA05060708UL, "a logged word half overwritten in place");
         /* Read another thread's block, whole, in a transaction. */
         int other = (id + 1) % THREADS;
-        long a = 0, b11 = 0, last = 0, p = 0;
+        long a = 0, b11 = 0, last = 0, p = 0, h = 0;
         int have = 0;
         __transaction_atomic {
             long *o = shared[other];
@@ -82,12 +87,14 @@ static void *worker(void *arg) {
                 b11 = get(o + 11);
                 last = get(o + SIZE - 1);
                 p = get(o + 12);
+                h = get(o + 700);
             }
         }
         if (have) {
             check(a == 0, "another thread's block: the memset word");
             check(b11 == last, "another thread's block: both writes of one transaction");
             check(p == pattern[2], "another thread's block: the copied pattern");
+            check(h == (long)0xAAAAAAAA05060708UL, "another thread's block: a word half in the log");
         }
     }
     return NULL;
