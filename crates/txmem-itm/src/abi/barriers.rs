@@ -157,7 +157,7 @@ fn read_word_slow(tx: &mut TxDesc, word: usize, for_write: bool) -> u64 {
 }
 
 /// Reads a `T` at `p`; `for_write` is the `RfW` hint (the program writes it next).
-#[inline]
+#[inline(always)]
 unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
@@ -195,7 +195,7 @@ unsafe fn read_value<T: Copy>(p: *const T, for_write: bool) -> T {
     }
 }
 
-#[inline]
+#[inline(always)]
 unsafe fn write_value<T: Copy>(p: *mut T, v: T) {
     let addr = p as usize;
     if in_one_word::<T>(addr) {
