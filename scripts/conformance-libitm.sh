@@ -174,7 +174,14 @@ read_directives() {
         case $name in
         dg-do)
             DO=${ARGS[0]}
-            if [ ${#ARGS[@]} -ge 2 ]; then
+            local kind="" rest=""
+            [ ${#ARGS[@]} -ge 2 ] && read -r kind rest <<<"${ARGS[1]}"
+            if [ "$kind" = xfail ]; then
+                # `{ dg-do run { xfail SELECTOR } }`: runs, and is expected to fail there.
+                sel=$(eval_selector "$rest")
+                [ "$sel" = 1 ] && XFAIL=1 && NOTE="expected to fail: dg-do $DO { xfail $rest }"
+                [ "$sel" = '?' ] && NOTE="dg-do selector '${ARGS[1]}' not understood"
+            elif [ ${#ARGS[@]} -ge 2 ]; then
                 sel=$(eval_selector "${ARGS[1]}")
                 [ "$sel" = 1 ] || SKIP="dg-do $DO not for $TRIPLET"
                 [ "$sel" = '?' ] && SKIP="dg-do selector '${ARGS[1]}' not understood"
