@@ -607,9 +607,7 @@ def thread_spread(t):
     aborts = [a for a, c in zip(t.get("thread_aborts") or [], commits) if c * 10 >= busiest]
     if not aborts:
         return "—", "—"
-    mean = sum(aborts) / len(aborts)
-    var = sum((a - mean) ** 2 for a in aborts) / len(aborts)
-    return ", ".join(f"{a:,}" for a in aborts), f"{var:,.0f}"
+    return ", ".join(f"{a:,}" for a in aborts), f"{statistics.pvariance(aborts):,.0f}"
 
 
 def fig11_md(rows):

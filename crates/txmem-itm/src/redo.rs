@@ -32,16 +32,14 @@ pub(crate) struct RedoLog {
 /// Index slots the first write allocates.
 const MIN_SLOTS: usize = 64;
 
-/// The mask selecting bytes `from..to` of a little-endian word (`from < to <= 8`).
-fn range_mask(from: usize, to: usize) -> u64 {
-    let upto = |n: usize| {
-        if n == 8 {
-            u64::MAX
-        } else {
-            (1u64 << (8 * n)) - 1
-        }
-    };
-    upto(to) & !upto(from)
+/// The mask selecting bytes `off..off + n` of a little-endian word (`off + n <= 8`, `n >= 1`).
+#[inline]
+pub(crate) fn byte_mask(off: usize, n: usize) -> u64 {
+    if n == 8 {
+        u64::MAX
+    } else {
+        ((1u64 << (8 * n)) - 1) << (8 * off)
+    }
 }
 
 #[inline(always)]
@@ -116,7 +114,7 @@ impl RedoLog {
         {
             let from = lo.max(e.word) - e.word;
             let to = hi.min(e.word + 8) - e.word;
-            let m = range_mask(from, to) & e.mask;
+            let m = byte_mask(from, to - from) & e.mask;
             e.val = (e.val & !m) | (load(e.word) & m);
         }
     }
@@ -202,8 +200,16 @@ mod tests {
         assert_eq!(log.get(0x1000), Some((0xaaaa_aaaa_0506_0708, u64::MAX)));
         assert_eq!(log.get(0x1008), Some((0xaaaa_aaaa, 0x0000_0000_ffff_ffff)));
         assert_eq!(log.get(0x1010), Some((0x2222_2222_2222_2222, u64::MAX)));
-        assert_eq!(range_mask(0, 8), u64::MAX);
-        assert_eq!(range_mask(2, 3), 0xff_0000);
+    }
+
+    #[test]
+    fn byte_masks_select_the_written_bytes() {
+        assert_eq!(byte_mask(0, 8), u64::MAX);
+        assert_eq!(byte_mask(0, 1), 0xff);
+        assert_eq!(byte_mask(3, 2), 0xffff << 24);
+        assert_eq!(byte_mask(7, 1), 0xff << 56);
+        assert_eq!(byte_mask(4, 4), 0xffff_ffff_0000_0000);
+        assert_eq!(byte_mask(2, 1), 0xff_0000);
     }
 
     /// A random sequence of masked writes, lookups and clears agrees with a map model.

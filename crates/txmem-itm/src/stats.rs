@@ -182,8 +182,8 @@ fn symbolize(addr: usize) -> String {
 /// by which Fig 11 of the GCC-TM study tells an algorithm that starves some threads.
 fn per_thread_line(threads: &[SiteStats]) -> String {
     let aborts: Vec<u64> = threads.iter().map(|t| t.aborts.iter().sum()).collect();
-    let join =
-        |v: &mut dyn Iterator<Item = u64>| v.map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+    let commits: Vec<u64> = threads.iter().map(|t| t.commits).collect();
     let n = threads.len().max(1) as f64;
     let mean = aborts.iter().sum::<u64>() as f64 / n;
     let variance = aborts
@@ -194,8 +194,8 @@ fn per_thread_line(threads: &[SiteStats]) -> String {
     format!(
         "per-thread n={} commits={} aborts={} aborts-mean={mean:.2} aborts-variance={variance:.2}",
         threads.len(),
-        join(&mut threads.iter().map(|t| t.commits)),
-        join(&mut aborts.iter().copied()),
+        list(&commits),
+        list(&aborts),
     )
 }
 

@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use crate::tx::desc::{self, Block, TxDesc};
+use crate::tx::desc::{running, Block};
 
 impl Block {
     /// A block from `malloc` or `calloc` of `size` bytes (0 where the size is not known).
@@ -20,13 +20,6 @@ impl Block {
 unsafe extern "C" fn release_free(p: *mut c_void, _: usize) {
     // SAFETY: `p` came from malloc or calloc.
     unsafe { libc::free(p) }
-}
-
-fn running() -> Option<&'static mut TxDesc> {
-    let p = desc::current_or_null();
-    // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
-    let tx = unsafe { p.as_mut()? };
-    (tx.nesting > 0).then_some(tx)
 }
 
 #[no_mangle]

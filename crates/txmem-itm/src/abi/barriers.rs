@@ -14,28 +14,9 @@
 
 use std::mem::MaybeUninit;
 
-use crate::tx::desc::{self, TxDesc};
+use crate::redo::byte_mask;
+use crate::tx::desc::{running, TxDesc};
 use crate::tx::lifecycle;
-
-/// The descriptor of a running transaction, or None.
-#[inline]
-fn running() -> Option<&'static mut TxDesc> {
-    let p = desc::current_or_null();
-    // SAFETY: the thread's own descriptor (leaked, so 'static); barriers run one at a time
-    // on their thread and no other reference to it is live while one runs.
-    let tx = unsafe { p.as_mut()? };
-    (tx.nesting > 0).then_some(tx)
-}
-
-/// The mask selecting bytes `off..off + n` of a little-endian word (`off + n <= 8`, `n >= 1`).
-#[inline]
-pub(crate) fn byte_mask(off: usize, n: usize) -> u64 {
-    if n == 8 {
-        u64::MAX
-    } else {
-        ((1u64 << (8 * n)) - 1) << (8 * off)
-    }
-}
 
 /// Reads `len` bytes at `addr` transactionally into `dst`.
 ///
@@ -387,17 +368,3 @@ asm_writes_mem!(32, _ITM_WCE _ITM_WaRCE _ITM_WaWCE);
 asm_writes_reg!(8, "movq qword ptr [rsp], xmm0", _ITM_WM64 _ITM_WaRM64 _ITM_WaWM64);
 asm_writes_reg!(16, "movups xmmword ptr [rsp], xmm0", _ITM_WM128 _ITM_WaRM128 _ITM_WaWM128);
 asm_writes_reg!(32, "vmovups ymmword ptr [rsp], ymm0", _ITM_WM256 _ITM_WaRM256 _ITM_WaWM256);
-
-#[cfg(test)]
-mod tests {
-    use super::byte_mask;
-
-    #[test]
-    fn byte_masks_select_the_written_bytes() {
-        assert_eq!(byte_mask(0, 8), u64::MAX);
-        assert_eq!(byte_mask(0, 1), 0xff);
-        assert_eq!(byte_mask(3, 2), 0xffff << 24);
-        assert_eq!(byte_mask(7, 1), 0xff << 56);
-        assert_eq!(byte_mask(4, 4), 0xffff_ffff_0000_0000);
-    }
-}

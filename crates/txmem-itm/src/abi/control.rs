@@ -5,15 +5,8 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 use crate::fatal::fatal;
-use crate::tx::desc::{self, TxDesc};
+use crate::tx::desc::running;
 use crate::tx::lifecycle;
-
-fn running() -> Option<&'static mut TxDesc> {
-    let p = desc::current_or_null();
-    // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
-    let tx = unsafe { p.as_mut()? };
-    (tx.nesting > 0).then_some(tx)
-}
 
 #[no_mangle]
 extern "C" fn _ITM_commitTransaction() {

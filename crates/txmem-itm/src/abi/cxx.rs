@@ -20,7 +20,7 @@ use crate::cxxrt::{
     op_delete_nothrow, op_delete_sized, op_new, op_new_array, op_new_array_nothrow, op_new_nothrow,
 };
 use crate::fatal::fatal;
-use crate::tx::desc::{self, Block, TxDesc};
+use crate::tx::desc::{running, Block, TxDesc};
 use crate::tx::lifecycle;
 
 /// A `std::nothrow_t` to pass by reference: the operators never read it.
@@ -28,13 +28,6 @@ static NOTHROW: u8 = 0;
 
 fn nothrow() -> *const c_void {
     &NOTHROW as *const u8 as *const c_void
-}
-
-fn running() -> Option<&'static mut TxDesc> {
-    let p = desc::current_or_null();
-    // SAFETY: the thread's own leaked descriptor; no other reference is live during the call.
-    let tx = unsafe { p.as_mut()? };
-    (tx.nesting > 0).then_some(tx)
 }
 
 /// Remembers the uncaught-exception count before the transaction's first exception call, so an

@@ -23,9 +23,8 @@ fn captured_by(dst: usize, len: usize) -> Option<&'static mut TxDesc> {
     if len < CAPTURE_MIN {
         return None;
     }
-    // SAFETY: the thread's own leaked descriptor; no other reference to it is live here.
-    let tx = unsafe { desc::current_or_null().as_mut()? };
-    (tx.nesting > 0 && !tx.allocs.is_empty() && tx.is_captured(dst, len)).then_some(tx)
+    let tx = desc::running()?;
+    (!tx.allocs.is_empty() && tx.is_captured(dst, len)).then_some(tx)
 }
 
 /// Copies `len` bytes in chunks, forward or backward so that overlapping ranges (memmove)

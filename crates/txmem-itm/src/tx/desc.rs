@@ -172,6 +172,16 @@ pub(crate) fn current_or_null() -> *mut TxDesc {
     p
 }
 
+/// The thread's descriptor while it runs a transaction (its nesting above 0), else None.
+#[inline(always)]
+pub(crate) fn running() -> Option<&'static mut TxDesc> {
+    let p = current_or_null();
+    // SAFETY: the thread's own descriptor (leaked, so 'static); the ABI's entry points run
+    // one at a time on their thread, and none keeps a reference to it past its return.
+    let tx = unsafe { p.as_mut()? };
+    (tx.nesting > 0).then_some(tx)
+}
+
 fn set_current(p: *mut TxDesc) {
     // SAFETY: stores to this thread's TLS slot, as `current_or_null` reads it.
     unsafe {
