@@ -17,7 +17,8 @@ pub enum System {
     TxmemRevalidate,
     /// txmem without opacity.
     TxmemNoOpacity,
-    /// txmem's typed collections with lookups outside transactions.
+    /// txmem's typed collections, each operation a transaction of its own
+    /// outside `atomically` (committed reads, single-operation writes).
     TxmemDirect,
     /// txmem's untyped word STM (`TWords`).
     TxmemWords,

@@ -243,18 +243,53 @@ impl SizeCounter {
             // Nothing to change and nothing read: no lock needed.
             return LockOutcome::Acquired;
         }
+        if self.try_share() {
+            item.set_flags(HOLDS_SHARE);
+            return LockOutcome::Acquired;
+        }
+        Self::lock_share_contended(self.stripes.mine(), item, commit)
+    }
+
+    /// One attempt to take a share of this thread's stripe (for a committer
+    /// that changes the count and never read it): false if the stripe is
+    /// locked exclusively or the compare-and-swap lost a race.
+    #[inline]
+    pub fn try_share(&self) -> bool {
         let stripe = self.stripes.mine();
         let cur = stripe.word.load(Ordering::Relaxed);
-        if cur & EXCL == 0
+        cur & EXCL == 0
             && stripe
                 .word
                 .compare_exchange(cur, cur + SHARE, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok()
-        {
-            item.set_flags(HOLDS_SHARE);
-            return LockOutcome::Acquired;
+    }
+
+    /// Adds `delta` to this thread's stripe, publishes a stripe version of at
+    /// least `commit_version` and drops the share [`try_share`](Self::try_share)
+    /// took.
+    #[inline]
+    pub fn install_share(&self, delta: i64, commit_version: u64) {
+        let stripe = self.stripes.mine();
+        stripe.count.fetch_add(delta, Ordering::AcqRel);
+        let target = commit_version / VERSION_STEP;
+        let mut cur = stripe.word.load(Ordering::Relaxed);
+        loop {
+            let bumped = (version_units(cur) + 1).max(target);
+            let new = (bumped << VSHIFT) | ((cur & SHARE_MASK) - SHARE);
+            match stripe
+                .word
+                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(c) => cur = c,
+            }
         }
-        Self::lock_share_contended(stripe, item, commit)
+    }
+
+    /// Drops a share [`try_share`](Self::try_share) took, changing nothing.
+    #[inline]
+    pub fn drop_share(&self) {
+        self.stripes.mine().word.fetch_sub(SHARE, Ordering::SeqCst);
     }
 
     /// [`lock`](Self::lock)'s share after the first attempt failed.
@@ -349,23 +384,7 @@ impl SizeCounter {
             return self.install_exclusive(item, commit);
         }
         // A share is taken only for a non-zero delta: always add and bump.
-        let stripe = self.stripes.mine();
-        stripe
-            .count
-            .fetch_add(Self::pending(item), Ordering::AcqRel);
-        let target = commit.version() / VERSION_STEP;
-        let mut cur = stripe.word.load(Ordering::Relaxed);
-        loop {
-            let bumped = (version_units(cur) + 1).max(target);
-            let new = (bumped << VSHIFT) | ((cur & SHARE_MASK) - SHARE);
-            match stripe
-                .word
-                .compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(c) => cur = c,
-            }
-        }
+        self.install_share(Self::pending(item), commit.version());
         item.clear_flags(HOLDS_SHARE);
     }
 
@@ -394,7 +413,7 @@ impl SizeCounter {
 
     pub fn unlock(&self, item: &mut Item) {
         if item.has(HOLDS_SHARE) {
-            self.stripes.mine().word.fetch_sub(SHARE, Ordering::SeqCst);
+            self.drop_share();
         } else if item.has(HOLDS_EXCL) {
             self.release(self.stripes.all().len());
         }

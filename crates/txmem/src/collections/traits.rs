@@ -19,7 +19,7 @@
 use std::hash::{BuildHasher, Hash};
 
 use crate::error::TxResult;
-use crate::tx::Transaction;
+use crate::tx::{assert_outside_transaction, atomically, Transaction};
 
 use super::{TBTreeMap, THashMap, TListSet};
 
@@ -88,6 +88,65 @@ pub trait TMap<K, V>: Send + Sync {
 
     /// The committed number of keys, outside any transaction.
     fn load_len(&self) -> usize;
+
+    /// Inserts `key → value` as a transaction of its own, returning the old
+    /// value if `key` was present. [`THashMap`] commits it directly
+    /// ([`THashMap::insert_now`]); by default it runs [`insert`](Self::insert)
+    /// in [`atomically`]. Panics inside a transaction.
+    fn insert_now(&self, key: K, value: V) -> Option<V>
+    where
+        K: Clone,
+        V: Clone,
+    {
+        outside_transaction(|| atomically(|tx| self.insert(tx, key.clone(), value.clone())))
+    }
+
+    /// Inserts `key → value` if `key` is absent, as a transaction of its own;
+    /// returns whether it did (see [`insert_now`](Self::insert_now)).
+    fn insert_if_absent_now(&self, key: K, value: V) -> bool
+    where
+        K: Clone,
+        V: Clone,
+    {
+        outside_transaction(|| {
+            atomically(|tx| self.insert_if_absent(tx, key.clone(), value.clone()))
+        })
+    }
+
+    /// Removes `key` as a transaction of its own, returning its value if it
+    /// was present (see [`insert_now`](Self::insert_now)).
+    fn remove_now(&self, key: &K) -> Option<V> {
+        outside_transaction(|| atomically(|tx| self.remove(tx, key)))
+    }
+
+    /// Replaces the entry of `key` with `f(current value)` as a transaction
+    /// of its own (`None` removes it); returns what `f` returned (see
+    /// [`THashMap::update_now`], and [`insert_now`](Self::insert_now)).
+    fn update_now(&self, key: K, mut f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V>
+    where
+        K: Clone,
+        V: Clone,
+    {
+        outside_transaction(|| {
+            atomically(|tx| {
+                let old = self.get(tx, &key)?;
+                let new = f(old.as_ref());
+                match &new {
+                    Some(v) => self.set(tx, key.clone(), v.clone())?,
+                    None if old.is_some() => drop(self.remove(tx, &key)?),
+                    None => {}
+                }
+                Ok(new)
+            })
+        })
+    }
+}
+
+/// Runs `f`, a transaction of its own, after checking that no transaction
+/// runs on this thread (a nested `atomically` would join it).
+fn outside_transaction<R>(f: impl FnOnce() -> R) -> R {
+    assert_outside_transaction();
+    f()
 }
 
 /// A transactional set: [`TListSet`], and the maps with `()` values
@@ -138,13 +197,34 @@ pub trait TSet<T>: Send + Sync {
 
     /// The committed number of elements, outside any transaction.
     fn load_len(&self) -> usize;
+
+    /// Inserts `x` if no equal element is present, as a transaction of its
+    /// own; returns whether it did. A set of [`THashMap`] commits it
+    /// directly; by default it runs [`insert`](Self::insert) in
+    /// [`atomically`]. Panics inside a transaction.
+    fn insert_now(&self, x: T) -> bool
+    where
+        T: Clone,
+    {
+        outside_transaction(|| atomically(|tx| self.insert(tx, x.clone())))
+    }
+
+    /// Removes the element equal to `x` as a transaction of its own; returns
+    /// whether there was one (see [`insert_now`](Self::insert_now)).
+    fn remove_now(&self, x: &T) -> bool {
+        outside_transaction(|| atomically(|tx| self.remove(tx, x)))
+    }
 }
 
 /// Implements [`TMap`] (and [`TSet`] for `()` values) for a map type by its
 /// inherent methods of the same names; `$map` is the map type with `K`
 /// and `V`, `$set` the same with `()` for `V`.
 macro_rules! map_traits {
-    ([$($g:tt)*] [$($set_g:tt)*] $map:ty, $set:ty, where $($bound:tt)*) => {
+    (
+        [$($g:tt)*] [$($set_g:tt)*] $map:ty, $set:ty,
+        map_extra { $($map_extra:tt)* } set_extra { $($set_extra:tt)* }
+        where $($bound:tt)*
+    ) => {
         impl<$($g)*> TMap<K, V> for $map
         where
             V: Clone + Send + Sync + 'static,
@@ -193,6 +273,7 @@ macro_rules! map_traits {
             fn load_len(&self) -> usize {
                 <$map>::load_len(self)
             }
+            $($map_extra)*
         }
 
         impl<$($set_g)*> TSet<K> for $set
@@ -221,17 +302,46 @@ macro_rules! map_traits {
             fn load_len(&self) -> usize {
                 <$set>::load_len(self)
             }
+            $($set_extra)*
         }
     };
 }
 
-map_traits!([K, V, S] [K, S] THashMap<K, V, S>, THashMap<K, (), S>, where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-    S: BuildHasher + Send + Sync + 'static,
+// The hash map has direct single-operation writes; the others run the
+// traits' transactions.
+map_traits!(
+    [K, V, S] [K, S] THashMap<K, V, S>, THashMap<K, (), S>,
+    map_extra {
+        fn insert_now(&self, key: K, value: V) -> Option<V> {
+            THashMap::insert_now(self, key, value)
+        }
+        fn insert_if_absent_now(&self, key: K, value: V) -> bool {
+            THashMap::insert_if_absent_now(self, key, value)
+        }
+        fn remove_now(&self, key: &K) -> Option<V> {
+            THashMap::remove_now(self, key)
+        }
+        fn update_now(&self, key: K, f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V> {
+            THashMap::update_now(self, key, f)
+        }
+    }
+    set_extra {
+        fn insert_now(&self, x: K) -> bool {
+            THashMap::insert_if_absent_now(self, x, ())
+        }
+        fn remove_now(&self, x: &K) -> bool {
+            THashMap::remove_now(self, x).is_some()
+        }
+    }
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        S: BuildHasher + Send + Sync + 'static,
 );
 
-map_traits!([K, V] [K] TBTreeMap<K, V>, TBTreeMap<K, ()>, where
-    K: Ord + Clone + Send + Sync + 'static,
+map_traits!(
+    [K, V] [K] TBTreeMap<K, V>, TBTreeMap<K, ()>,
+    map_extra {} set_extra {}
+    where K: Ord + Clone + Send + Sync + 'static,
 );
 
 impl<T: Ord + Clone + Send + Sync + 'static> TSet<T> for TListSet<T> {

@@ -49,6 +49,6 @@ mod transaction;
 pub use future::{atomically_async, read_only_async, TxFuture};
 pub use index::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};
 pub use run::{atomically, read_only, try_atomically};
-pub(crate) use single::commit_single;
+pub(crate) use single::{assert_outside_transaction, commit_single, commit_version};
 pub(crate) use transaction::ReadVia;
 pub use transaction::{ItemId, Transaction};

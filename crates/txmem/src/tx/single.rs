@@ -38,11 +38,7 @@ pub(crate) fn commit_single<P, R>(
     mut prepare: impl FnMut() -> P,
     install: impl FnOnce(P, u64) -> R,
 ) -> R {
-    assert!(
-        !super::context::in_transaction(),
-        "txmem: single-operation writes (store/swap/update) run as transactions of their own; \
-         inside a transaction use the operations that take the `&mut Transaction`"
-    );
+    assert_outside_transaction();
     let (seen, prepared, commit_version) = loop {
         let seen = version.load();
         if TVersion::is_locked(seen) {
@@ -56,18 +52,14 @@ pub(crate) fn commit_single<P, R>(
         if !version.try_lock_at(seen) {
             continue;
         }
-        // The commit version of a single write, drawn after locking like a
-        // full commit's: this SeqCst clock read is also where a closed
-        // irrevocability gate is seen.
-        let word = clock::now_seqcst();
-        let commit_version = version_past(word);
-        if word.irrevocable() {
-            version.unlock_unchanged(seen);
-            drop(prepared);
-            clock::wait_irrevocable_open();
-            continue;
+        match commit_version() {
+            Some(cv) => break (seen, prepared, cv),
+            None => {
+                version.unlock_unchanged(seen);
+                drop(prepared);
+                clock::wait_irrevocable_open();
+            }
         }
-        break (seen, prepared, commit_version);
     };
     // Read after locking (see `wait`): either this commit sees the waiter, or
     // the waiter's re-check sees the lock or the new version.
@@ -78,4 +70,27 @@ pub(crate) fn commit_single<P, R>(
         wait::wake_readers_of(std::iter::once(object));
     }
     result
+}
+
+/// Panics if this thread runs a transaction (see [`commit_single`]).
+#[inline]
+pub(crate) fn assert_outside_transaction() {
+    assert!(
+        !super::context::in_transaction(),
+        "txmem: single-operation writes (store/swap/update, insert_now/remove_now/update_now) run \
+         as transactions of their own; inside a transaction use the operations that take the \
+         `&mut Transaction`"
+    );
+}
+
+/// The commit version of a single-operation write that has locked
+/// everything it writes, drawn as a full commit of one item draws it; or
+/// `None` if the irrevocability gate is closed: the caller then unlocks,
+/// waits for the gate ([`clock::wait_irrevocable_open`]) and starts over.
+#[inline]
+pub(crate) fn commit_version() -> Option<u64> {
+    // This SeqCst clock read, after the SeqCst lock RMWs, is also where a
+    // closed irrevocability gate is seen.
+    let word = clock::now_seqcst();
+    (!word.irrevocable()).then(|| version_past(word))
 }

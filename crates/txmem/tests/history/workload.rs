@@ -661,6 +661,77 @@ impl<M: MapStore> Map<M> {
     }
 }
 
+impl<M: MapStore> Map<M> {
+    /// A single-operation write outside any transaction (`insert_if_absent_now`
+    /// of a fresh key, `update_now` appending, `remove_now`), recorded as a
+    /// transaction of one attempt.
+    fn single_write(&self, rng: &mut SmallRng, thread: usize, seq: usize) -> Vec<Attempt> {
+        let begin = tick();
+        let events = match (rng.random_range(0..3), self.fresh.target(rng)) {
+            (0, _) | (_, None) => {
+                let (k, x) = (self.fresh.key(), self.fresh.elem());
+                if self.map.insert_if_absent_now(k, vec![x]) {
+                    vec![
+                        Event::Get {
+                            key: k,
+                            value: None,
+                        },
+                        Event::Put {
+                            key: k,
+                            value: Some(vec![x]),
+                        },
+                    ]
+                } else {
+                    vec![Event::Impossible(format!(
+                        "insert_if_absent_now of the fresh key {k} found it present"
+                    ))]
+                }
+            }
+            (1, Some(k)) => {
+                let x = self.fresh.elem();
+                let new = self.map.update_now(k, |old| {
+                    old.map(|l| {
+                        let mut l = l.clone();
+                        l.push(x);
+                        l
+                    })
+                });
+                match new {
+                    Some(l) => vec![
+                        Event::Get {
+                            key: k,
+                            value: Some(l[..l.len() - 1].to_vec()),
+                        },
+                        Event::Put {
+                            key: k,
+                            value: Some(l),
+                        },
+                    ],
+                    None => vec![Event::Get {
+                        key: k,
+                        value: None,
+                    }],
+                }
+            }
+            (_, Some(k)) => {
+                let value = self.map.remove_now(&k);
+                let removed = value.is_some();
+                let mut ev = vec![Event::Get { key: k, value }];
+                if removed {
+                    ev.push(Event::Put {
+                        key: k,
+                        value: None,
+                    });
+                }
+                ev
+            }
+        };
+        let attempts = single(thread, seq, begin, events);
+        self.fresh.note(&attempts);
+        attempts
+    }
+}
+
 impl<M: MapStore> Workload for Map<M> {
     fn transaction(
         &self,
@@ -669,6 +740,9 @@ impl<M: MapStore> Workload for Map<M> {
         thread: usize,
         seq: usize,
     ) -> Vec<Attempt> {
+        if rng.random_ratio(1, 8) {
+            return self.single_write(rng, thread, seq);
+        }
         let script = ops(rng, |rng| {
             match (rng.random_range(0..100), self.fresh.target(rng)) {
                 (0..15, _) | (_, None) => MapOp::Create(self.fresh.key(), self.fresh.elem()),

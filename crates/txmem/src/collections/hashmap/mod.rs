@@ -66,6 +66,7 @@ mod iterate;
 mod object;
 mod probe;
 mod resize;
+mod single;
 mod table;
 
 use std::borrow::Borrow;
@@ -82,7 +83,7 @@ use super::node::map::{MapNodes, Upserted, WriteMode};
 use super::node::{NodeCollection, INSERTING};
 use super::size::SizeCounter;
 use super::struct_wait;
-use table::{bucket_key, Node, Table, INITIAL_LOG2, LOAD_SHIFT, LONG_CHAIN};
+use table::{bucket_key, Node, Table, INITIAL_LOG2, LOAD_SHIFT};
 
 /// The hasher builder of a [`THashMap`] built by [`THashMap::new`]:
 /// foldhash's `fast::RandomState`, seeded per map (see the module docs for
@@ -338,7 +339,7 @@ where
             let reports = mode != WriteMode::Blind;
             self.adopt_placeholder(tx, node, bucket, (p.word, new_word), reports)?;
             // The load factor, on a sample of inserts (see the module docs).
-            if ((h ^ (h >> 32)) & 15 == 0 || p.walked >= LONG_CHAIN) && self.over_loaded(tx, t) {
+            if Self::samples_load(h, p.walked) && self.over_loaded(tx, t) {
                 self.grow(t);
             }
             return Ok(Upserted::Inserted);

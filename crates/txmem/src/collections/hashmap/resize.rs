@@ -13,7 +13,7 @@ use crate::collections::struct_wait;
 use crate::tx::Transaction;
 use crate::version::{TVersion, LOCK_BIT, USER_BITS};
 
-use super::table::{Bucket, Table, LOAD_SHIFT, MOVED};
+use super::table::{Bucket, Table, LOAD_SHIFT, LONG_CHAIN, MOVED};
 use super::THashMap;
 
 impl<K, V, S> THashMap<K, V, S>
@@ -44,6 +44,14 @@ where
         }
     }
 
+    /// Whether an insert of hash `h` that walked `walked` nodes checks the
+    /// load factor: about one insert in 16, by bits of the hash, and every
+    /// insert into a long chain (see the module docs).
+    #[inline]
+    pub(super) fn samples_load(h: u64, walked: u32) -> bool {
+        (h ^ (h >> 32)) & 15 == 0 || walked >= LONG_CHAIN
+    }
+
     /// Whether the table `t` holds more keys than its load factor allows
     /// (and no resize of it has started), by the estimate of the module
     /// docs: the committed count plus this transaction's pending change.
@@ -61,6 +69,14 @@ where
             .find_item(self, SIZE_KEY)
             .map_or(0, |id| SizeCounter::pending(tx.item_ref(id)));
         committed + pending > room && t.next.load(Ordering::Relaxed).is_null()
+    }
+
+    /// [`over_loaded`](Self::over_loaded) for a single-operation insert,
+    /// which has no pending change beyond the one it just installed.
+    #[inline(never)]
+    pub(super) fn over_loaded_now(&self, t: &Table<K, V>) -> bool {
+        let room = (t.buckets.len() >> LOAD_SHIFT) as i64;
+        self.size.estimate() > room && t.next.load(Ordering::Relaxed).is_null()
     }
 
     /// Doubles the table `t` (if no other resize runs). Migrates every

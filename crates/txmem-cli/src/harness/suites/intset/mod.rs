@@ -11,8 +11,9 @@
 //!
 //! Systems: `txmem` (and `txmem-revalidate`, `txmem-no-opacity`) are txmem's
 //! typed collections — `TListSet`, `THashMap`, `TBTreeMap` — which track one
-//! abstract item per operation; `txmem-direct` runs their lookups outside
-//! transactions. `txmem-tarray` and `txmem-words` run the word arena through
+//! abstract item per operation; `txmem-direct` runs each of their
+//! operations as a transaction of its own outside `atomically` (lookups as
+//! committed reads, updates as single-operation writes). `txmem-tarray` and `txmem-words` run the word arena through
 //! a `TArray<u64>` and the untyped `TWords`: the typed-versus-untyped
 //! comparison, where every `next` link walked is a tracked read. The set
 //! peers are `dashmap` (with its default hasher, SipHash, and as
@@ -90,7 +91,7 @@ pub fn plan(cfg: &SuiteConfig, plan: &mut Plan) {
 
 /// Rows for txmem's own transactional collections: `txmem` (and its
 /// opacity variants) is the typed collection for the structure, and every
-/// set gets `txmem-direct`, whose lookups run outside any transaction.
+/// set gets `txmem-direct`, whose operations run outside `atomically`.
 fn collection_rows(cfg: &SuiteConfig, plan: &mut Plan, set: &IntSet) {
     for v in opacity_variants(System::Txmem, Store::TArray, cfg.quick) {
         let options = txmem_sys::options(&v, &cfg.policy);

@@ -1,10 +1,11 @@
 //! intset rows for txmem's typed collections: `TListSet<u64>` (list),
 //! `THashMap<u64, ()>` (hash) and `TBTreeMap<u64, ()>` (ordered). Same
 //! operation mix and initial contents as the word-arena rows. The
-//! `txmem-direct` rows run lookups outside any transaction (the
-//! collection's committed read of one key) and updates as transactions:
-//! what a program pays whose lookups need no atomicity with other
-//! operations. The check reads the committed keys and compares them (and
+//! `txmem-direct` rows run every operation as a transaction of its own
+//! outside `atomically`: lookups as the collection's committed read of one
+//! key (`load_contains`), updates as single-operation writes (`insert_now`,
+//! `remove_now`; direct for the hash map, a transaction for the others):
+//! what a program pays whose operations need no atomicity with each other. The check reads the committed keys and compares them (and
 //! the collection's own size counter) with the initial size plus the
 //! committed net inserts.
 
@@ -23,12 +24,12 @@ struct Typed<S> {
     sorted: bool,
     w: IntSet,
     options: TxOptions,
-    /// Lookups outside any transaction (the `txmem-direct` rows).
-    direct_reads: bool,
+    /// Operations outside `atomically` (the `txmem-direct` rows).
+    direct: bool,
 }
 
 impl<S: TSet<u64>> Typed<S> {
-    fn new(set: S, ty: &'static str, w: IntSet, options: TxOptions, direct_reads: bool) -> Self {
+    fn new(set: S, ty: &'static str, w: IntSet, options: TxOptions, direct: bool) -> Self {
         // Untimed setup in modest transactions.
         for chunk in w.initial_keys().chunks(64) {
             options.run(|tx| {
@@ -44,7 +45,7 @@ impl<S: TSet<u64>> Typed<S> {
             sorted: w.kind != Kind::Hash,
             w,
             options,
-            direct_reads,
+            direct,
         }
     }
 }
@@ -55,9 +56,13 @@ impl<S: TSet<u64>> Instance for Typed<S> {
         let (op, key) = self.w.draw(rng);
         let k = key as u64;
         let set = &self.set;
-        if self.direct_reads && op == OpKind::Contains {
-            std::hint::black_box(set.load_contains(&k));
-            record(tally, op, false);
+        if self.direct {
+            let changed = match op {
+                OpKind::Contains => set.load_contains(&k),
+                OpKind::Insert => set.insert_now(k),
+                OpKind::Remove => set.remove_now(&k),
+            };
+            record(tally, op, changed);
             return;
         }
         let changed = self.options.run(|tx| match op {
@@ -102,9 +107,9 @@ impl<S: TSet<u64>> Typed<S> {
 
 type MakeFn = fn(&'static str, IntSet, TxOptions, bool) -> Box<dyn Instance>;
 
-/// Adds the typed-collection row named `system` for `w`; with
-/// `direct_reads`, its lookups run outside any transaction.
-pub fn add(plan: &mut Plan, system: System, w: IntSet, options: TxOptions, direct_reads: bool) {
+/// Adds the typed-collection row named `system` for `w`; with `direct`,
+/// its operations run outside `atomically`.
+pub fn add(plan: &mut Plan, system: System, w: IntSet, options: TxOptions, direct: bool) {
     let name = w.name();
     let (ty, make): (&str, MakeFn) = match w.kind {
         Kind::List => ("TListSet<u64>", |ty, w, o, d| {
@@ -118,8 +123,8 @@ pub fn add(plan: &mut Plan, system: System, w: IntSet, options: TxOptions, direc
             Box::new(Typed::new(TBTreeMap::new(), ty, w, o, d))
         }),
     };
-    let reads = if direct_reads {
-        ", lookups outside transactions"
+    let reads = if direct {
+        ", single-operation lookups and updates"
     } else {
         ""
     };
@@ -128,6 +133,6 @@ pub fn add(plan: &mut Plan, system: System, w: IntSet, options: TxOptions, direc
         options.opacity_mode().name()
     );
     plan.case("intset", &name, system, &note, move || {
-        make(ty, w, options, direct_reads)
+        make(ty, w, options, direct)
     });
 }
