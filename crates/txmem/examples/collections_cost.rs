@@ -13,7 +13,10 @@
 //! * `mix`: the `intset` benchmark's mix at 20% updates: a key drawn at
 //!   random from `0..8192`, inserted with probability 10%, removed with
 //!   probability 10%, looked up otherwise (so about half of the inserts and
-//!   removes change the map, and the map stays near 4096 keys).
+//!   removes change the map, and the map stays near 4096 keys);
+//! * `insert-now`, `remove-now`, `mix-now`: `insert`, `remove` and `mix`
+//!   outside any transaction (`insert_now`, `remove_now`, lookups by
+//!   `load_contains`; dashmap's own operations for dashmap).
 //!
 //! Instructions per transaction = `(count(N + K) - count(K)) / N`, which
 //! cancels the fill and the process start-up:
@@ -28,7 +31,7 @@
 //! # (events of the 4000 run - events of the 1000 run) / 3000
 //! ```
 //!
-//! usage: collections_cost <KIND> <get|load|insert|remove|mix> N
+//! usage: collections_cost <KIND> <get|load|insert|remove|mix|insert-now|remove-now|mix-now> N
 //!
 //! `KIND` picks the set and its hasher:
 //! * `hash`: `THashMap` with its default hasher (foldhash);
@@ -80,7 +83,8 @@ fn remove(set: &dyn TSet<u64>, k: u64) -> bool {
 }
 
 const USAGE: &str =
-    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> <get|load|insert|remove|mix> N";
+    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> \
+     <get|load|insert|remove|mix|insert-now|remove-now|mix-now> N";
 
 /// `dashmap`'s set behind the same three operations (no transactions).
 struct Dash<S>(dashmap::DashSet<u64, S>);
@@ -92,6 +96,8 @@ trait Ops {
     fn load_contains(&self, k: u64) -> bool;
     fn insert(&self, k: u64) -> bool;
     fn remove(&self, k: u64) -> bool;
+    fn insert_now(&self, k: u64) -> bool;
+    fn remove_now(&self, k: u64) -> bool;
 }
 
 impl Ops for Box<dyn TSet<u64>> {
@@ -107,6 +113,12 @@ impl Ops for Box<dyn TSet<u64>> {
     fn remove(&self, k: u64) -> bool {
         remove(&**self, k)
     }
+    fn insert_now(&self, k: u64) -> bool {
+        self.as_ref().insert_now(k)
+    }
+    fn remove_now(&self, k: u64) -> bool {
+        self.as_ref().remove_now(&k)
+    }
 }
 
 impl<S: std::hash::BuildHasher + Clone> Ops for Dash<S> {
@@ -121,6 +133,12 @@ impl<S: std::hash::BuildHasher + Clone> Ops for Dash<S> {
     }
     fn remove(&self, k: u64) -> bool {
         self.0.remove(&k).is_some()
+    }
+    fn insert_now(&self, k: u64) -> bool {
+        self.insert(k)
+    }
+    fn remove_now(&self, k: u64) -> bool {
+        self.remove(k)
     }
 }
 
@@ -165,31 +183,39 @@ fn run(map: &impl Ops, kind: &str, op: &str, n: u64) {
                 hits += map.load_contains(std::hint::black_box(i % 8192)) as u64;
             }
         }
-        "insert" => {
+        "insert" | "insert-now" => {
             assert!(n <= 4096, "insert: N <= 4096");
+            let now = op == "insert-now";
             for i in 0..n {
-                hits += map.insert(std::hint::black_box(2 * i + 1)) as u64;
+                let k = std::hint::black_box(2 * i + 1);
+                hits += if now { map.insert_now(k) } else { map.insert(k) } as u64;
             }
             assert_eq!(hits, n);
         }
-        "remove" => {
+        "remove" | "remove-now" => {
             assert!(n <= 4096, "remove: N <= 4096");
+            let now = op == "remove-now";
             for i in 0..n {
-                hits += map.remove(std::hint::black_box(2 * i)) as u64;
+                let k = std::hint::black_box(2 * i);
+                hits += if now { map.remove_now(k) } else { map.remove(k) } as u64;
             }
             assert_eq!(hits, n);
         }
-        "mix" => {
+        "mix" | "mix-now" => {
+            let now = op == "mix-now";
             let mut x = 0x1234_5678_9ABC_DEF1u64;
             for _ in 0..n {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
                 let k = std::hint::black_box((x >> 8) % 8192);
-                hits += match x % 100 {
-                    0..10 => map.insert(k),
-                    10..20 => map.remove(k),
-                    _ => map.contains(k),
+                hits += match (x % 100, now) {
+                    (0..10, false) => map.insert(k),
+                    (10..20, false) => map.remove(k),
+                    (_, false) => map.contains(k),
+                    (0..10, true) => map.insert_now(k),
+                    (10..20, true) => map.remove_now(k),
+                    (_, true) => map.load_contains(k),
                 } as u64;
             }
         }

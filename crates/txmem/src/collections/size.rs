@@ -12,7 +12,8 @@
 //!
 //! * a committing transaction that changes the count but never read it
 //!   takes a **share** of its stripe (any number of committers hold shares
-//!   at once);
+//!   at once); so does a single-operation insert or removal
+//!   ([`try_share`](SizeCounter::try_share), [`install_share`](SizeCounter::install_share));
 //! * installing adds the delta to the stripe's count, bumps the stripe's
 //!   version (to at least the commit version, for TL2 opacity) and drops the
 //!   share;

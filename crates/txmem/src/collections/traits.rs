@@ -14,7 +14,12 @@
 //!   `load_vec`, …;
 //! * `insert` follows `std`: it overwrites and hands back the old value;
 //!   `insert_if_absent` leaves a present key alone; `set` writes without
-//!   reading (a blind write, as [`TBox::set`](crate::TBox::set)).
+//!   reading (a blind write, as [`TBox::set`](crate::TBox::set));
+//! * a write committed as a transaction of its own, outside any
+//!   transaction, is the write's name followed by `_now`: `insert` ↔
+//!   `insert_now`, `remove` ↔ `remove_now` (and
+//!   [`TCounter::add_now`](crate::TCounter::add_now)); `update_now` is the
+//!   read-modify-write of one key.
 
 use std::hash::{BuildHasher, Hash};
 

@@ -125,6 +125,14 @@ pub type DefaultHashBuilder = foldhash::fast::RandomState;
 /// Removal marks the node deleted at commit, unlinks it and frees it through
 /// the epoch scheme once no transaction can still see it.
 ///
+/// Outside any transaction, [`load`](Self::load) reads one key's committed
+/// value, and [`insert_now`](Self::insert_now),
+/// [`insert_if_absent_now`](Self::insert_if_absent_now),
+/// [`remove_now`](Self::remove_now) and [`update_now`](Self::update_now)
+/// commit one key's change as a transaction of its own, without the
+/// transaction machinery (they conflict as the same write in a transaction
+/// would).
+///
 /// ```
 /// use txmem::{atomically, THashMap};
 /// let m = THashMap::new();
