@@ -279,8 +279,8 @@ fn intset_runs_every_structure() {
     for ty in ["TListSet", "THashMap", "TBTreeMap"] {
         assert!(notes.iter().any(|n| n.contains(ty)), "no txmem {ty} row");
     }
-    // Every structure also runs with lookups outside transactions, and
-    // passes the same check.
+    // Every structure also runs with single-operation lookups and updates
+    // (outside transactions), and passes the same check.
     for kind in ["list", "hash", "ordered"] {
         assert!(
             v["results"].as_array().unwrap().iter().any(|r| {
@@ -292,7 +292,7 @@ fn intset_runs_every_structure() {
                     && r["note"]
                         .as_str()
                         .unwrap()
-                        .contains("lookups outside transactions")
+                        .contains("single-operation lookups and updates")
             }),
             "no txmem-direct row for {kind}"
         );

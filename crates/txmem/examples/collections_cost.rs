@@ -188,7 +188,11 @@ fn run(map: &impl Ops, kind: &str, op: &str, n: u64) {
             let now = op == "insert-now";
             for i in 0..n {
                 let k = std::hint::black_box(2 * i + 1);
-                hits += if now { map.insert_now(k) } else { map.insert(k) } as u64;
+                hits += if now {
+                    map.insert_now(k)
+                } else {
+                    map.insert(k)
+                } as u64;
             }
             assert_eq!(hits, n);
         }
@@ -197,7 +201,11 @@ fn run(map: &impl Ops, kind: &str, op: &str, n: u64) {
             let now = op == "remove-now";
             for i in 0..n {
                 let k = std::hint::black_box(2 * i);
-                hits += if now { map.remove_now(k) } else { map.remove(k) } as u64;
+                hits += if now {
+                    map.remove_now(k)
+                } else {
+                    map.remove(k)
+                } as u64;
             }
             assert_eq!(hits, n);
         }

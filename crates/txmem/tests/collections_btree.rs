@@ -9,6 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use txmem::{atomically, try_atomically, TBTreeMap, TxError};
 
@@ -365,6 +366,138 @@ fn btree_grows_under_concurrent_inserts_and_readers() {
         assert_eq!(m.load(&k), Some(k * 10), "key {k}");
     }
     assert_eq!(m.load_keys(), (0..6000).collect::<Vec<_>>());
+}
+
+/// Keys inserted in ascending order land after each leaf's last key, where
+/// an insert appends to the leaf in place instead of copying it. A writer
+/// appends pairs `2i, 2i + 1` (one transaction each), and every third
+/// transaction also appends a key it then abandons (the transaction fails
+/// with a user error, so the placeholder is cleaned up). Readers look up
+/// the next pair to come, give the writer room to append it, and count the
+/// keys: in every attempt (opacity) they see exactly the keys `0..n` with
+/// `n` even, their values, and `n` itself absent.
+#[test]
+fn appends_in_key_order_are_seen_whole_by_readers() {
+    let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(6);
+    let pairs = if cfg!(debug_assertions) {
+        2_000
+    } else {
+        10_000
+    };
+    let done = AtomicBool::new(false);
+    // Read attempts, committed or not: each one checks what it saw.
+    let attempts = AtomicU64::new(0);
+    // Pairs committed so far.
+    let written = AtomicU64::new(0);
+    thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut first = true;
+                while first || !done.load(Ordering::Acquire) {
+                    first = false;
+                    atomically(|tx| {
+                        let attempt = attempts.fetch_add(1, Ordering::Relaxed);
+                        // Most likely absent still: the writer's next pair.
+                        let next = 2 * written.load(Ordering::Acquire);
+                        let a = m.get(tx, &next)?;
+                        let b = m.get(tx, &(next + 1))?;
+                        // Room for the writer's next commit.
+                        thread::yield_now();
+                        let n = m.len(tx)? as u64;
+                        assert_eq!(n % 2, 0, "half of a pair: {n} keys");
+                        assert_eq!(a.is_some(), next < n, "key {next} against {n} keys");
+                        assert_eq!(
+                            b.is_some(),
+                            next + 1 < n,
+                            "key {} against {n} keys",
+                            next + 1
+                        );
+                        if attempt % 64 == 0 {
+                            let all = m.range(tx, ..)?;
+                            assert_eq!(all.len() as u64, n);
+                            for (i, (k, v)) in all.iter().enumerate() {
+                                assert_eq!((*k, *v), (i as u64, *k * 7), "keys not 0..{n}");
+                            }
+                        }
+                        assert_eq!(m.get(tx, &n)?, None, "key {n} present past the end");
+                        Ok(())
+                    });
+                }
+            });
+        }
+        // Until both the pairs and enough read attempts are done (or, if a
+        // reader failed and stopped counting, a time limit: its panic fails
+        // the test when the scope ends).
+        let start = Instant::now();
+        let mut i = 0;
+        while i < pairs
+            || (attempts.load(Ordering::Relaxed) < 2_000
+                && start.elapsed() < Duration::from_secs(20))
+        {
+            let k = 2 * i;
+            if i % 3 == 2 {
+                let abandoned: Result<(), ()> = try_atomically(|tx| {
+                    m.insert(tx, k, k * 7)?;
+                    Err(TxError::User(()))
+                });
+                assert!(abandoned.is_err());
+            }
+            atomically(|tx| {
+                m.insert(tx, k, k * 7)?;
+                m.insert(tx, k + 1, (k + 1) * 7)?;
+                Ok(())
+            });
+            i += 1;
+            written.store(i, Ordering::Release);
+        }
+        done.store(true, Ordering::Release);
+    });
+    let pairs = written.load(Ordering::Relaxed);
+    assert_eq!(m.load_len() as u64, 2 * pairs);
+    assert_eq!(m.load_keys(), (0..2 * pairs).collect::<Vec<_>>());
+}
+
+/// Two writers race to insert the same ascending keys: each insert finds
+/// its key absent at the end of a leaf, and the other writer may append it
+/// first. One writer also abandons an insert of every third key first, so
+/// the removal of its placeholder (a copy of the leaf) races with the
+/// other's appends in place. Every key ends up present once, with the value
+/// of one of them.
+#[test]
+fn racing_appends_of_the_same_keys_insert_each_once() {
+    let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(6);
+    let n = if cfg!(debug_assertions) {
+        5_000
+    } else {
+        50_000
+    };
+    let fresh = AtomicU64::new(0);
+    thread::scope(|s| {
+        for w in 0..2u64 {
+            let (m, fresh) = (&m, &fresh);
+            s.spawn(move || {
+                for k in 0..n {
+                    if w == 1 && k % 3 == 0 {
+                        let abandoned: Result<(), ()> = try_atomically(|tx| {
+                            m.insert(tx, k, 2 * k + w)?;
+                            Err(TxError::User(()))
+                        });
+                        assert!(abandoned.is_err());
+                    }
+                    let new = atomically(|tx| Ok(m.insert(tx, k, 2 * k + w)?.is_none()));
+                    if new {
+                        fresh.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(fresh.load(Ordering::Relaxed), n, "keys inserted as new");
+    assert_eq!(m.load_keys(), (0..n).collect::<Vec<_>>());
+    for k in 0..n {
+        let v = atomically(|tx| m.get(tx, &k)).expect("present");
+        assert!(v == 2 * k || v == 2 * k + 1, "key {k} has {v}");
+    }
 }
 
 #[test]

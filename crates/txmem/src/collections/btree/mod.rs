@@ -18,7 +18,12 @@
 //!
 //! Generic keys cannot be read while another thread writes them (that is a
 //! data race in Rust's memory model, whatever the hardware does), so no
-//! node is ever modified in place:
+//! key or entry a reader may read is ever modified in place. The one change
+//! made in place writes only beyond what readers read: an **append** after
+//! a leaf's last key (a table's new rows arrive in key order) writes the
+//! free slot past the end under the leaf's lock, then publishes the longer
+//! length (release; readers load it with acquire and read only below it)
+//! and a new version, instead of copying the contents.
 //!
 //! * **Leaves** are *handles* that live as long as the map: a version word
 //!   and an `AtomicPtr` to immutable *contents* (up to [`DEFAULT_FANOUT`]
@@ -55,9 +60,13 @@
 //!   contents a lock-free descent read, then locks the leaf's version word
 //!   only if the leaf is still exactly as read (same word, same contents
 //!   pointer), for the two stores that publish; if it changed, the writer
-//!   frees what it built and looks again. So updates of different leaves
-//!   run in parallel, and no thread waits on a writer for longer than two
-//!   stores. **Splits** also hold one map-wide structure lock, which
+//!   frees what it built and looks again. (A placeholder after the last
+//!   key is appended in place instead, under the same lock and check.) So
+//!   updates of different leaves run in parallel, and no thread waits on a
+//!   writer for longer than two stores. A reader that paired the contents
+//!   with an older version may see an appended placeholder: it is
+//!   invisible (inserting), and the version it recorded has moved, as for
+//!   any placeholder placed after its read. **Splits** also hold one map-wide structure lock, which
 //!   serializes the copies of inner nodes and the swaps of the root (so a
 //!   splitter descends through current inner nodes). A split locks the
 //!   left leaf before the new right leaf becomes reachable and keeps it

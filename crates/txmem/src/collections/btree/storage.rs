@@ -3,10 +3,10 @@
 //! the stable leaf handles, and their allocation and epoch retirement.
 //! Every other part of the map reads nodes through these types.
 
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use crossbeam_epoch::Guard;
 
@@ -28,26 +28,33 @@ pub(in crate::collections) struct Entry<K, V> {
 pub(super) type EPtr<K, V> = *const Entry<K, V>;
 
 /// Up to [`CAP`] values stored inline (so that a node's keys are one
-/// allocation with the node): a fixed-capacity vector, filled once when
-/// the immutable contents are built.
+/// allocation with the node): a fixed-capacity vector, filled when the
+/// contents are built, and afterwards only ever extended at its end
+/// ([`push`](Self::push): a leaf's append in place).
+///
+/// The first `len` slots are initialized and never change; readers load
+/// `len` (acquire) and read only those, so a writer appending at `len` under
+/// the leaf's lock touches memory no reader reads until the new length is
+/// published (release).
 pub(super) struct Slots<T> {
-    len: usize,
-    items: [MaybeUninit<T>; CAP],
+    len: AtomicUsize,
+    items: UnsafeCell<[MaybeUninit<T>; CAP]>,
 }
 
 impl<T> Slots<T> {
     /// The values of `iter` (at most [`CAP`]).
     pub(super) fn new(iter: impl IntoIterator<Item = T>) -> Self {
-        let mut s = Slots {
-            len: 0,
-            items: [const { MaybeUninit::uninit() }; CAP],
-        };
+        let mut items = [const { MaybeUninit::uninit() }; CAP];
+        let mut len = 0;
         for v in iter {
-            assert!(s.len < CAP, "txmem: TBTreeMap node overflow");
-            s.items[s.len].write(v);
-            s.len += 1;
+            assert!(len < CAP, "txmem: TBTreeMap node overflow");
+            items[len].write(v);
+            len += 1;
         }
-        s
+        Slots {
+            len: AtomicUsize::new(len),
+            items: UnsafeCell::new(items),
+        }
     }
 
     /// Fills the uninitialized `dst` with clones of `a`, then `mid` (if
@@ -66,7 +73,7 @@ impl<T> Slots<T> {
         // SAFETY: per the contract `dst` is writable; `items` has room for
         // `CAP >= n` values, written once each, and `len` is set last.
         unsafe {
-            let mut p = ptr::addr_of_mut!((*dst).items) as *mut T;
+            let mut p = UnsafeCell::raw_get(ptr::addr_of!((*dst).items)) as *mut T;
             for v in a {
                 p.write(v.clone());
                 p = p.add(1);
@@ -79,32 +86,55 @@ impl<T> Slots<T> {
                 p.write(v.clone());
                 p = p.add(1);
             }
-            ptr::addr_of_mut!((*dst).len).write(n);
+            ptr::addr_of_mut!((*dst).len).write(AtomicUsize::new(n));
         }
     }
 
     #[inline]
     pub(super) fn as_slice(&self) -> &[T] {
-        // SAFETY: the first `len` slots are initialized (`new` writes them
-        // in order and counts them) and never change afterwards.
-        unsafe { std::slice::from_raw_parts(self.items.as_ptr() as *const T, self.len) }
+        let len = self.len.load(Ordering::Acquire);
+        // SAFETY: the first `len` slots are initialized (`new`, `init` and
+        // `push` write a slot before they count it, `push` with a release
+        // store that the acquire load above pairs with) and never change
+        // afterwards. The slice covers only those slots, never the one a
+        // concurrent `push` writes.
+        unsafe { std::slice::from_raw_parts(self.items.get() as *const T, len) }
+    }
+
+    /// Appends `v` after the last value.
+    ///
+    /// # Safety
+    ///
+    /// No other `push` on these slots runs concurrently (the caller holds
+    /// the lock of the leaf that owns them), and there is room
+    /// (`len < CAP`).
+    pub(super) unsafe fn push(&self, v: T) {
+        let len = self.len.load(Ordering::Relaxed);
+        assert!(len < CAP, "txmem: TBTreeMap node overflow");
+        // SAFETY: slot `len` is uninitialized and no reader reads it (they
+        // read below the published length); the caller excludes other
+        // writers. Published by the release store.
+        unsafe { (self.items.get() as *mut T).add(len).write(v) };
+        self.len.store(len + 1, Ordering::Release);
     }
 }
 
 impl<T> Drop for Slots<T> {
     fn drop(&mut self) {
+        let len = *self.len.get_mut();
         // SAFETY: the first `len` slots are initialized and dropped once,
         // here.
         unsafe {
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(
-                self.items.as_mut_ptr() as *mut T,
-                self.len,
+                self.items.get_mut().as_mut_ptr() as *mut T,
+                len,
             ))
         }
     }
 }
 
-/// The immutable contents of a leaf.
+/// The contents of a leaf: immutable but for appends at the end, in place,
+/// under the leaf's lock ([`LeafData::append`]).
 pub(super) struct LeafData<K, V> {
     /// Sorted, distinct keys (`keys[i]` is the key of `entries[i]`).
     pub(super) keys: Slots<K>,
@@ -148,9 +178,29 @@ impl<K, V> LeafData<K, V> {
         self.keys.as_slice()
     }
 
+    /// The entries, at least as many as [`keys`](Self::keys) returned
+    /// before (an append publishes the entry first): index them by a
+    /// position in keys read earlier.
     #[inline]
     pub(super) fn entries(&self) -> &[EPtr<K, V>] {
         self.entries.as_slice()
+    }
+
+    /// Appends `key` and its entry `e` after the last key, in place.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the leaf whose current contents these
+    /// are, `key` sorts after every key here, and there is room.
+    pub(super) unsafe fn append(&self, key: K, e: EPtr<K, V>) {
+        // The entry first: a reader indexes entries by a position it found
+        // in the keys, so the entries must never be fewer than the keys it
+        // saw.
+        // SAFETY: per the contract (the leaf's lock excludes other appends).
+        unsafe {
+            self.entries.push(e);
+            self.keys.push(key);
+        }
     }
 }
 
@@ -249,5 +299,51 @@ pub(super) unsafe fn free_inner<K>(node: *mut InnerData<K>) {
             // the same tree.
             unsafe { free_inner(c as *mut InnerData<K>) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slots shared between an appending and a reading thread, as a leaf
+    /// shares its contents.
+    struct Shared(Slots<Box<usize>>);
+
+    // SAFETY: the test has one pushing thread (the leaf lock's role) and
+    // readers that use only `as_slice`, the protocol `push` documents.
+    unsafe impl Sync for Shared {}
+
+    impl Shared {
+        fn slots(&self) -> &Slots<Box<usize>> {
+            &self.0
+        }
+    }
+
+    /// A reader racing with appends sees a prefix of them, each value
+    /// whole (boxed, so that a slot read before it is written is caught
+    /// by Miri as well as by the comparison).
+    #[test]
+    fn a_reader_sees_a_prefix_of_concurrent_pushes() {
+        let s = Shared(Slots::new((0..2).map(Box::new)));
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for i in 2..CAP {
+                    // SAFETY: the only pushing thread; `i < CAP` leaves room.
+                    unsafe { s.slots().push(Box::new(i)) };
+                }
+            });
+            scope.spawn(|| loop {
+                let seen = s.slots().as_slice();
+                for (i, v) in seen.iter().enumerate() {
+                    assert_eq!(**v, i);
+                }
+                if seen.len() == CAP {
+                    break;
+                }
+                std::thread::yield_now();
+            });
+        });
+        assert_eq!(s.0.as_slice().len(), CAP);
     }
 }

@@ -96,10 +96,11 @@ where
 
     /// Locks the leaf of `pos` if it is still exactly as `pos` read it: the
     /// same version word and the same contents. (A contents pointer is not
-    /// reused while the caller is pinned, so an unchanged pointer means
-    /// unchanged contents; the version alone would not do, as dropping an
-    /// aborted placeholder changes the contents and not the version.) False
-    /// if the leaf changed: the caller reads it again.
+    /// reused while the caller is pinned, and an append in place always
+    /// moves the version, so an unchanged pointer and word mean unchanged
+    /// contents; the version alone would not do, as dropping an aborted
+    /// placeholder changes the contents and not the version.) False if the
+    /// leaf changed: the caller reads it again.
     fn lock_as_read(pos: &LeafPos<K, V>) -> bool {
         // SAFETY: handles live as long as the map.
         let l = unsafe { deref(pos.leaf) };
@@ -157,9 +158,12 @@ where
         // SAFETY: `e` is our fresh entry.
         let key = &unsafe { deref(e) }.key;
         let (dkeys, dentries) = (d.keys(), d.entries());
-        let i = dkeys
-            .binary_search(key)
-            .expect_err("txmem: TBTreeMap placeholder for a present key");
+        // The keys may have grown since `pos` was read (an append in place
+        // of another insert); if the key is among them now, the leaf
+        // changed: look again.
+        let Err(i) = dkeys.binary_search(key) else {
+            return None;
+        };
         if dkeys.len() >= self.fanout {
             let structure = self.structure.lock();
             return self.split_place(&structure, pos, e, i, guard);
@@ -171,6 +175,26 @@ where
         // runtime's snapshot extension), so readers revalidate once, not at
         // every read of the leaf.
         let new = TVersion::next_after(pos.word, crate::clock::now().time());
+        if i == dkeys.len() {
+            // After the last key (sequential keys: a table's new rows):
+            // append in place, without copying the contents.
+            if !Self::lock_as_read(pos) {
+                return None;
+            }
+            // SAFETY: the leaf is locked at the word and contents `pos`
+            // read, so these are its current contents and no other append
+            // runs; `key` sorts after every key (`i` is the end) and the
+            // leaf has room (checked above; `fanout <= CAP`).
+            unsafe { d.append(key.clone(), e) };
+            // SAFETY: handles live as long as the map.
+            unsafe { deref(pos.leaf) }.version.unlock_to(new);
+            return Some(Linked {
+                leaf: pos.leaf,
+                old: pos.word,
+                new,
+                split: None,
+            });
+        }
         let new_data = LeafData::boxed(
             (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
             (&dentries[..i], Some(e), &dentries[i..]),
