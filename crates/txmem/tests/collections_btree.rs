@@ -412,7 +412,7 @@ fn appends_in_key_order_are_seen_whole_by_readers() {
                             "key {} against {n} keys",
                             next + 1
                         );
-                        if attempt % 64 == 0 {
+                        if attempt.is_multiple_of(64) {
                             let all = m.range(tx, ..)?;
                             assert_eq!(all.len() as u64, n);
                             for (i, (k, v)) in all.iter().enumerate() {
@@ -498,6 +498,50 @@ fn racing_appends_of_the_same_keys_insert_each_once() {
         let v = atomically(|tx| m.get(tx, &k)).expect("present");
         assert!(v == 2 * k || v == 2 * k + 1, "key {k} has {v}");
     }
+}
+
+/// Keys that arrive in ascending order fill their leaves: a full leaf
+/// splits just after the new key, not in half. So do several ascending
+/// streams interleaved (TPC-C's orders, one stream per district), each
+/// between the keys of the next; keys in random order still split in half.
+#[test]
+fn ascending_keys_fill_their_leaves() {
+    let fanout = 8;
+    let n = 4_000u64;
+    let leaves = |keys: &[u64]| {
+        let m: TBTreeMap<u64, u64> = TBTreeMap::with_fanout(fanout);
+        for &k in keys {
+            atomically(|tx| m.insert(tx, k, k));
+        }
+        assert_eq!(m.load_len(), keys.len());
+        m.leaf_count()
+    };
+    let full = (n as usize).div_ceil(fanout);
+    let ascending: Vec<u64> = (0..n).collect();
+    assert_eq!(leaves(&ascending), full, "one stream");
+    // Ten streams, each started with a few keys (like a loaded table).
+    let streams: Vec<u64> = (0..n / 10)
+        .flat_map(|j| (0..10).map(move |s| s << 32 | j))
+        .collect();
+    let interleaved = leaves(&streams);
+    assert!(
+        interleaved <= full + 2 * 10,
+        "ten streams: {interleaved} leaves, {full} full"
+    );
+    // Random order: the halving split, about 70% full on average.
+    let mut shuffled = ascending.clone();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..shuffled.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        shuffled.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let random = leaves(&shuffled);
+    assert!(
+        random > full * 5 / 4,
+        "random order: {random} leaves, {full} full"
+    );
 }
 
 #[test]

@@ -80,4 +80,17 @@ where
         // SAFETY: the root is live while pinned.
         unsafe { deref(self.root.load(Ordering::Acquire)) }.level as usize
     }
+
+    /// The number of leaves, for tests and measurements.
+    #[doc(hidden)]
+    pub fn leaf_count(&self) -> usize {
+        let _g = crossbeam_epoch::pin();
+        let (mut leaf, mut n) = (self.first, 0);
+        while !leaf.is_null() {
+            n += 1;
+            // SAFETY: handles live as long as the map; contents while pinned.
+            leaf = unsafe { deref(deref(leaf).data.load(Ordering::Acquire)) }.next;
+        }
+        n
+    }
 }

@@ -219,16 +219,16 @@ where
             (3..=CAP).contains(&fanout),
             "TBTreeMap fanout must be in 3..={CAP}"
         );
-        let leaf = Box::into_raw(Box::new(Leaf {
-            version: TVersion::new(),
-            data: AtomicPtr::new(Box::into_raw(Box::new(LeafData {
+        let leaf = Box::into_raw(Box::new(Leaf::new(
+            TVersion::new(),
+            Box::into_raw(Box::new(LeafData {
                 keys: Slots::new([]),
                 entries: Slots::new([]),
                 high: None,
                 next: ptr::null(),
-            }))),
-            low: None,
-        }));
+            })),
+            None,
+        )));
         let root = Box::into_raw(Box::new(InnerData {
             level: 1,
             keys: Slots::new([]),

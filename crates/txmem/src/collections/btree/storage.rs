@@ -6,7 +6,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 
 use crossbeam_epoch::Guard;
 
@@ -210,6 +210,40 @@ pub(super) struct Leaf<K, V> {
     pub(super) version: TVersion,
     pub(super) data: AtomicPtr<LeafData<K, V>>,
     pub(super) low: Option<K>,
+    /// Where the last placement into this leaf went (its index among the
+    /// keys; [`NO_PLACE`]: none yet). A hint, written after placements and
+    /// read by splits, under the leaf's lock or not: a stale value only
+    /// moves a split point.
+    pub(super) last_place: AtomicU32,
+}
+
+/// [`Leaf::last_place`] of a leaf nothing was placed into yet.
+pub(super) const NO_PLACE: u32 = u32::MAX;
+
+impl<K, V> Leaf<K, V> {
+    /// A leaf handle over `data`, covering keys from `low`, at `version`.
+    pub(super) fn new(version: TVersion, data: *mut LeafData<K, V>, low: Option<K>) -> Self {
+        Leaf {
+            version,
+            data: AtomicPtr::new(data),
+            low,
+            last_place: AtomicU32::new(NO_PLACE),
+        }
+    }
+
+    /// Notes that a placement went to index `i` of the keys.
+    #[inline]
+    pub(super) fn placed_at(&self, i: usize) {
+        self.last_place.store(i as u32, Ordering::Relaxed);
+    }
+
+    /// True if the last placement went just before index `i`: keys arrive
+    /// here in ascending order.
+    #[inline]
+    pub(super) fn follows_last_place(&self, i: usize) -> bool {
+        let last = self.last_place.load(Ordering::Relaxed);
+        last != NO_PLACE && last as usize + 1 == i
+    }
 }
 
 /// An inner node: immutable once published (a change copies the path from
