@@ -26,7 +26,7 @@
 //! and a new version, instead of copying the contents.
 //!
 //! * **Leaves** are *handles* that live as long as the map: a version word
-//!   and an `AtomicPtr` to immutable *contents* (up to [`DEFAULT_FANOUT`]
+//!   and an `AtomicPtr` to *contents*, immutable but for appends (up to [`DEFAULT_FANOUT`]
 //!   sorted keys and entry pointers in inline arrays, a **high key** — the
 //!   exclusive upper end of the leaf's interval, none on the right edge —
 //!   and a **right link** to the next leaf). A change builds new contents
@@ -71,8 +71,13 @@
 //!   splitter descends through current inner nodes). A split locks the
 //!   left leaf before the new right leaf becomes reachable and keeps it
 //!   locked until the left leaf's new contents are published, so no reader
-//!   can see the moved keys in both leaves. Lock order: structure lock,
-//!   then a leaf; a leaf's lock is never held while waiting.
+//!   can see the moved keys in both leaves. A split halves the leaf,
+//!   unless keys reach it in ascending order (its last placement went just
+//!   before the new key, in the upper half): then it splits just after the
+//!   new key, so the stream goes on at the end of the left leaf, by
+//!   appends, and leaves fill instead of staying half empty. Lock order:
+//!   structure lock, then a leaf; a leaf's lock is never held while
+//!   waiting.
 //! * **Leaf versions.** Placing a placeholder (with or without a split)
 //!   bumps the leaf version to a fresh value that follows the commit clock
 //!   (a new right leaf starts at the left leaf's new version); unlinking a
