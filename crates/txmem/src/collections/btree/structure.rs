@@ -234,8 +234,8 @@ where
     }
 
     /// [`place`](Self::place) into a full leaf, at index `i` of its keys:
-    /// the lower half stays, the upper half moves to a new leaf on the
-    /// right. The caller holds the structure lock, so no other split runs
+    /// the keys below the [`split_point`](Self::split_point) stay, the rest
+    /// move to a new leaf on the right. The caller holds the structure lock, so no other split runs
     /// and the inner nodes are current.
     fn split_place(
         &self,
