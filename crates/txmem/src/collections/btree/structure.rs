@@ -175,35 +175,29 @@ where
         // runtime's snapshot extension), so readers revalidate once, not at
         // every read of the leaf.
         let new = TVersion::next_after(pos.word, crate::clock::now().time());
-        if i == dkeys.len() {
+        let placed = if i == dkeys.len() {
             // After the last key (sequential keys: a table's new rows):
             // append in place, without copying the contents.
-            if !Self::lock_as_read(pos) {
-                return None;
+            Self::lock_as_read(pos) && {
+                // SAFETY: the leaf is locked at the word and contents `pos`
+                // read, so these are its current contents and no other
+                // append runs; `key` sorts after every key (`i` is the end)
+                // and the leaf has room (checked above; `fanout <= CAP`).
+                unsafe { d.append(key.clone(), e) };
+                // SAFETY: handles live as long as the map.
+                unsafe { deref(pos.leaf) }.version.unlock_to(new);
+                true
             }
-            // SAFETY: the leaf is locked at the word and contents `pos`
-            // read, so these are its current contents and no other append
-            // runs; `key` sorts after every key (`i` is the end) and the
-            // leaf has room (checked above; `fanout <= CAP`).
-            unsafe { d.append(key.clone(), e) };
-            // SAFETY: handles live as long as the map.
-            let l = unsafe { deref(pos.leaf) };
-            l.placed_at(i);
-            l.version.unlock_to(new);
-            return Some(Linked {
-                leaf: pos.leaf,
-                old: pos.word,
-                new,
-                split: None,
-            });
-        }
-        let new_data = LeafData::boxed(
-            (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
-            (&dentries[..i], Some(e), &dentries[i..]),
-            d.high.clone(),
-            d.next,
-        );
-        if !Self::try_replace(pos, new_data, new, guard) {
+        } else {
+            let new_data = LeafData::boxed(
+                (&dkeys[..i], Some(key.clone()), &dkeys[i..]),
+                (&dentries[..i], Some(e), &dentries[i..]),
+                d.high.clone(),
+                d.next,
+            );
+            Self::try_replace(pos, new_data, new, guard)
+        };
+        if !placed {
             return None;
         }
         // SAFETY: handles live as long as the map.
