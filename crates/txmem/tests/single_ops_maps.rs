@@ -4,8 +4,9 @@
 //! transactions — no lost updates, the size counter agreeing with the keys
 //! in every snapshot, opaque readers never seeing a state that did not
 //! exist, blocked `retry`ers woken, irrevocable transactions run alone.
-//! `THashMap` commits them directly; the others run the traits'
-//! transactions, checked here by the same model.
+//! `THashMap` and `TBTreeMap` commit them directly (each check runs on
+//! both); `TListSet` runs the traits' transactions, checked by the same
+//! model.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -148,6 +149,79 @@ fn single_operation_inserts_grow_the_table() {
     }
 }
 
+/// Single-operation inserts in a scattered order and in ascending order
+/// (appends), enough to split leaves many times, with removals of every
+/// third key: every key is found with its value afterwards, in order.
+#[test]
+fn single_operation_inserts_split_the_leaves() {
+    let m: TBTreeMap<u64, String> = TBTreeMap::new();
+    let n = 20_000u64;
+    // A permutation of 0..n (7919 is prime to n), then n..2n in order.
+    let scattered = (0..n).map(|i| i * 7919 % n);
+    for k in scattered.chain(n..2 * n) {
+        assert_eq!(m.insert_now(k, k.to_string()), None);
+    }
+    for k in (0..2 * n).step_by(3) {
+        assert_eq!(m.remove_now(&k), Some(k.to_string()));
+    }
+    assert!(m.depth() >= 2, "the leaves did not split");
+    let left: Vec<u64> = (0..2 * n).filter(|k| k % 3 != 0).collect();
+    assert_eq!(m.load_len(), left.len());
+    assert_eq!(m.load_keys(), left);
+    for k in 0..2 * n {
+        let want = (k % 3 != 0).then(|| k.to_string());
+        assert_eq!(m.load(&k), want);
+        assert_eq!(atomically(|tx| m.get(tx, &k)), want);
+    }
+}
+
+/// Two threads insert the same keys with `insert_if_absent_now`, in
+/// opposite orders, then removes them all: in every round each key is
+/// inserted by exactly one thread, and the size stays exact.
+#[test]
+fn racing_single_operation_inserts_of_one_key_insert_it_once() {
+    fn check<M: TMap<u32, u32> + Default>() {
+        let m = M::default();
+        let keys = 500u32;
+        for round in 0..4u32 {
+            let wins: Vec<u32> = thread::scope(|s| {
+                let hs: Vec<_> = (0..2u32)
+                    .map(|t| {
+                        let m = &m;
+                        s.spawn(move || {
+                            let mut won = 0;
+                            for i in 0..keys {
+                                let k = if t == 0 { i } else { keys - 1 - i };
+                                won += u32::from(m.insert_if_absent_now(k, t + round));
+                            }
+                            won
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(wins.iter().sum::<u32>(), keys, "round {round}: {wins:?}");
+            assert_eq!(m.load_len(), keys as usize);
+            for k in 0..keys {
+                assert!(m.remove_now(&k).is_some(), "round {round}: key {k} missing");
+            }
+            assert_eq!(m.load_len(), 0);
+        }
+    }
+    check::<THashMap<u32, u32>>();
+    check::<TBTreeMap<u32, u32>>();
+}
+
+#[test]
+#[should_panic(expected = "single-operation writes")]
+fn single_operation_btree_writes_panic_inside_a_transaction() {
+    let m: TBTreeMap<u32, u32> = TBTreeMap::new();
+    atomically(|tx| {
+        m.remove_now(&1);
+        m.get(tx, &1)
+    });
+}
+
 #[test]
 #[should_panic(expected = "single-operation writes")]
 fn single_operation_map_writes_panic_inside_a_transaction() {
@@ -163,6 +237,11 @@ fn single_operation_map_writes_panic_inside_a_transaction() {
 /// of its own: no increment is lost.
 #[test]
 fn increments_through_update_now_and_transactions_are_never_lost() {
+    increments_are_never_lost::<THashMap<u64, u64>>();
+    increments_are_never_lost::<TBTreeMap<u64, u64>>();
+}
+
+fn increments_are_never_lost<M: TMap<u64, u64> + Default>() {
     for mode in MODES {
         let opts = TxOptions::new().opacity(mode);
         let n = if cfg!(debug_assertions) {
@@ -171,7 +250,7 @@ fn increments_through_update_now_and_transactions_are_never_lost() {
             30_000
         };
         let keys = 4u64;
-        let m: THashMap<u64, u64> = THashMap::new();
+        let m = M::default();
         thread::scope(|s| {
             for t in 0..2 {
                 let m = &m;
@@ -193,7 +272,7 @@ fn increments_through_update_now_and_transactions_are_never_lost() {
             s.spawn(|| {
                 for i in 0..n {
                     if i % 2 == 0 {
-                        m.insert_now(100, i);
+                        m.insert_now(100, i as u64);
                     } else {
                         assert!(m.remove_now(&100).is_some(), "{mode:?}: key 100 vanished");
                     }
@@ -214,11 +293,19 @@ fn increments_through_update_now_and_transactions_are_never_lost() {
 /// (writer `w` inserts `w, w+W, ...` in order, then removes them in order).
 #[test]
 fn readers_see_single_operation_writes_whole_and_in_order() {
+    readers_see_writes_whole::<THashMap<u64, u64>>();
+    readers_see_writes_whole::<TBTreeMap<u64, u64>>();
+}
+
+fn readers_see_writes_whole<M: TMap<u64, u64> + Default>() {
     const WRITERS: u64 = 2;
     for mode in MODES {
         let opts = TxOptions::new().opacity(mode);
         let per = if cfg!(debug_assertions) { 300 } else { 3_000 };
-        let m: THashMap<u64, u64> = THashMap::new();
+        let m = M::default();
+        // The writers start once the reader has read once, so that reads
+        // overlap the writes however the threads are scheduled.
+        let reading = AtomicBool::new(false);
         let done = AtomicBool::new(false);
         let bad_attempts = AtomicU64::new(0);
         let reads = AtomicU64::new(0);
@@ -226,7 +313,11 @@ fn readers_see_single_operation_writes_whole_and_in_order() {
             let writers: Vec<_> = (0..WRITERS)
                 .map(|w| {
                     let m = &m;
+                    let reading = &reading;
                     s.spawn(move || {
+                        while !reading.load(Ordering::Acquire) {
+                            thread::yield_now();
+                        }
                         for round in 0..3u64 {
                             for i in 0..per {
                                 assert_eq!(m.insert_now(w + i * WRITERS, round), None);
@@ -271,6 +362,7 @@ fn readers_see_single_operation_writes_whole_and_in_order() {
                         entries.len()
                     );
                     reads.fetch_add(1, Ordering::Relaxed);
+                    reading.store(true, Ordering::Release);
                 }
             });
             for w in writers {
@@ -319,8 +411,13 @@ fn woken<M: Send + Sync + 'static>(
 
 #[test]
 fn an_insert_now_wakes_a_transaction_blocked_in_retry() {
+    insert_now_wakes(THashMap::new());
+    insert_now_wakes(TBTreeMap::new());
+}
+
+fn insert_now_wakes<M: TMap<u32, &'static str> + 'static>(m: M) {
     woken(
-        THashMap::<u32, &str>::new(),
+        m,
         |m| {
             let v = atomically(|tx| match m.get(tx, &7)? {
                 Some(v) => Ok(v),
@@ -336,7 +433,11 @@ fn an_insert_now_wakes_a_transaction_blocked_in_retry() {
 
 #[test]
 fn a_remove_now_wakes_a_transaction_blocked_in_retry() {
-    let m: THashMap<u32, u32> = THashMap::new();
+    remove_now_wakes(THashMap::new());
+    remove_now_wakes(TBTreeMap::new());
+}
+
+fn remove_now_wakes<M: TMap<u32, u32> + 'static>(m: M) {
     m.insert_now(1, 1);
     woken(
         m,
@@ -356,7 +457,11 @@ fn a_remove_now_wakes_a_transaction_blocked_in_retry() {
 /// commits: it reads the keys, waits, and finds them unchanged.
 #[test]
 fn single_operation_map_writes_wait_for_an_irrevocable_transaction() {
-    let m: THashMap<u32, u32> = THashMap::new();
+    writes_wait_for_irrevocable(THashMap::new());
+    writes_wait_for_irrevocable(TBTreeMap::new());
+}
+
+fn writes_wait_for_irrevocable<M: TMap<u32, u32>>(m: M) {
     m.insert_now(1, 0);
     let started = AtomicBool::new(false);
     thread::scope(|s| {

@@ -95,9 +95,10 @@ pub trait TMap<K, V>: Send + Sync {
     fn load_len(&self) -> usize;
 
     /// Inserts `key → value` as a transaction of its own, returning the old
-    /// value if `key` was present. [`THashMap`] commits it directly
-    /// ([`THashMap::insert_now`]); by default it runs [`insert`](Self::insert)
-    /// in [`atomically`]. Panics inside a transaction.
+    /// value if `key` was present. [`THashMap`] and [`TBTreeMap`] commit it
+    /// directly ([`THashMap::insert_now`], [`TBTreeMap::insert_now`]); by
+    /// default it runs [`insert`](Self::insert) in [`atomically`]. Panics
+    /// inside a transaction.
     fn insert_now(&self, key: K, value: V) -> Option<V>
     where
         K: Clone,
@@ -204,8 +205,8 @@ pub trait TSet<T>: Send + Sync {
     fn load_len(&self) -> usize;
 
     /// Inserts `x` if no equal element is present, as a transaction of its
-    /// own; returns whether it did. A set of [`THashMap`] commits it
-    /// directly; by default it runs [`insert`](Self::insert) in
+    /// own; returns whether it did. A set of [`THashMap`] or [`TBTreeMap`]
+    /// commits it directly; by default it runs [`insert`](Self::insert) in
     /// [`atomically`]. Panics inside a transaction.
     fn insert_now(&self, x: T) -> bool
     where
@@ -312,7 +313,7 @@ macro_rules! map_traits {
     };
 }
 
-// The hash map has direct single-operation writes; the others run the
+// The maps have direct single-operation writes; the list set runs the
 // traits' transactions.
 map_traits!(
     [K, V, S] [K, S] THashMap<K, V, S>, THashMap<K, (), S>,
@@ -345,7 +346,28 @@ map_traits!(
 
 map_traits!(
     [K, V] [K] TBTreeMap<K, V>, TBTreeMap<K, ()>,
-    map_extra {} set_extra {}
+    map_extra {
+        fn insert_now(&self, key: K, value: V) -> Option<V> {
+            TBTreeMap::insert_now(self, key, value)
+        }
+        fn insert_if_absent_now(&self, key: K, value: V) -> bool {
+            TBTreeMap::insert_if_absent_now(self, key, value)
+        }
+        fn remove_now(&self, key: &K) -> Option<V> {
+            TBTreeMap::remove_now(self, key)
+        }
+        fn update_now(&self, key: K, f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V> {
+            TBTreeMap::update_now(self, key, f)
+        }
+    }
+    set_extra {
+        fn insert_now(&self, x: K) -> bool {
+            TBTreeMap::insert_if_absent_now(self, x, ())
+        }
+        fn remove_now(&self, x: &K) -> bool {
+            TBTreeMap::remove_now(self, x).is_some()
+        }
+    }
     where K: Ord + Clone + Send + Sync + 'static,
 );
 

@@ -110,6 +110,7 @@
 mod committed;
 mod object;
 mod scan;
+mod single;
 mod storage;
 mod structure;
 

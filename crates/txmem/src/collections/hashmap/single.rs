@@ -32,7 +32,10 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::clock;
-use crate::collections::node::{NodeCollection, DELETED, INSERTING};
+use crate::collections::node::single::{
+    overwrite_node_now, remove_node_now, wake_after_single, Change, KeyArg,
+};
+use crate::collections::node::{DELETED, INSERTING};
 use crate::collections::struct_wait;
 use crate::tx::{assert_outside_transaction, commit_version};
 use crate::types::cell::ValueCell;
@@ -42,44 +45,6 @@ use crate::wait;
 use super::probe::Probe;
 use super::table::{Node, Table};
 use super::THashMap;
-
-/// The key of a single-operation write: owned by an operation that may
-/// insert it (the new node takes it), borrowed by one that never does.
-enum KeyArg<'a, K, Q: ?Sized> {
-    Owned(Option<K>),
-    Borrowed(&'a Q),
-}
-
-impl<K: Borrow<Q>, Q: ?Sized> KeyArg<'_, K, Q> {
-    fn get(&self) -> &Q {
-        match self {
-            KeyArg::Owned(k) => k
-                .as_ref()
-                .expect("the key is back between attempts")
-                .borrow(),
-            KeyArg::Borrowed(q) => q,
-        }
-    }
-
-    /// The owned key, for a new node (handed back if linking fails).
-    fn take(&mut self) -> K {
-        match self {
-            KeyArg::Owned(k) => k.take().expect("taken once per attempt"),
-            KeyArg::Borrowed(_) => unreachable!("only operations that own their key insert"),
-        }
-    }
-}
-
-/// What a single-operation write does to its key, decided from the
-/// committed value.
-pub(super) enum Change<P> {
-    /// Nothing (the operation only read the key).
-    Keep,
-    /// Store the value built from `P` (inserting the key if absent).
-    Put(P),
-    /// Remove the key (nothing if absent).
-    Remove,
-}
 
 impl<K, V, S> THashMap<K, V, S>
 where
@@ -257,15 +222,17 @@ where
                     struct_wait(&mut spins);
                     continue;
                 }
-                (Some(n), Change::Put(v)) => self.overwrite_now(n, seen, v, &mut make, want_old),
-                (Some(n), Change::Remove) => self.remove_node_now(n, seen, want_old, &guard),
+                (Some(n), Change::Put(v)) => {
+                    overwrite_node_now(self, n, seen, || make(v), want_old)
+                }
+                (Some(n), Change::Remove) => remove_node_now(self, n, seen, want_old, &guard),
                 (None, Change::Put(v)) => {
                     // SAFETY: `p.table` came from `probe` under the pin.
                     let table = unsafe { &*p.table };
                     match self.link_now(table, &p, h, key.take(), || make(v)) {
                         Ok(()) => return None,
                         Err(k) => {
-                            key = KeyArg::Owned(Some(k));
+                            key.give_back(k);
                             None
                         }
                     }
@@ -276,68 +243,6 @@ where
                 None => struct_wait(&mut spins),
             }
         }
-    }
-
-    /// Stores `make(v)` into the committed node `n` if its state is still
-    /// `seen`: `Some(old value if wanted)`, or `None` to start over.
-    fn overwrite_now<P>(
-        &self,
-        n: &Node<K, V>,
-        seen: u64,
-        v: P,
-        make: impl FnOnce(P) -> V,
-        want_old: bool,
-    ) -> Option<Option<V>> {
-        if !n.state.try_lock_at(seen) {
-            return None;
-        }
-        let Some(cv) = commit_version() else {
-            n.state.unlock_unchanged(seen);
-            clock::wait_irrevocable_open();
-            return None;
-        };
-        // Read after locking (see `wait`), as a commit does.
-        let wake = wait::waiters_present();
-        // The lock is held: the committed value cannot change.
-        let old = want_old.then(|| n.value.with(V::clone));
-        let guard = std::cell::OnceCell::new();
-        n.value
-            .store(make(v), || guard.get_or_init(crossbeam_epoch::pin));
-        n.state.unlock_to(TVersion::next_after(seen, cv));
-        self.wake_after_single(wake);
-        Some(old)
-    }
-
-    /// Removes the committed node `n` if its state is still `seen`, as a
-    /// transaction's removal commits (marked deleted, unlinked, the count
-    /// decreased): `Some(old value if wanted)`, or `None` to start over.
-    fn remove_node_now(
-        &self,
-        n: &Node<K, V>,
-        seen: u64,
-        want_old: bool,
-        guard: &crossbeam_epoch::Guard,
-    ) -> Option<Option<V>> {
-        if !n.state.try_lock_at(seen) {
-            return None;
-        }
-        if !self.size.try_share() {
-            n.state.unlock_unchanged(seen);
-            return None;
-        }
-        let Some(cv) = commit_version() else {
-            self.size.drop_share();
-            n.state.unlock_unchanged(seen);
-            clock::wait_irrevocable_open();
-            return None;
-        };
-        let wake = wait::waiters_present();
-        let old = want_old.then(|| n.value.with(V::clone));
-        n.state.unlock_to(TVersion::next_after(seen, cv) | DELETED);
-        self.size.install_share(-1, cv);
-        self.unlink(n, Some(cv), guard);
-        self.wake_after_single(wake);
-        Some(old)
     }
 
     /// Links a new committed node for `key` holding `value()` at the head of
@@ -381,19 +286,10 @@ where
         b.head.store(node, Ordering::Release);
         b.version.unlock_to(TVersion::next_after(p.word, cv));
         self.size.install_share(1, cv);
-        self.wake_after_single(wake);
+        wake_after_single(self, wake);
         if Self::samples_load(h, p.walked) && self.over_loaded_now(table) {
             self.grow(table);
         }
         Ok(())
-    }
-
-    /// Wakes the transactions blocked in `retry` on this map, if
-    /// `wait::waiters_present` said after locking that there were any.
-    #[inline]
-    fn wake_after_single(&self, wake: bool) {
-        if wake {
-            wait::wake_readers_of(std::iter::once(self as *const Self as usize));
-        }
     }
 }

@@ -17,7 +17,9 @@
 //! the cleanup of abandoned placeholders, the bookkeeping of an insert or a
 //! remove in the transaction, and epoch retirement. [`MapNodes`]
 //! (`map.rs`) adds the nodes' values for the maps: reads, blind writes and
-//! upserts. [`GapChain`] (`gaps.rs`) adds the gap versions of a sorted
+//! upserts; `single.rs` holds what the maps' single-operation writes
+//! (`insert_now`, `remove_now`, …) do to a committed node. [`GapChain`]
+//! (`gaps.rs`) adds the gap versions of a sorted
 //! chain (the sorted lists): searching, scanning, and linking and unlinking
 //! under per-gap locks.
 //!
@@ -43,6 +45,7 @@ use super::size::SizeCounter;
 
 pub(super) mod gaps;
 pub(super) mod map;
+pub(super) mod single;
 
 /// Node state flag: placeholder of an uncommitted insert.
 pub(super) const INSERTING: u64 = 0b010;
