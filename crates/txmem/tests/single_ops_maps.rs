@@ -272,7 +272,7 @@ fn increments_are_never_lost<M: TMap<u64, u64> + Default>() {
             s.spawn(|| {
                 for i in 0..n {
                     if i % 2 == 0 {
-                        m.insert_now(100, i as u64);
+                        m.insert_now(100, i);
                     } else {
                         assert!(m.remove_now(&100).is_some(), "{mode:?}: key 100 vanished");
                     }

@@ -107,6 +107,7 @@
 //! An entry's state is keyed by its address, a leaf's version by
 //! `leaf address | 1`, the size counter by 2.
 
+mod blocks;
 mod committed;
 mod object;
 mod scan;

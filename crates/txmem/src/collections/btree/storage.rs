@@ -13,6 +13,8 @@ use crossbeam_epoch::Guard;
 use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
+use super::blocks;
+
 /// The most keys a leaf holds and the most children an inner node has
 /// (node contents are fixed-size arrays of this many slots).
 pub const DEFAULT_FANOUT: usize = 32;
@@ -158,17 +160,16 @@ impl<K: Clone, V> LeafData<K, V> {
         high: Option<K>,
         next: *const Leaf<K, V>,
     ) -> *mut Self {
-        let mut b = Box::<Self>::new_uninit();
-        let p = b.as_mut_ptr();
-        // SAFETY: `p` is a fresh allocation for a `LeafData`; every field is
-        // written exactly once before `assume_init`.
+        let p = blocks::alloc::<Self>();
+        // SAFETY: `p` is a fresh block for a `LeafData` (`Box`'s layout, so
+        // it may be freed as a `Box`); every field is written exactly once.
         unsafe {
             Slots::init(ptr::addr_of_mut!((*p).keys), ka, km, kb);
             Slots::init(ptr::addr_of_mut!((*p).entries), ea, em, eb);
             ptr::addr_of_mut!((*p).high).write(high);
             ptr::addr_of_mut!((*p).next).write(next);
-            Box::into_raw(b.assume_init())
         }
+        p
     }
 }
 
@@ -263,20 +264,23 @@ thread_local! {
 }
 
 /// Defers dropping the boxed contents `p` (replaced, unreachable for new
-/// readers) until no pinned thread can hold them. Every insert retires a
+/// readers) until no pinned thread can hold them; the block then goes to
+/// the collecting thread's [`blocks`] cache. Every insert retires a
 /// leaf's contents, faster than the epoch collector's background pace (a
 /// few bags per hundred pins), so every 64 retirements the thread hands its
 /// bag over and collects (`Guard::flush`).
 ///
 /// # Safety
 ///
-/// `p` came from `Box::into_raw`, is no longer reachable from the map, and
-/// is retired once. `T` may be dropped on another thread (`T: Send` in
-/// effect: contents hold keys and entry pointers of a `Send` map).
+/// `p` came from `Box::into_raw` or [`blocks::alloc`], is no longer
+/// reachable from the map, and is retired once. `T` may be dropped on
+/// another thread (`T: Send` in effect: contents hold keys and entry
+/// pointers of a `Send` map).
 pub(super) unsafe fn retire_box<T>(guard: &Guard, p: *mut T) {
     let addr = p as usize;
-    // SAFETY: per the contract; pinned readers may still hold `p`.
-    unsafe { guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut T))) }
+    // SAFETY: per the contract; pinned readers may still hold `p`. A
+    // `Box<T>`'s block has `T`'s layout, as `blocks::free` requires.
+    unsafe { guard.defer_unchecked(move || blocks::free(addr as *mut T)) }
     let n = RETIRED.with(|r| {
         let n = r.get() + 1;
         r.set(n % 64);

@@ -15,6 +15,7 @@ use crate::error::TxResult;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 
+use super::blocks;
 use super::storage::{deref, retire_box, EPtr, InnerData, Leaf, LeafData, LeafPos, Linked, Slots};
 use super::TBTreeMap;
 
@@ -126,8 +127,9 @@ where
         guard: &Guard,
     ) -> bool {
         if !Self::lock_as_read(pos) {
-            // SAFETY: built by the caller and never published.
-            drop(unsafe { Box::from_raw(new_data) });
+            // SAFETY: built by the caller (`LeafData::boxed`) and never
+            // published.
+            unsafe { blocks::free(new_data) };
             return false;
         }
         // SAFETY: handles live as long as the map.

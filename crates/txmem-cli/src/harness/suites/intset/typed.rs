@@ -4,8 +4,9 @@
 //! `txmem-direct` rows run every operation as a transaction of its own
 //! outside `atomically`: lookups as the collection's committed read of one
 //! key (`load_contains`), updates as single-operation writes (`insert_now`,
-//! `remove_now`; direct for the hash map, a transaction for the others):
-//! what a program pays whose operations need no atomicity with each other. The check reads the committed keys and compares them (and
+//! `remove_now`; direct for the maps, a transaction for the list): what a
+//! program pays whose operations need no atomicity with each other. The
+//! check reads the committed keys and compares them (and
 //! the collection's own size counter) with the initial size plus the
 //! committed net inserts.
 
