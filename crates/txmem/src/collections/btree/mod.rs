@@ -100,7 +100,14 @@
 //!   freed only when the map is dropped; entries and replaced contents and
 //!   inner nodes are freed through the epoch (the thread that retires them
 //!   flushes its epoch bag every 64 retirements, so that garbage does not
-//!   outrun the collector during insert-heavy phases).
+//!   outrun the collector during insert-heavy phases). Freed contents go
+//!   to a per-thread cache of blocks (`blocks.rs`) that the next copies
+//!   reuse.
+//! * **Single-operation writes** (`insert_now`, `remove_now`, …) run the
+//!   commit of a one-key transaction directly (`single.rs`): an absent
+//!   key's entry is placed as a placeholder would be, but with its state
+//!   locked, and published past a commit version drawn once it is in its
+//!   leaf; a present key is overwritten or removed at the state read.
 
 //! # Item keys
 //!
