@@ -41,7 +41,10 @@
 //! * `btree`: `TBTreeMap`;
 //! * `dashmap`, `dashmap-foldhash`: the same operations on a
 //!   `dashmap::DashSet<u64>` with its default hasher or with foldhash, the
-//!   peer the `intset` benchmark sets beside `THashMap`.
+//!   peer the `intset` benchmark sets beside `THashMap`;
+//! * `rwlock-btreeset`: the same operations on a
+//!   `std::sync::RwLock<BTreeSet<u64>>` (a read lock for lookups), the
+//!   `rwlock-std` peer the `intset` benchmark sets beside `TBTreeMap`.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -83,11 +86,35 @@ fn remove(set: &dyn TSet<u64>, k: u64) -> bool {
 }
 
 const USAGE: &str =
-    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash> \
+    "usage: collections_cost <hash|hash-sip|hash-fast|btree|dashmap|dashmap-foldhash|rwlock-btreeset> \
      <get|load|insert|remove|mix|insert-now|remove-now|mix-now> N";
 
 /// `dashmap`'s set behind the same three operations (no transactions).
 struct Dash<S>(dashmap::DashSet<u64, S>);
+
+/// A lock-based ordered set behind the same operations (no transactions).
+struct LockedBTree(std::sync::RwLock<std::collections::BTreeSet<u64>>);
+
+impl Ops for LockedBTree {
+    fn contains(&self, k: u64) -> bool {
+        self.0.read().unwrap().contains(&k)
+    }
+    fn load_contains(&self, k: u64) -> bool {
+        self.contains(k)
+    }
+    fn insert(&self, k: u64) -> bool {
+        self.0.write().unwrap().insert(k)
+    }
+    fn remove(&self, k: u64) -> bool {
+        self.0.write().unwrap().remove(&k)
+    }
+    fn insert_now(&self, k: u64) -> bool {
+        self.insert(k)
+    }
+    fn remove_now(&self, k: u64) -> bool {
+        self.remove(k)
+    }
+}
 
 /// The operations the example measures, on a transactional set or on
 /// `dashmap`.
@@ -153,6 +180,10 @@ fn main() {
         "dashmap-foldhash" => {
             let set = dashmap::DashSet::with_hasher(txmem::DefaultHashBuilder::default());
             return run(&Dash(set), kind, op, n);
+        }
+        "rwlock-btreeset" => {
+            let set = std::sync::RwLock::new(std::collections::BTreeSet::new());
+            return run(&LockedBTree(set), kind, op, n);
         }
         "hash" => Box::new(THashMap::<u64, ()>::new()),
         "hash-sip" => Box::new(THashMap::<u64, (), _>::with_hasher(
