@@ -223,12 +223,12 @@ pub trait TSet<T>: Send + Sync {
 }
 
 /// Implements [`TMap`] (and [`TSet`] for `()` values) for a map type by its
-/// inherent methods of the same names; `$map` is the map type with `K`
+/// inherent methods of the same names (the `_now` writes included: both
+/// maps commit them directly); `$map` is the map type with `K`
 /// and `V`, `$set` the same with `()` for `V`.
 macro_rules! map_traits {
     (
         [$($g:tt)*] [$($set_g:tt)*] $map:ty, $set:ty,
-        map_extra { $($map_extra:tt)* } set_extra { $($set_extra:tt)* }
         where $($bound:tt)*
     ) => {
         impl<$($g)*> TMap<K, V> for $map
@@ -279,7 +279,18 @@ macro_rules! map_traits {
             fn load_len(&self) -> usize {
                 <$map>::load_len(self)
             }
-            $($map_extra)*
+            fn insert_now(&self, key: K, value: V) -> Option<V> {
+                <$map>::insert_now(self, key, value)
+            }
+            fn insert_if_absent_now(&self, key: K, value: V) -> bool {
+                <$map>::insert_if_absent_now(self, key, value)
+            }
+            fn remove_now(&self, key: &K) -> Option<V> {
+                <$map>::remove_now(self, key)
+            }
+            fn update_now(&self, key: K, f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V> {
+                <$map>::update_now(self, key, f)
+            }
         }
 
         impl<$($set_g)*> TSet<K> for $set
@@ -308,37 +319,20 @@ macro_rules! map_traits {
             fn load_len(&self) -> usize {
                 <$set>::load_len(self)
             }
-            $($set_extra)*
+            fn insert_now(&self, x: K) -> bool {
+                <$set>::insert_if_absent_now(self, x, ())
+            }
+            fn remove_now(&self, x: &K) -> bool {
+                <$set>::remove_now(self, x).is_some()
+            }
         }
     };
 }
 
-// The maps have direct single-operation writes; the list set runs the
+// The maps commit single-operation writes directly; the list set runs the
 // traits' transactions.
 map_traits!(
     [K, V, S] [K, S] THashMap<K, V, S>, THashMap<K, (), S>,
-    map_extra {
-        fn insert_now(&self, key: K, value: V) -> Option<V> {
-            THashMap::insert_now(self, key, value)
-        }
-        fn insert_if_absent_now(&self, key: K, value: V) -> bool {
-            THashMap::insert_if_absent_now(self, key, value)
-        }
-        fn remove_now(&self, key: &K) -> Option<V> {
-            THashMap::remove_now(self, key)
-        }
-        fn update_now(&self, key: K, f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V> {
-            THashMap::update_now(self, key, f)
-        }
-    }
-    set_extra {
-        fn insert_now(&self, x: K) -> bool {
-            THashMap::insert_if_absent_now(self, x, ())
-        }
-        fn remove_now(&self, x: &K) -> bool {
-            THashMap::remove_now(self, x).is_some()
-        }
-    }
     where
         K: Hash + Eq + Clone + Send + Sync + 'static,
         S: BuildHasher + Send + Sync + 'static,
@@ -346,28 +340,6 @@ map_traits!(
 
 map_traits!(
     [K, V] [K] TBTreeMap<K, V>, TBTreeMap<K, ()>,
-    map_extra {
-        fn insert_now(&self, key: K, value: V) -> Option<V> {
-            TBTreeMap::insert_now(self, key, value)
-        }
-        fn insert_if_absent_now(&self, key: K, value: V) -> bool {
-            TBTreeMap::insert_if_absent_now(self, key, value)
-        }
-        fn remove_now(&self, key: &K) -> Option<V> {
-            TBTreeMap::remove_now(self, key)
-        }
-        fn update_now(&self, key: K, f: impl FnMut(Option<&V>) -> Option<V>) -> Option<V> {
-            TBTreeMap::update_now(self, key, f)
-        }
-    }
-    set_extra {
-        fn insert_now(&self, x: K) -> bool {
-            TBTreeMap::insert_if_absent_now(self, x, ())
-        }
-        fn remove_now(&self, x: &K) -> bool {
-            TBTreeMap::remove_now(self, x).is_some()
-        }
-    }
     where K: Ord + Clone + Send + Sync + 'static,
 );
 
