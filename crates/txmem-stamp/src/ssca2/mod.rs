@@ -9,10 +9,15 @@
 //! into the slot now its own). Transactions are tiny and conflict only when
 //! two threads touch the same vertex at once.
 //!
-//! Variants: `typed` counts degrees with `TCounter`s (increments commute,
-//! so counting never conflicts) and claims slots with a `TArray` of
-//! cursors; `words` keeps degrees and cursors in `TWords`. STAMP's own
-//! ssca2 uses no datatype, so its typed variant is this one's `words`.
+//! Variants: `typed` counts degrees with `TCounter`s and claims slots with
+//! a `TArray` of cursors; each of its transactions touches one word, so it
+//! is written in txmem's single-operation form (`TCounter::add_now`,
+//! `TArray::update`: a transaction of its own, committed without a
+//! transaction's bookkeeping, and not counted in the statistics). `words`
+//! keeps degrees and cursors in `TWords` and runs every transaction in
+//! `atomically`, as STAMP's own ssca2 runs `TM_BEGIN`/`TM_END` around
+//! each; STAMP's ssca2 uses no datatype, so its typed variant is this
+//! one's `words`.
 //! Verification: every vertex's adjacency list holds exactly its edges'
 //! targets (as a multiset), as the sequential build's does.
 
@@ -90,17 +95,13 @@ struct Typed {
 
 impl Counts for Typed {
     fn count(&self, v: usize) {
-        atomically(|tx| self.degrees[v].increment(tx));
+        self.degrees[v].add_now(1);
     }
     fn degree(&self, v: usize) -> usize {
         self.degrees[v].load() as usize
     }
     fn claim(&self, v: usize) -> usize {
-        atomically(|tx| {
-            let c = self.cursors.get(tx, v)?;
-            self.cursors.set(tx, v, c + 1)?;
-            Ok(c as usize)
-        })
+        self.cursors.update(v, |c| c + 1) as usize - 1
     }
 }
 
