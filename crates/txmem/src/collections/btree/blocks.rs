@@ -56,7 +56,7 @@ pub(super) fn alloc<T>() -> *mut T {
     debug_assert!(layout.size() > 0);
     let cached = CACHE
         .try_with(|c| {
-            let mut c = c.borrow_mut();
+            let mut c = c.try_borrow_mut().ok()?;
             c.classes
                 .iter_mut()
                 .find(|(l, _)| *l == layout)

@@ -133,11 +133,10 @@ use parking_lot::Mutex;
 
 use crate::error::TxResult;
 use crate::tx::Transaction;
-use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 
 use super::node::map::{MapNodes, Upserted, WriteMode};
-use super::node::{NodeCollection, INSERTING};
+use super::node::NodeCollection;
 use super::size::SizeCounter;
 use super::struct_wait;
 use storage::{deref, free_inner, EPtr, Entry, InnerData, Leaf, LeafData, Linked, Slots, CAP};
@@ -363,22 +362,14 @@ where
             }
             // Absent: place a placeholder in the leaf as read. If the leaf
             // changed meanwhile, take the key and value back and look again.
-            let e = Box::into_raw(Box::new(Entry {
-                state: TVersion::new(),
-                key,
-                value: ValueCell::new(value),
-            })) as EPtr<K, V>;
-            // SAFETY: not shared yet.
-            unsafe { deref(e) }.state.set_flags_locked(INSERTING);
+            let e = Entry::placeholder(key, value) as EPtr<K, V>;
             if let Some(linked) = self.place(&pos, e, tx.guard()) {
                 // Unless the write is blind, it reports the key absent.
                 self.adopt(tx, e, &linked, mode != WriteMode::Blind)?;
                 return Ok(Upserted::Inserted);
             }
             // SAFETY: `place` did not publish `e`: it is still ours alone.
-            let entry = unsafe { Box::from_raw(e as *mut Entry<K, V>) };
-            key = entry.key;
-            value = entry.value.into_inner();
+            (key, value) = unsafe { Entry::take_back(e) };
             struct_wait(&mut spins);
         }
     }

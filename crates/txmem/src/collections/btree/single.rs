@@ -36,7 +36,6 @@ use crate::collections::node::single::{
 use crate::collections::node::{NodeCollection, DELETED, INSERTING};
 use crate::collections::struct_wait;
 use crate::tx::{assert_outside_transaction, commit_version};
-use crate::types::cell::ValueCell;
 use crate::version::TVersion;
 use crate::wait;
 
@@ -174,10 +173,13 @@ where
             let pos = self.locate(|x| x <= k);
             // SAFETY: reached while pinned.
             let d = unsafe { deref(pos.data) };
-            let found = d.keys().binary_search(k).ok().map(|i| d.entries()[i]);
             // SAFETY: reached while pinned; entries are freed only through
             // the epoch after they leave their leaf.
-            let entry = found.map(|e| unsafe { deref(e) });
+            let entry = d
+                .keys()
+                .binary_search(k)
+                .ok()
+                .map(|i| unsafe { deref(d.entries()[i]) });
             let seen = entry.map_or(0, |e| e.state.load());
             if TVersion::is_locked(seen) {
                 struct_wait(&mut spins);
@@ -211,11 +213,7 @@ where
                     let value = || spare.take().expect("the decided value");
                     overwrite_node_now(self, e, seen, value, want_old)
                 }
-                (Some(e), Change::Remove) => {
-                    let np = found.expect("a present entry was found");
-                    debug_assert!(std::ptr::eq(np, e));
-                    remove_node_now(self, np, seen, want_old, &guard)
-                }
+                (Some(e), Change::Remove) => remove_node_now(self, e, seen, want_old, &guard),
                 (None, Change::Put(v)) => match self.link_now(&pos, key.take(), v, &guard) {
                     Ok(()) => return None,
                     Err((k, v)) => {
@@ -239,25 +237,17 @@ where
         if !self.size.try_share() {
             return Err((key, value));
         }
-        let entry = Box::new(Entry {
-            state: TVersion::new(),
-            key,
-            value: ValueCell::new(value),
-        });
+        let e = Entry::placeholder(key, value) as EPtr<K, V>;
+        // SAFETY: ours alone until `place` publishes it.
+        let state = &unsafe { deref(e) }.state;
         // Locked before it is shared: nobody else can lock it, and readers
         // that meet it wait for step 5 (as for a committing placeholder).
-        entry.state.set_flags_locked(INSERTING);
-        let placeholder = entry.state.load();
-        assert!(
-            entry.state.try_lock_at(placeholder),
-            "a fresh entry is unlocked"
-        );
-        let e = Box::into_raw(entry) as EPtr<K, V>;
+        let placeholder = state.load();
+        assert!(state.try_lock_at(placeholder), "a fresh entry is unlocked");
         if self.place(pos, e, guard).is_none() {
             self.size.drop_share();
             // SAFETY: `place` did not publish `e`: it is still ours alone.
-            let entry = unsafe { Box::from_raw(e as *mut Entry<K, V>) };
-            return Err((entry.key, entry.value.into_inner()));
+            return Err(unsafe { Entry::take_back(e) });
         }
         // SAFETY: published, but freed only through the epoch after it
         // leaves its leaf, which only its owner (this call) does.

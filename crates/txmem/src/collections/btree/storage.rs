@@ -29,6 +29,35 @@ pub(in crate::collections) struct Entry<K, V> {
 
 pub(super) type EPtr<K, V> = *const Entry<K, V>;
 
+impl<K, V> Entry<K, V> {
+    /// A new boxed entry for `key → value`, marked inserting (a
+    /// placeholder), not shared yet.
+    pub(super) fn placeholder(key: K, value: V) -> *mut Self {
+        let entry = Box::new(Entry {
+            state: TVersion::new(),
+            key,
+            value: ValueCell::new(value),
+        });
+        entry
+            .state
+            .set_flags_locked(crate::collections::node::INSERTING);
+        Box::into_raw(entry)
+    }
+
+    /// The key and value of a [`placeholder`](Self::placeholder) that was
+    /// never shared, for another attempt.
+    ///
+    /// # Safety
+    ///
+    /// `e` came from `placeholder`, was never published, and is not used
+    /// again.
+    pub(super) unsafe fn take_back(e: EPtr<K, V>) -> (K, V) {
+        // SAFETY: per the contract, the box is ours alone.
+        let entry = unsafe { Box::from_raw(e as *mut Self) };
+        (entry.key, entry.value.into_inner())
+    }
+}
+
 /// Up to [`CAP`] values stored inline (so that a node's keys are one
 /// allocation with the node): a fixed-capacity vector, filled when the
 /// contents are built, and afterwards only ever extended at its end
