@@ -56,7 +56,7 @@ where
         // its leaf (only its owner takes it out).
         let key = &unsafe { deref(np) }.key;
         let mut spins = 0;
-        loop {
+        let stored = loop {
             let pos = self.locate(|k| k <= key);
             // SAFETY: read while pinned.
             let d = unsafe { deref(pos.data) };
@@ -79,14 +79,16 @@ where
                 None => pos.word,
             };
             if Self::try_replace(&pos, new_data, new, guard) {
-                break;
+                break dentries[i];
             }
             struct_wait(&mut spins);
-        }
+        };
         // SAFETY: the entry is unreachable for new readers now and only the
         // owner of its removal (our caller) retires it. Entries are boxed;
-        // `K, V: Send` let the collector drop them elsewhere.
-        unsafe { crate::collections::node::retire::<Self>(guard, np) };
+        // `K, V: Send` let the collector drop them elsewhere. The leaf's
+        // own pointer is freed, not `np`: a pointer re-derived from a
+        // shared reference may read the entry but not deallocate it.
+        unsafe { crate::collections::node::retire::<Self>(guard, stored) };
     }
 }
 

@@ -60,7 +60,7 @@ where
         let n = unsafe { &*np };
         let (b, w) = self.lock_bucket_for(n.hash);
         let mut link = &b.head;
-        loop {
+        let stored = loop {
             let cur = link.load(Ordering::Relaxed);
             assert!(
                 !cur.is_null(),
@@ -68,19 +68,20 @@ where
             );
             if ptr::eq(cur, np) {
                 link.store(n.next.load(Ordering::Relaxed), Ordering::Release);
-                break;
+                break cur;
             }
             // SAFETY: chain nodes stay valid while we hold the bucket lock.
             link = &unsafe { &*cur }.next;
-        }
+        };
         match commit_version {
             Some(cv) => b.version.unlock_to(TVersion::next_after(w, cv)),
             None => b.version.unlock_unchanged(w),
         }
         // SAFETY: the node is unreachable from the table now and its removal
         // is ours (see above); nodes are boxed, and `K, V: Send` let the
-        // collector drop it on another thread.
-        unsafe { retire::<Self>(guard, np) };
+        // collector drop it on another thread. The chain's own pointer is
+        // freed, not `np` (see `NodeCollection::unlink`).
+        unsafe { retire::<Self>(guard, stored) };
     }
 }
 

@@ -268,7 +268,8 @@ pub(in crate::collections) trait GapChain: NodeCollection {
         }
         // Under `pred`'s gap lock its link is stable; and `pred` is linked
         // (its gap is not flagged), so `np` following it is linked too.
-        if !ptr::eq(self.link(pred).load(Ordering::Relaxed), np) {
+        let stored = self.link(pred).load(Ordering::Relaxed);
+        if !ptr::eq(stored, np) {
             pgap.unlock_unchanged(pw);
             return false;
         }
@@ -298,8 +299,9 @@ pub(in crate::collections) trait GapChain: NodeCollection {
         };
         pgap.unlock_to(TVersion::next_after(pw, past));
         // SAFETY: unreachable from the chain now, and retired only by the
-        // owner of its removal (per the contract).
-        unsafe { retire::<Self>(guard, np) };
+        // owner of its removal (per the contract). The link's own pointer
+        // is freed, not `np` (see `NodeCollection::unlink`).
+        unsafe { retire::<Self>(guard, stored as *const Self::Node) };
         true
     }
 }

@@ -82,6 +82,10 @@ pub(super) trait NodeCollection: TObject + Sized {
     /// version, the structure versions around it are bumped to at least that
     /// version; without one (an abandoned placeholder) they move past the
     /// versions of the structure the node covered (see `GapChain`).
+    ///
+    /// `node` only names the node: callers may hold it through a shared
+    /// reference, whose pointer Miri's aliasing model lets read but not
+    /// free, so the pointer retired is the one the structure held.
     fn unlink(&self, node: *const Self::Node, cv: Option<u64>, guard: &Guard);
 
     /// Publishes the item's pending value into `node` before the state is
