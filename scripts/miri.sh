@@ -43,7 +43,11 @@ cargo +nightly miri setup
 [ "${1:-}" = --setup ] && exit 0
 
 export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-ignore-leaks ${MIRIFLAGS:-}"
-miri() { cargo +nightly miri test -q -p txmem "$@"; }
+# (Each run's heading carries the seconds since the start; test.sh shows them.)
+miri() {
+    echo "== [${SECONDS}s] cargo miri test -p txmem $*"
+    cargo +nightly miri test -q -p txmem "$@"
+}
 
 # Every test crate of the subset built in one go (in parallel), then run.
 miri --no-run --lib --test api --test bank --test read_only --test or_else

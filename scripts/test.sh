@@ -10,20 +10,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== the house: no import circle or upward arrow, ARCHITECTURE.md names every file, none over 600 lines"
+# Each step's heading carries the seconds since the start, so that a CI log
+# shows where the time went (CI allows 20 minutes).
+step() { echo "== [${SECONDS}s] $*"; }
+
+step "the house: no import circle or upward arrow, ARCHITECTURE.md names every file, none over 600 lines"
 python3 scripts/check-layers.py
 python3 scripts/check-architecture.py
 
-echo "== crates a project can adopt: cargo package, and a build with the declared rust-version (scripts/check-package.sh)"
+step "crates a project can adopt: cargo package, and a build with the declared rust-version (scripts/check-package.sh)"
 ./scripts/check-package.sh
 
-echo "== unit, integration, property, stress and doc tests"
+step "unit, integration, property, stress and doc tests"
 cargo test --workspace
 
 # Miri interprets on one core for minutes: it runs beside the steps below
 # (its output goes to a log, shown when it ends) and the script waits for it
 # before it finishes.
-echo "== undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests): started, beside the steps below"
+step "undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests): started, beside the steps below"
 ./scripts/miri.sh --setup
 mkdir -p target
 miri_log=target/miri.log
@@ -31,22 +35,22 @@ miri_log=target/miri.log
 miri_pid=$!
 trap 'kill "$miri_pid" 2>/dev/null || true' EXIT
 
-echo "== fuzzing txmem serve's parsers and store, 20 s a target (scripts/fuzz-serve.sh)"
+step "fuzzing txmem serve's parsers and store, 20 s a target (scripts/fuzz-serve.sh)"
 ./scripts/fuzz-serve.sh 20
 
-echo "== model checking of the commit protocols (loom: txmem, txmem-itm's sequence lock)"
+step "model checking of the commit protocols (loom: txmem, txmem-itm's sequence lock)"
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem --release --test loom
 RUSTFLAGS="--cfg txmem_loom" CARGO_TARGET_DIR=target/loom \
     cargo test -p txmem-itm --release --test loom
 
 if [ -n "${TXMEM_GCC_SRC:-}" ]; then
-    echo "== GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"
+    step "GCC's libitm testsuite on txmem-itm, every method (TXMEM_GCC_SRC: a gcc source tree)"
     ./scripts/conformance-libitm.sh "$TXMEM_GCC_SRC"
 fi
 
 if [ -n "${TXMEM_TRANSMEM_SRC:-}" ]; then
-    echo "== transmem's stamp_c on txmem-itm, every method (TXMEM_TRANSMEM_SRC: a transmem checkout)"
+    step "transmem's stamp_c on txmem-itm, every method (TXMEM_TRANSMEM_SRC: a transmem checkout)"
     ./scripts/transmem.sh "$TXMEM_TRANSMEM_SRC" target/transmem --only stamp
     cargo build -q -p txmem-itm
     stamp=target/transmem/bin/stamp
@@ -62,15 +66,15 @@ if [ -n "${TXMEM_TRANSMEM_SRC:-}" ]; then
     done
 fi
 
-echo "== real memcached clients against txmem serve (pymemcache, libmemcached's tools)"
+step "real memcached clients against txmem serve (pymemcache, libmemcached's tools)"
 ./scripts/client-deps.sh
 cargo build -p txmem-cli
 TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-server/tests/clients
 
-echo "== a simulator sweep on a local Dask cluster (scripts/sim-dask.py)"
+step "a simulator sweep on a local Dask cluster (scripts/sim-dask.py)"
 TXMEM_BIN=target/debug/txmem target/py/bin/pytest -q crates/txmem-cli/tests/dask
 
-echo "== Miri's result (its output: $miri_log)"
+step "Miri's result (its output: $miri_log)"
 if ! wait "$miri_pid"; then
     cat "$miri_log"
     echo "test.sh: Miri failed (above)" >&2
@@ -78,4 +82,4 @@ if ! wait "$miri_pid"; then
 fi
 grep -E "^test result|^== " "$miri_log" || true
 trap - EXIT
-echo "test.sh: every step passed"
+echo "test.sh: every step passed in ${SECONDS}s"
