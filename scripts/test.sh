@@ -21,12 +21,10 @@ python3 scripts/check-architecture.py
 step "crates a project can adopt: cargo package, and a build with the declared rust-version (scripts/check-package.sh)"
 ./scripts/check-package.sh
 
-step "unit, integration, property, stress and doc tests"
-cargo test --workspace
-
-# Miri interprets on one core for minutes: it runs beside the steps below
-# (its output goes to a log, shown when it ends) and the script waits for it
-# before it finishes.
+# Miri interprets on one core for longer than any other step takes, so it
+# starts as early as it can and runs beside every step below (its output
+# goes to a log, shown when it ends); the script waits for it before it
+# finishes. (Not beside check-package.sh: both may call rustup.)
 step "undefined behaviour in txmem's unsafe code (Miri, Tree Borrows, a subset of its tests): started, beside the steps below"
 ./scripts/miri.sh --setup
 mkdir -p target
@@ -34,6 +32,9 @@ miri_log=target/miri.log
 ./scripts/miri.sh >"$miri_log" 2>&1 &
 miri_pid=$!
 trap 'kill "$miri_pid" 2>/dev/null || true' EXIT
+
+step "unit, integration, property, stress and doc tests"
+cargo test --workspace
 
 step "fuzzing txmem serve's parsers and store, 20 s a target (scripts/fuzz-serve.sh)"
 ./scripts/fuzz-serve.sh 20
