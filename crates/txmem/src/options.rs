@@ -2,9 +2,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::RwLock;
-
 use crate::contention::ContentionPolicy;
+use crate::sync::RwLock;
 
 /// How a transaction keeps its reads consistent while it runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -32,10 +32,9 @@ use std::task::Waker;
 
 use crossbeam_utils::sync::{Parker, Unparker};
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 use smallvec::SmallVec;
 
-use crate::sync::{fence, protocol_static, AtomicBool, AtomicUsize};
+use crate::sync::{fence, protocol_static, AtomicBool, AtomicUsize, Mutex};
 
 /// How to wake a waiter.
 enum Wake {

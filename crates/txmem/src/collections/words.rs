@@ -4,11 +4,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
-
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
+use crate::sync::Mutex;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 
 use super::Serialization;
 use crate::error::AbortCause;
+use crate::sync::Mutex;
 
 /// A counter written by one thread and read by any: updates are a relaxed
 /// load and store, never a locked read-modify-write.

@@ -6,11 +6,10 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use super::counters::Counter;
 use super::Serialization;
 use crate::error::AbortCause;
+use crate::sync::Mutex;
 
 /// Call sites tracked per thread; further sites share one overflow row.
 const SITES_PER_THREAD: usize = 64;

@@ -129,9 +129,9 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
 
 use crate::error::TxResult;
+use crate::sync::Mutex;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 

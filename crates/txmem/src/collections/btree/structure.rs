@@ -8,10 +8,10 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 
 use crossbeam_epoch::Guard;
-use parking_lot::MutexGuard;
 
 use crate::collections::{still_current, struct_wait};
 use crate::error::TxResult;
+use crate::sync::MutexGuard;
 use crate::tx::Transaction;
 use crate::version::TVersion;
 
