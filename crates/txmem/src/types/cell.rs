@@ -232,13 +232,13 @@ impl<T> ValueCell<T> {
         let old = self.word.load(Ordering::Relaxed);
         self.word.store(new, Ordering::Release);
         if !Self::INLINE {
-            let old = Self::heap_ptr(&old) as usize;
+            let old = Self::heap_ptr(&old);
             // SAFETY: the old allocation is unreachable for new readers;
             // those still pinned may read it until the epoch advances, after
             // which it is dropped exactly once. `T: Send` (required by every
             // public type holding a cell) lets another thread drop it.
             unsafe {
-                guard().defer_unchecked(move || drop(Box::from_raw(old as *mut T)));
+                guard().defer_unchecked(move || drop(Box::from_raw(old)));
             }
         }
     }

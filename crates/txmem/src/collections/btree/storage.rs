@@ -306,10 +306,9 @@ thread_local! {
 /// another thread (`T: Send` in effect: contents hold keys and entry
 /// pointers of a `Send` map).
 pub(super) unsafe fn retire_box<T>(guard: &Guard, p: *mut T) {
-    let addr = p as usize;
     // SAFETY: per the contract; pinned readers may still hold `p`. A
     // `Box<T>`'s block has `T`'s layout, as `blocks::free` requires.
-    unsafe { guard.defer_unchecked(move || blocks::free(addr as *mut T)) }
+    unsafe { guard.defer_unchecked(move || blocks::free(p)) }
     let n = RETIRED.with(|r| {
         let n = r.get() + 1;
         r.set(n % 64);

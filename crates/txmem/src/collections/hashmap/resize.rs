@@ -128,14 +128,14 @@ where
         // The old table's pointer as the map held it (from `Box::into_raw`),
         // not `t`'s: a pointer derived from a shared reference may not free
         // the allocation. Only the resizer writes `table`, so it is `t`.
-        let old = self.table.swap(new, Ordering::Release) as usize;
+        let old = self.table.swap(new, Ordering::Release);
         let guard = crossbeam_epoch::pin();
         // SAFETY: the map no longer points to the old table; operations
         // pinned earlier may still follow it (to its `next`), so free it
         // through the epoch. Dropping a table frees its bucket array only,
         // never nodes (they were all moved).
         unsafe {
-            guard.defer_unchecked(move || drop(Box::from_raw(old as *mut Table<K, V>)));
+            guard.defer_unchecked(move || drop(Box::from_raw(old)));
         }
         self.resizing.store(false, Ordering::Release);
     }

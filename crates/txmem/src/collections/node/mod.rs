@@ -346,10 +346,10 @@ pub(super) use node_tobject;
 /// and retired only once. The collection must be `Send` for its nodes'
 /// contents (the collector may drop the node on another thread).
 pub(super) unsafe fn retire<C: NodeCollection>(guard: &Guard, np: *const C::Node) {
-    let addr = np as usize;
+    let np = np.cast_mut();
     // SAFETY: per this function's contract; pinned readers may still hold
-    // the node, which is why it is deferred.
-    unsafe {
-        guard.defer_unchecked(move || drop(Box::from_raw(addr as *mut C::Node)));
-    }
+    // the node, which is why it is deferred. (The closure keeps the pointer
+    // itself, not its address, so that Miri checks the free against the
+    // pointer's own provenance.)
+    unsafe { guard.defer_unchecked(move || drop(Box::from_raw(np))) }
 }

@@ -378,14 +378,14 @@ impl<T: Clone + Send + Sync + 'static> TQueue<T> {
         while popped >= unsafe { &*head }.end() {
             let next = unsafe { &*head }.next.load(Ordering::Acquire);
             debug_assert!(!next.is_null(), "a filled block has a successor");
-            let old = head as usize;
+            let old = head;
             // SAFETY: every element of the old block is popped and it is
             // now unreachable from the head; readers pinned before this
             // point may still hold it, so free it through the epoch. `T:
             // Send` lets the collector drop its values elsewhere.
             unsafe {
                 let slots = self.slots;
-                guard.defer_unchecked(move || Block::free(old as *mut Block<T>, slots));
+                guard.defer_unchecked(move || Block::free(old, slots));
             }
             head = next;
         }
