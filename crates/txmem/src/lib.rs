@@ -173,6 +173,7 @@ mod tx;
 mod types;
 mod version;
 mod wait;
+mod word;
 
 #[cfg(not(txmem_loom))]
 pub use collections::{

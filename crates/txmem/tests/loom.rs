@@ -12,7 +12,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use txmem::{ContentionPolicy, Opacity, TCounter, TxOptions};
+use txmem::{ContentionPolicy, Opacity, TBox, TCounter, TxOptions};
 
 fn options(mode: Opacity) -> TxOptions {
     // No backoff spinning and no serialization: loom needs every wait to be
@@ -275,6 +275,78 @@ fn read_modify_write_races_lose_nothing() {
                         c.add(tx, v + 1 - v) // observe, then add: a read-write item
                     })
                 })
+            })
+            .collect();
+        handles.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(c.load(), 2);
+    });
+}
+
+/// A transfer between two boxes of numbers, whose writes go to the word log
+/// (`tx::words`), races an auditor, as in [`transfer_vs_audit`]. With
+/// `read_first` the transfer reads both boxes and then writes both: the
+/// read of the first stays in the read log and is validated there against
+/// the transfer's own lock, the second's is taken over by its write (locked
+/// at the version read); otherwise each box is a `modify`, whose read every
+/// write takes over.
+fn word_transfer_vs_audit(mode: Opacity, read_first: bool) {
+    model(move || {
+        let x = Arc::new(TBox::new(10i64));
+        let y = Arc::new(TBox::new(10i64));
+        let transfer = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                options(mode).run(|tx| {
+                    if read_first {
+                        let (a, b) = (x.get(tx)?, y.get(tx)?);
+                        x.set(tx, a - 1)?;
+                        y.set(tx, b + 1)
+                    } else {
+                        x.modify(tx, |a| a - 1)?;
+                        y.modify(tx, |b| b + 1)
+                    }
+                })
+            })
+        };
+        let audit = {
+            let (x, y) = (x.clone(), y.clone());
+            thread::spawn(move || {
+                let mut torn = false;
+                let total = options(mode).run(|tx| {
+                    let s = x.get(tx)? + y.get(tx)?;
+                    torn |= s != 20 && tx.opacity() != Opacity::None;
+                    Ok(s)
+                });
+                (total, torn)
+            })
+        };
+        transfer.join().unwrap();
+        let (total, torn) = audit.join().unwrap();
+        assert_eq!(total, 20, "a committed audit saw a wrong total");
+        assert!(!torn, "an opaque attempt observed an inconsistent state");
+        assert_eq!((x.load(), y.load()), (9, 11), "the transfer applied once");
+    });
+}
+
+#[test]
+fn word_log_transfer_vs_audit() {
+    for mode in [Opacity::Tl2, Opacity::Revalidate, Opacity::None] {
+        word_transfer_vs_audit(mode, false);
+        word_transfer_vs_audit(mode, true);
+    }
+}
+
+/// Two increments of one box through the word log, each a read the write
+/// takes over: no lost update (the second to lock finds the version moved
+/// and aborts, or waits for the first and then does).
+#[test]
+fn word_log_increments_lose_nothing() {
+    model(|| {
+        let c = Arc::new(TBox::new(0u64));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let c = c.clone();
+                thread::spawn(move || options(Opacity::Tl2).run(|tx| c.modify(tx, |v| v + 1)))
             })
             .collect();
         handles.into_iter().for_each(|h| h.join().unwrap());

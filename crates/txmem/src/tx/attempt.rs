@@ -151,17 +151,20 @@ impl TxState {
         if self.mutated {
             // Only a mutated attempt publishes structure words.
             self.own_word = None;
-            // Unrolled for one item, as in `commit`.
-            if self.items.len() == 1 {
-                self.drop_items(1, committed);
-            } else {
-                self.drop_all_items(committed);
+            // Unrolled for no item and one item, as in `commit`.
+            match self.items.len() {
+                0 => self.drop_items(0, committed),
+                1 => self.drop_items(1, committed),
+                _ => self.drop_all_items(committed),
             }
+            // (Word writes own nothing: forgetting them drops nothing.)
+            self.words.clear();
         } else {
             debug_assert!(self
                 .items
                 .iter()
                 .all(|it| !it.value.is_set() && !it.has(crate::item::NEEDS_CLEANUP)));
+            debug_assert!(self.words.is_empty());
         }
         // SAFETY: every item's value is empty (read-only attempts never set
         // one; `drop_items` cleared them) and an entry has no other drop
@@ -188,6 +191,10 @@ impl TxState {
         if self.indexed {
             self.index.clear();
             self.indexed = false;
+        }
+        if self.words_indexed {
+            self.word_index.clear();
+            self.words_indexed = false;
         }
         self.savepoints.clear();
         self.release_irrevocability();

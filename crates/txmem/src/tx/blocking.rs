@@ -9,7 +9,7 @@
 use std::task::Waker;
 
 use super::context::{Recorder, Retrying};
-use super::state::TxState;
+use super::state::{TxState, WordWrite};
 use crate::wait;
 
 /// Waits, after an attempt that called `retry`, until something the
@@ -64,6 +64,12 @@ fn prepare_wait(st: &mut TxState, r: &mut Retrying, record: Option<Recorder>) ->
         .filter(|it| it.is_read())
         .map(|it| it.object_addr())
         .chain(st.reads.iter().map(|r| r.object))
+        .chain(
+            st.words
+                .iter()
+                .filter(|w| w.read != WordWrite::NOT_READ)
+                .map(|w| w.object),
+        )
         .collect()
 }
 

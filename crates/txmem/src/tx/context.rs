@@ -278,7 +278,7 @@ impl Drop for ActiveGuard<'_> {
         // loop's borrows end at each iteration, and `after_abort` holds none
         // while it runs handlers (whose panics may unwind through here).
         let (st, call) = unsafe { (&mut *self.0.state.get(), &mut *self.0.call.get()) };
-        if !st.items.is_empty() || st.irrevocable.is_some() {
+        if st.mutated || !st.items.is_empty() || !st.reads.is_empty() || st.irrevocable.is_some() {
             st.finish(false);
         }
         // The program is unwinding past this transaction: its abort

@@ -111,34 +111,39 @@ impl TxState {
         }
         // Writers that passed the gate before it closed hold their locks
         // until they install; wait for them, then check our reads.
-        for it in &self.items {
-            if it.is_read() {
-                // SAFETY: objects outlive the transaction.
-                let obj = unsafe { it.object.as_ref() };
-                let ctx = self.commit_ctx(0);
-                let mut tries = 0;
-                while !obj.check(it, &ctx) {
-                    tries += 1;
-                    if tries > UPGRADE_WAITS {
-                        self.wants_irrevocable = true;
-                        return Err(Abort::new(AbortCause::Opacity));
-                    }
-                    crate::sync::yield_now();
-                }
-            }
-        }
-        for r in &self.reads {
-            let mut tries = 0;
-            while !self.logged_read_holds(r) {
-                tries += 1;
-                if tries > UPGRADE_WAITS {
-                    self.wants_irrevocable = true;
-                    return Err(Abort::new(AbortCause::Opacity));
-                }
-                crate::sync::yield_now();
-            }
+        let ctx = self.commit_ctx(0);
+        let settled = self.items.iter().filter(|it| it.is_read()).all(|it| {
+            // SAFETY: objects outlive the transaction.
+            let obj = unsafe { it.object.as_ref() };
+            waits_until(|| obj.check(it, &ctx))
+        }) && self
+            .reads
+            .iter()
+            .all(|r| waits_until(|| self.logged_read_holds(r)))
+            && self
+                .words
+                .iter()
+                .all(|w| waits_until(|| self.word_read_holds(w)));
+        if !settled {
+            self.wants_irrevocable = true;
+            return Err(Abort::new(AbortCause::Opacity));
         }
         self.start = clock::now().time();
         Ok(())
     }
+}
+
+/// Waits, yielding, until `holds` (a read still current once the writers
+/// that passed the closing gate have installed); false if it still does
+/// not after `UPGRADE_WAITS` tries.
+fn waits_until(holds: impl Fn() -> bool) -> bool {
+    let mut tries = 0;
+    while !holds() {
+        tries += 1;
+        if tries > UPGRADE_WAITS {
+            return false;
+        }
+        crate::sync::yield_now();
+    }
+    true
 }

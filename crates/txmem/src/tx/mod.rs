@@ -10,6 +10,7 @@
 //! | `commit/lock` | what an object sees at commit: `Commit`, `LockOutcome`, the standard lock step |
 //! | `state` | `TxState`, a thread's reused transaction state, and the tracking set |
 //! | `savepoint` | `or_else`: undoing a branch's changes to the tracking set |
+//! | `words` | the word log: writes of inline word values, buffered without items, and their part in the commit |
 //! | `handlers` | `on_commit` / `on_abort` handlers |
 //! | `read` | the read protocol: consistent reads, the opacity check of each mode, snapshot extension, read-set validation |
 //! | `irrevocable` | irrevocability: the token, the gate, becoming irrevocable midway |
@@ -45,6 +46,7 @@ mod savepoint;
 mod single;
 mod state;
 mod transaction;
+mod words;
 
 pub use future::{atomically_async, read_only_async, TxFuture};
 pub use index::{item_index_cutoff, set_item_index_cutoff, HASH_CUTOFF};

@@ -91,8 +91,14 @@ impl TxState {
         });
         if self.needs_view_check(word) {
             // (The entry just pushed does not count as an earlier read.)
-            let earlier = self.reads.len() > 1 || !self.items.is_empty();
-            self.check_view(word, earlier)?;
+            // (A word write counts: it may hold a read it took over.)
+            let earlier = self.reads.len() > 1 || !self.items.is_empty() || !self.words.is_empty();
+            // A first read under TL2 needs no check (see `check_view`):
+            // decided here, so that a read-modify-write of one word, which
+            // meets a version past its kept bound every time, makes no call.
+            if earlier || self.opacity != Opacity::Tl2 {
+                self.check_view(word, earlier)?;
+            }
         }
         Ok((word, value))
     }
@@ -232,7 +238,10 @@ impl TxState {
                 // may have come before.)
                 let version = TVersion::version_of(word);
                 if version > self.start
-                    && (self.items.len() > 1 || !self.reads.is_empty() || self.snapshot)
+                    && (self.items.len() > 1
+                        || !self.reads.is_empty()
+                        || !self.words.is_empty()
+                        || self.snapshot)
                 {
                     self.extend_snapshot(version)?;
                 }
@@ -280,8 +289,11 @@ impl TxState {
             clock::advance_to(TVersion::version_of(word));
             return Ok(());
         }
-        let earlier =
-            self.snapshot || !self.reads.is_empty() || self.items.iter().any(|it| it.is_read());
+        // (A word write counts: it may hold a read it took over.)
+        let earlier = self.snapshot
+            || !self.reads.is_empty()
+            || !self.words.is_empty()
+            || self.items.iter().any(|it| it.is_read());
         self.check_view(word, earlier)
     }
 
@@ -327,8 +339,8 @@ impl TxState {
         self.irrevocable.is_some() || self.validate_reads()
     }
 
-    /// Validates every read (items and the read log); true if all are
-    /// still current.
+    /// Validates every read (items, the read log and the reads the word
+    /// log took over); true if all are still current.
     pub(crate) fn validate_reads(&self) -> bool {
         let ctx = self.commit_ctx(0);
         self.items.iter().all(|it| {
@@ -338,6 +350,7 @@ impl TxState {
                 obj.check(it, &ctx)
             }
         }) && self.validate_logged_reads()
+            && self.words.iter().all(|w| self.word_read_holds(w))
     }
 
     /// Validates the read log: each word unchanged, or locked at the same
@@ -355,10 +368,12 @@ impl TxState {
         cur == r.word || (cur == r.word | LOCK_BIT && self.holds_lock(r.object, r.key))
     }
 
-    /// True if this attempt's item for (`object`, `key`) holds its lock.
+    /// True if this attempt holds the lock of (`object`, `key`): its item's
+    /// or its word write's.
     #[cold]
     fn holds_lock(&self, object: usize, key: u64) -> bool {
         self.find(object, key)
             .is_some_and(|p| self.items[p].is_locked())
+            || self.holds_word_lock(object, key)
     }
 }

@@ -1,5 +1,5 @@
-//! Savepoints for `or_else`: undo a branch's effects on the tracking set while
-//! keeping what it read (a transaction that retries in both branches must
+//! Savepoints for `or_else`: undo a branch's effects on the tracking set and
+//! the word log while keeping what it read (a transaction that retries in both branches must
 //! wake on a change to anything either branch read).
 
 use super::state::{Saved, Savepoint, TxState};
@@ -9,6 +9,8 @@ pub(super) fn push(st: &mut TxState) {
     st.rare = true;
     st.savepoints.push(Savepoint {
         len: st.items.len(),
+        words: st.words.len(),
+        word_log: Vec::new(),
         commit_handlers: st.on_commit.len(),
         abort_handlers: st.on_abort.len(),
         log: Vec::new(),
@@ -27,6 +29,17 @@ pub(super) fn log_before_change(st: &mut TxState, pos: usize) {
                 read_version: item.read_version,
                 value: item.value.duplicate(),
             });
+        }
+    }
+}
+
+/// Saves word write `pos` in every open savepoint that predates it and has
+/// not saved it yet; called before the attempt overwrites it.
+pub(super) fn log_word_before_change(st: &mut TxState, pos: usize) {
+    let bits = st.words[pos].bits;
+    for sp in st.savepoints.iter_mut() {
+        if pos < sp.words && !sp.word_log.iter().any(|&(p, _)| p == pos) {
+            sp.word_log.push((pos, bits));
         }
     }
 }
@@ -64,6 +77,15 @@ pub(super) fn roll_back(st: &mut TxState) {
         }
         item.restore_flags(saved.flags | read_now);
         item.value = saved.value;
+    }
+    // A word write holds no read: the branch's own ones go, the older ones
+    // it overwrote get their values back.
+    if st.words.len() > sp.words {
+        st.words.truncate(sp.words);
+        st.reindex_words();
+    }
+    for (pos, bits) in sp.word_log.into_iter().rev() {
+        st.words[pos].bits = bits;
     }
     st.on_commit.truncate(sp.commit_handlers);
     st.on_abort.truncate(sp.abort_handlers);

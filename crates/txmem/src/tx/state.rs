@@ -10,6 +10,7 @@
 //! Why a scan before an index: see `index`.
 
 use std::cell::OnceCell;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 
@@ -21,6 +22,7 @@ use crate::item::{Item, ItemValue};
 use crate::object::TObject;
 use crate::options::Opacity;
 use crate::version::TVersion;
+use crate::word::AtomicWord;
 
 /// A handler registered with `on_commit` or `on_abort`, its borrows erased
 /// (see `handlers`).
@@ -89,11 +91,38 @@ pub(super) struct LoggedRead {
     pub(super) key: u64,
 }
 
+/// A write of a value stored inline in one atomic word, buffered without
+/// an item (see `words`): what to lock, what to store where, and the
+/// subobject's name for lookups and wake-ups.
+pub(super) struct WordWrite {
+    pub(super) version: NonNull<TVersion>,
+    pub(super) word: NonNull<AtomicWord>,
+    /// The encoded value (no drop glue: inline values own nothing).
+    pub(super) bits: MaybeUninit<u64>,
+    pub(super) object: usize,
+    pub(super) key: u64,
+    /// The version word at which the attempt read the subobject before
+    /// its first write, if that read was taken over from the read log
+    /// (see `words::write_word`); `NOT_READ` otherwise.
+    pub(super) read: u64,
+    /// The version word the commit locked it at (meaningful while locked).
+    pub(super) locked_at: u64,
+}
+
+impl WordWrite {
+    /// The `read` of a word write that holds no read (a locked word, which
+    /// no read records).
+    pub(super) const NOT_READ: u64 = u64::MAX;
+}
+
 /// An open `or_else` branch: the tracking set's length and handler counts
 /// when it began, and the items it changed that predate it (see
-/// `savepoint`).
+/// `savepoint`); likewise for the word log.
 pub(super) struct Savepoint {
     pub(super) len: usize,
+    pub(super) words: usize,
+    /// Word writes before the branch that it overwrote: (position, value).
+    pub(super) word_log: Vec<(usize, MaybeUninit<u64>)>,
     pub(super) commit_handlers: usize,
     pub(super) abort_handlers: usize,
     pub(super) log: Vec<Saved>,
@@ -125,11 +154,18 @@ pub(crate) struct TxState {
     /// Reads of subobjects the attempt has not written, logged without an
     /// item (STO's read-only items): a word-STM-sized entry each, no lookup.
     pub(super) reads: Vec<LoggedRead>,
-    /// A one-word filter of the subobjects the attempt holds items for,
-    /// one bit set per item as it is created (see `filter_bit`): a
-    /// subobject whose bit is clear has no item, so creating its item needs
-    /// no search, and a read of it cannot meet the attempt's own write (see
-    /// `may_have_written`).
+    /// Writes of inline word values, buffered without items (see `words`).
+    pub(super) words: Vec<WordWrite>,
+    /// During commit, how many of `words` (a prefix) are locked.
+    pub(super) words_locked: usize,
+    /// The word log's index past the cutoff, as `index` for items.
+    pub(super) word_index: ItemIndex,
+    pub(super) words_indexed: bool,
+    /// A one-word filter of the subobjects the attempt holds items or word
+    /// writes for, one bit set per entry as it is created (see
+    /// `filter_bit`): a subobject whose bit is clear has neither, so
+    /// creating its entry needs no search, and a read of it cannot meet the
+    /// attempt's own write (see `may_have_written`).
     pub(super) item_filter: u64,
     /// Untracked reads are off: every read takes the tracking set.
     pub(super) tracked_only: bool,
@@ -139,8 +175,9 @@ pub(crate) struct TxState {
     pub(super) tracking: u8,
     pub(super) index: ItemIndex,
     pub(super) indexed: bool,
-    /// True once `item_mut` handed out an item: until then the transaction
-    /// holds no write and no item needs cleanup (the read-only fast path).
+    /// True once `item_mut` handed out an item or a word was written: until
+    /// then the transaction holds no write and no item needs cleanup (the
+    /// read-only fast path).
     pub(super) mutated: bool,
     /// The structure word this attempt last published by a change of its
     /// own (an insert's placeholder), as (object address, item key, word):
@@ -195,6 +232,10 @@ impl TxState {
         TxState {
             items: Vec::new(),
             reads: Vec::new(),
+            words: Vec::new(),
+            words_locked: 0,
+            word_index: ItemIndex::new(),
+            words_indexed: false,
             item_filter: 0,
             tracked_only: false,
             no_read_my_writes: false,
@@ -318,8 +359,9 @@ impl TxState {
         pos
     }
 
+    /// The subobjects the attempt holds an item or a word write for.
     pub(crate) fn item_count(&self) -> usize {
-        self.items.len()
+        self.items.len() + self.words.len()
     }
 
     /// True unless the attempt certainly has not written (`addr`, `key`).
@@ -341,10 +383,10 @@ impl TxState {
     }
 }
 
-/// The filter bit of a subobject: six bits mixed from its address (whose
+/// The filter bit of a subobject (items and word writes alike): six bits mixed from its address (whose
 /// low bits are alignment) and its key (an index, or a node address).
 #[inline(always)]
-fn filter_bit(addr: usize, key: u64) -> u64 {
+pub(super) fn filter_bit(addr: usize, key: u64) -> u64 {
     let h = (addr as u64 >> 4) ^ key ^ (key >> 6);
     1 << (h & 63)
 }

@@ -9,6 +9,7 @@
 
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 
 use crossbeam_epoch::Guard;
@@ -21,6 +22,7 @@ use crate::item::Item;
 use crate::object::TObject;
 use crate::options::Opacity;
 use crate::version::TVersion;
+use crate::word::AtomicWord;
 
 /// A handle to an item of the current transaction (its position in the
 /// tracking set), returned by [`Transaction::item`].
@@ -147,6 +149,53 @@ impl<'env> Transaction<'env> {
         } else {
             ReadVia::Log(addr, key)
         }
+    }
+
+    /// True if this attempt buffers writes of inline word values in the
+    /// word log rather than in items (see `tx::words`): unless its options
+    /// turn untracked reads off, where every access goes through items. A
+    /// slot whose writes go to the log reads through
+    /// [`pending_word`](Self::pending_word) and the read log, never an item.
+    #[inline(always)]
+    pub(crate) fn uses_word_log(&self) -> bool {
+        !self.st.tracked_only
+    }
+
+    /// The encoded value this attempt wrote to subobject `key` of `object`
+    /// through the word log, if it did (and its reads see its writes).
+    #[inline(always)]
+    pub(crate) fn pending_word<O: TObject>(
+        &self,
+        object: &O,
+        key: u64,
+    ) -> Option<MaybeUninit<u64>> {
+        self.st.pending_word(object_addr(object), key)
+    }
+
+    /// The read log, for a read of subobject `key` of `object` that
+    /// [`pending_word`](Self::pending_word) did not answer.
+    #[inline(always)]
+    pub(crate) fn log_via<O: TObject>(&self, object: &O, key: u64) -> ReadVia {
+        ReadVia::Log(object_addr(object), key)
+    }
+
+    /// Buffers a write of subobject `key` of `object` in the word log (see
+    /// [`uses_word_log`](Self::uses_word_log)): `bits`, the encoded value,
+    /// to be stored in `word` under `version`'s lock at commit. Every write
+    /// to the subobject in this attempt must come here, and `bits` must
+    /// encode a value of the type `word` holds, since a read of the
+    /// subobject decodes them as that type.
+    #[inline(always)]
+    pub(crate) fn write_word<O: TObject>(
+        &mut self,
+        object: &'env O,
+        key: u64,
+        version: &'env TVersion,
+        word: &'env AtomicWord,
+        bits: MaybeUninit<u64>,
+    ) {
+        self.st
+            .write_word(object_addr(object), key, version, word, bits)
     }
 
     /// [`observe_via`](Self::observe_via), also returning the version word
@@ -366,14 +415,16 @@ impl<'env> Transaction<'env> {
         self.st.opacity
     }
 
-    /// The number of items (distinct subobjects touched) so far.
+    /// The number of distinct subobjects the transaction holds an item or
+    /// a buffered word write for so far (reads of subobjects it has not
+    /// written are logged apart and not counted).
     pub fn len(&self) -> usize {
-        self.st.items.len()
+        self.st.item_count()
     }
 
-    /// True if the transaction has touched nothing yet.
+    /// True if the transaction holds no item and no word write yet.
     pub fn is_empty(&self) -> bool {
-        self.st.items.is_empty()
+        self.st.item_count() == 0
     }
 
     /// An epoch guard pinned for the rest of the transaction, for objects

@@ -9,105 +9,17 @@
 //! one through `crossbeam-epoch`, so readers can use it by reference while
 //! pinned.
 //!
-//! Under Miri, which cannot run `atomic-maybe-uninit`'s inline assembly, the
-//! word is a stand-in of the same interface (see `miri_word`).
+//! The word itself, and its stand-in under Miri, are in `crate::word`.
 
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-#[cfg(not(miri))]
-use atomic_maybe_uninit::AtomicMaybeUninit;
 use crossbeam_epoch::Guard;
 
 use crate::item::ItemValue;
-
-/// The atomic word that holds an encoded value: a cell's, and a saved
-/// previous value's (`history`).
-#[cfg(not(miri))]
-pub(crate) type AtomicWord = AtomicMaybeUninit<u64>;
-#[cfg(miri)]
-pub(crate) use miri_word::AtomicWord;
-
-/// Miri's stand-in for `AtomicMaybeUninit<u64>`.
-///
-/// Miri's atomics carry only initialized bytes, and an encoded word may
-/// hold uninitialized ones (a value smaller than the word, padding as in
-/// `(u8, u32)`, the unused payload of `Option<u32>`'s `None`) as well as a
-/// pointer whose provenance must survive (a heap value's box, an inline
-/// reference). So each stored word goes, as it is, into an immutable
-/// allocation of its own, and the atomic is the pointer to it: a copy of a
-/// `MaybeUninit<u64>` keeps every byte, initialized or not, and every
-/// pointer's provenance.
-///
-/// The bytes are read non-atomically after the pointer is loaded, so a
-/// store publishes with at least `Release` and a load takes at least
-/// `Acquire` (stronger than the caller's ordering only where it asked for
-/// `Relaxed`: history's saves, published in production by the slot's
-/// unlock, and loads made under the slot's lock). A replaced allocation may
-/// still be read by a reader that loaded its pointer, and nothing tells when
-/// the last one is done, so it is never freed (run Miri with
-/// `-Zmiri-ignore-leaks`; crossbeam-epoch's pending garbage needs it too).
-#[cfg(miri)]
-mod miri_word {
-    use std::mem::MaybeUninit;
-    use std::sync::atomic::{AtomicPtr, Ordering};
-
-    pub(crate) struct AtomicWord(AtomicPtr<MaybeUninit<u64>>);
-
-    fn publish(order: Ordering) -> Ordering {
-        match order {
-            Ordering::Relaxed | Ordering::Release => Ordering::Release,
-            other => other,
-        }
-    }
-
-    fn observe(order: Ordering) -> Ordering {
-        match order {
-            Ordering::Relaxed | Ordering::Acquire => Ordering::Acquire,
-            other => other,
-        }
-    }
-
-    impl AtomicWord {
-        #[inline]
-        pub fn new(bits: MaybeUninit<u64>) -> Self {
-            AtomicWord(AtomicPtr::new(Box::into_raw(Box::new(bits))))
-        }
-
-        #[inline]
-        pub fn load(&self, order: Ordering) -> MaybeUninit<u64> {
-            let p = self.0.load(observe(order));
-            // SAFETY: `p` came from `Box::into_raw` in `new` or `store` and
-            // is never freed while the word is shared (see the type's
-            // documentation); its bytes were written before it was
-            // published with `Release`, which this `Acquire` load saw.
-            unsafe { p.read() }
-        }
-
-        #[inline]
-        pub fn store(&self, bits: MaybeUninit<u64>, order: Ordering) {
-            self.0.store(Box::into_raw(Box::new(bits)), publish(order));
-        }
-
-        /// The word's bytes, for access when the word is not shared.
-        #[inline]
-        pub fn as_ptr(&self) -> *mut MaybeUninit<u64> {
-            self.0.load(Ordering::Acquire)
-        }
-    }
-
-    impl Drop for AtomicWord {
-        fn drop(&mut self) {
-            // SAFETY: `&mut self` is exclusive, so no reader still holds the
-            // current allocation (only replaced ones may outlive their
-            // readers, and those are left alone); it came from
-            // `Box::into_raw` and is freed once.
-            drop(unsafe { Box::from_raw(*self.0.get_mut()) });
-        }
-    }
-}
+use crate::word::AtomicWord;
 
 pub(crate) struct ValueCell<T> {
     word: AtomicWord,
@@ -127,7 +39,9 @@ impl<T> ValueCell<T> {
         && mem::size_of::<T>() <= 8
         && mem::align_of::<T>() <= mem::align_of::<u64>();
 
-    fn encode(value: T) -> MaybeUninit<u64> {
+    /// The word that stores `value` (for an inline `T`, its bytes; else a
+    /// new allocation's address, which the word then owns).
+    pub fn encode(value: T) -> MaybeUninit<u64> {
         let mut bits = MaybeUninit::<u64>::uninit();
         if Self::INLINE {
             // SAFETY: `T` fits in (and is no more aligned than) a u64.
@@ -182,6 +96,15 @@ impl<T> ValueCell<T> {
             // until we unpin. Published values are never mutated.
             f(unsafe { &*Self::heap_ptr(&bits) })
         }
+    }
+
+    /// The atomic word itself, for a write the runtime stores at commit
+    /// (`tx::words`). Inline values only: a heap value's word owns an
+    /// allocation, which a bare store would leak.
+    #[inline]
+    pub fn word(&self) -> &AtomicWord {
+        debug_assert!(Self::INLINE);
+        &self.word
     }
 
     /// The encoded word of an inline value, for a copy kept elsewhere
@@ -276,6 +199,7 @@ impl<T> ValueCell<T> {
     }
 
     /// Mutable access when the cell is not shared.
+    #[cfg(not(txmem_loom))]
     pub fn get_mut(&mut self) -> &mut T {
         let p = self.word.as_ptr();
         if Self::INLINE {
@@ -287,6 +211,7 @@ impl<T> ValueCell<T> {
         }
     }
 
+    #[cfg(not(txmem_loom))]
     pub fn into_inner(self) -> T {
         let this = ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again.

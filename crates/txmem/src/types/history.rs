@@ -29,8 +29,9 @@
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::cell::{AtomicWord, ValueCell};
+use super::cell::ValueCell;
 use crate::version::{TVersion, LOCK_BIT};
+use crate::word::AtomicWord;
 
 /// The version word of a `Previous` that holds no value yet: unlocked, and
 /// past any snapshot.
@@ -54,7 +55,7 @@ impl Previous {
     pub fn new() -> Self {
         Previous {
             version: AtomicU64::new(NONE),
-            bits: AtomicWord::new(MaybeUninit::uninit()),
+            bits: AtomicWord::new(MaybeUninit::new(0)),
             overwritten: AtomicU64::new(0),
         }
     }

@@ -6,8 +6,8 @@
 
 use crate::error::TxResult;
 use crate::item::Item;
-use crate::object::{Commit, LockOutcome};
-use crate::tx::{commit_single, ItemId, ReadVia, Transaction};
+use crate::object::{Commit, LockOutcome, TObject};
+use crate::tx::{commit_single, ReadVia, Transaction};
 use crate::version::TVersion;
 
 use super::cell::ValueCell;
@@ -26,13 +26,51 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         }
     }
 
-    /// Transactional read by reference: the pending write if this
-    /// transaction wrote the slot, else the committed value (recorded in
-    /// the read set: the item `via` names, or the read log), or, for a
-    /// snapshot older than the last write, the value before it if the
-    /// object keeps it (`history`, called only then).
+    /// True if this attempt writes the slot through the word log
+    /// (`tx::words`) rather than an item: for values stored inline, in
+    /// objects that keep no history, unless the attempt's options route
+    /// everything through items. Fixed for the attempt, so that a slot's
+    /// writes all go one way.
     #[inline(always)]
-    pub fn read_with<'env, R>(
+    fn in_word_log(tx: &Transaction<'_>, keeps_history: bool) -> bool {
+        ValueCell::<T>::INLINE && !keeps_history && tx.uses_word_log()
+    }
+
+    /// Transactional read by reference of the slot that is subobject `key`
+    /// of `object`: the pending write if this transaction wrote the slot,
+    /// else the committed value (recorded in the read set), or, for a
+    /// snapshot older than the last write, the value before it if the
+    /// object keeps it (`keeps_history`; `history` is called only then).
+    #[inline(always)]
+    pub fn read_with<'env, O: TObject, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        object: &'env O,
+        key: u64,
+        keeps_history: bool,
+        history: impl FnOnce() -> Option<&'env Previous>,
+        f: impl FnOnce(&T) -> R,
+    ) -> TxResult<R> {
+        let via = if Self::in_word_log(tx, keeps_history) {
+            if let Some(bits) = tx.pending_word(object, key) {
+                // SAFETY: the word log's writes to this subobject all come
+                // from `write`, which encodes a `T` (an object's address and
+                // key name one slot of one type), and an inline `T` has no
+                // drop glue, so the copy owns nothing.
+                let v = std::mem::ManuallyDrop::new(unsafe { ValueCell::<T>::decode_inline(bits) });
+                return Ok(f(&v));
+            }
+            tx.log_via(object, key)
+        } else {
+            tx.read_via(object, key)
+        };
+        self.read_via_with(tx, via, history, f)
+    }
+
+    /// [`read_with`](Self::read_with) once the item or the read log is
+    /// chosen (`via`).
+    #[inline(always)]
+    fn read_via_with<'env, R>(
         &'env self,
         tx: &mut Transaction<'env>,
         via: ReadVia,
@@ -89,21 +127,65 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         (self.version.load() == w1).then_some(v)
     }
 
-    /// Transactional read returning a clone.
+    /// Transactional read returning a clone (see [`read_with`](Self::read_with)).
     #[inline(always)]
-    pub fn get<'env>(
+    pub fn get<'env, O: TObject>(
         &'env self,
         tx: &mut Transaction<'env>,
-        via: ReadVia,
+        object: &'env O,
+        key: u64,
+        keeps_history: bool,
         history: impl FnOnce() -> Option<&'env Previous>,
     ) -> TxResult<T> {
-        self.read_with(tx, via, history, T::clone)
+        self.read_with(tx, object, key, keeps_history, history, T::clone)
     }
 
-    /// Buffers a write.
+    /// Buffers a write of the slot that is subobject `key` of `object`.
     #[inline(always)]
-    pub fn set(&self, tx: &mut Transaction<'_>, id: ItemId, value: T) {
-        tx.item_mut(id).set_write(value);
+    pub fn set<'env, O: TObject>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        object: &'env O,
+        key: u64,
+        keeps_history: bool,
+        value: T,
+    ) {
+        if Self::in_word_log(tx, keeps_history) {
+            tx.write_word(
+                object,
+                key,
+                &self.version,
+                self.cell.word(),
+                ValueCell::encode(value),
+            );
+        } else {
+            let id = tx.item(object, key);
+            tx.item_mut(id).set_write(value);
+        }
+    }
+
+    /// Replaces the value with the first of `f(old)`'s results, and returns
+    /// the second: a read and a write of the slot, through one item lookup
+    /// where the slot goes through an item.
+    #[inline(always)]
+    pub fn modify<'env, O: TObject, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        object: &'env O,
+        key: u64,
+        keeps_history: bool,
+        f: impl FnOnce(T) -> (T, R),
+    ) -> TxResult<R> {
+        if Self::in_word_log(tx, keeps_history) {
+            let (new, out) = f(self.get(tx, object, key, keeps_history, || None)?);
+            self.set(tx, object, key, keeps_history, new);
+            Ok(out)
+        } else {
+            let id = tx.item(object, key);
+            let (new, out) = f(self.read_via_with(tx, ReadVia::Item(id), || None, T::clone)?);
+            tx.item_mut(id).set_write(new);
+            Ok(out)
+        }
     }
 
     /// A consistent non-transactional read (a seqlock-style snapshot).

@@ -6,7 +6,7 @@ use std::ops::Range;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{ReadVia, Transaction};
+use crate::tx::Transaction;
 
 use super::cell::ValueCell;
 use super::history::Previous;
@@ -105,11 +105,12 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     }
 
     /// Reads element `index`.
-    #[inline]
+    #[inline(always)]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>, index: usize) -> TxResult<T> {
-        let slot = self.slot(index);
-        let via = tx.read_via(self, index as u64);
-        slot.get(tx, via, || self.previous(index))
+        self.slot(index)
+            .get(tx, self, index as u64, self.history.is_some(), || {
+                self.previous(index)
+            })
     }
 
     /// Calls `f` with a reference to element `index`.
@@ -120,9 +121,14 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
         index: usize,
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
-        let slot = self.slot(index);
-        let via = tx.read_via(self, index as u64);
-        slot.read_with(tx, via, || self.previous(index), f)
+        self.slot(index).read_with(
+            tx,
+            self,
+            index as u64,
+            self.history.is_some(),
+            || self.previous(index),
+            f,
+        )
     }
 
     /// Folds the elements of `range` in order, `f(acc, &element)`, as a
@@ -169,16 +175,15 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     }
 
     /// Writes element `index`.
-    #[inline]
+    #[inline(always)]
     pub fn set<'env>(
         &'env self,
         tx: &mut Transaction<'env>,
         index: usize,
         value: T,
     ) -> TxResult<()> {
-        let slot = self.slot(index);
-        let id = tx.item(self, index as u64);
-        slot.set(tx, id, value);
+        self.slot(index)
+            .set(tx, self, index as u64, self.history.is_some(), value);
         Ok(())
     }
 
@@ -190,11 +195,10 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
         index: usize,
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
-        let slot = self.slot(index);
-        let id = tx.item(self, index as u64);
-        let old = slot.get(tx, ReadVia::Item(id), || None)?;
-        slot.set(tx, id, f(old));
-        Ok(())
+        self.slot(index)
+            .modify(tx, self, index as u64, self.history.is_some(), |old| {
+                (f(old), ())
+            })
     }
 
     /// Reads element `index` outside any transaction.
@@ -230,6 +234,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
     }
 
     /// Mutable access to element `index` when the array is not shared.
+    #[cfg(not(txmem_loom))]
     pub fn get_mut(&mut self, index: usize) -> &mut T {
         let len = self.slots.len();
         self.slots

@@ -5,7 +5,7 @@ use std::fmt;
 use crate::error::TxResult;
 use crate::item::Item;
 use crate::object::{Commit, LockOutcome, TObject};
-use crate::tx::{ReadVia, Transaction};
+use crate::tx::Transaction;
 
 use super::slot::Slot;
 
@@ -42,8 +42,7 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     /// Reads the value (a clone of it) inside a transaction.
     #[inline(always)]
     pub fn get<'env>(&'env self, tx: &mut Transaction<'env>) -> TxResult<T> {
-        let via = tx.read_via(self, 0);
-        self.slot.get(tx, via, || None)
+        self.slot.get(tx, self, 0, false, || None)
     }
 
     /// Calls `f` with a reference to the value, without cloning it.
@@ -53,15 +52,13 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         tx: &mut Transaction<'env>,
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
-        let via = tx.read_via(self, 0);
-        self.slot.read_with(tx, via, || None, f)
+        self.slot.read_with(tx, self, 0, false, || None, f)
     }
 
     /// Writes `value` (visible to this transaction at once, to others at commit).
     #[inline(always)]
     pub fn set<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<()> {
-        let id = tx.item(self, 0);
-        self.slot.set(tx, id, value);
+        self.slot.set(tx, self, 0, false, value);
         Ok(())
     }
 
@@ -72,19 +69,13 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
         tx: &mut Transaction<'env>,
         f: impl FnOnce(T) -> T,
     ) -> TxResult<()> {
-        let id = tx.item(self, 0);
-        let old = self.slot.get(tx, ReadVia::Item(id), || None)?;
-        self.slot.set(tx, id, f(old));
-        Ok(())
+        self.slot.modify(tx, self, 0, false, |old| (f(old), ()))
     }
 
     /// Writes `value` and returns the previous value.
     #[inline]
     pub fn replace<'env>(&'env self, tx: &mut Transaction<'env>, value: T) -> TxResult<T> {
-        let id = tx.item(self, 0);
-        let old = self.slot.get(tx, ReadVia::Item(id), || None)?;
-        self.slot.set(tx, id, value);
-        Ok(old)
+        self.slot.modify(tx, self, 0, false, |old| (value, old))
     }
 
     /// Reads the committed value outside any transaction (a consistent
@@ -149,11 +140,13 @@ impl<T: Clone + Send + Sync + 'static> TBox<T> {
     }
 
     /// Mutable access when the box is not shared.
+    #[cfg(not(txmem_loom))]
     pub fn get_mut(&mut self) -> &mut T {
         self.slot.cell.get_mut()
     }
 
     /// Consumes the box, returning the value.
+    #[cfg(not(txmem_loom))]
     pub fn into_inner(self) -> T {
         self.slot.cell.into_inner()
     }

@@ -74,52 +74,79 @@ impl<'a> Commit<'a> {
     pub fn lock_version(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
         // Fast path: one compare-and-swap when nobody holds the lock.
         if item.is_read() {
-            if version.try_lock_at(item.read_version()) {
-                return LockOutcome::Acquired;
-            }
-        } else {
-            let cur = version.load();
-            if !TVersion::is_locked(cur) && version.try_lock_at(cur) {
-                item.remember_version(cur);
-                return LockOutcome::Acquired;
-            }
+            return self.lock_read(version, item.read_version());
         }
-        self.lock_version_contended(version, item)
+        match self.lock_unread(version) {
+            Ok(prev) => {
+                item.remember_version(prev);
+                LockOutcome::Acquired
+            }
+            Err(outcome) => outcome,
+        }
     }
 
-    /// [`lock_version`](Self::lock_version) after its first attempt failed.
+    /// Locks `version` if it is still at `seen`, the word a read saw: for
+    /// an item read and written, and for a word-log entry that took over
+    /// its read (`tx::words`). Waits (a bounded spin, unbounded when
+    /// irrevocable) while another transaction holds it at `seen`, which it
+    /// may leave unchanged; `Stale` if the word moved on.
+    #[inline(always)]
+    pub(crate) fn lock_read(&self, version: &TVersion, seen: u64) -> LockOutcome {
+        if version.try_lock_at(seen) {
+            return LockOutcome::Acquired;
+        }
+        self.lock_read_contended(version, seen)
+    }
+
+    /// [`lock_read`](Self::lock_read) after its first attempt failed.
     #[cold]
     #[inline(never)]
-    fn lock_version_contended(&self, version: &TVersion, item: &mut Item) -> LockOutcome {
-        if item.is_read() {
-            let seen = item.read_version();
-            loop {
-                if version.try_lock_at(seen) {
-                    return LockOutcome::Acquired;
-                }
-                // Locked at the version we read: another transaction is
-                // committing and may still leave it unchanged; wait for it.
-                // Unlocked at that version again: it left it unchanged just
-                // now; try again. Anything else means the read is stale.
-                let now = version.load();
-                if now == seen {
-                    continue;
-                }
-                if now != seen | crate::version::LOCK_BIT {
-                    return LockOutcome::Stale;
-                }
-                if !self.wait_for_unlock(version) {
-                    return LockOutcome::Busy;
-                }
-            }
-        }
+    fn lock_read_contended(&self, version: &TVersion, seen: u64) -> LockOutcome {
         loop {
-            if let Some(prev) = version.lock_bounded() {
-                item.remember_version(prev);
+            if version.try_lock_at(seen) {
                 return LockOutcome::Acquired;
             }
-            if !self.irrevocable {
+            // Locked at the version we read: another transaction is
+            // committing and may still leave it unchanged; wait for it.
+            // Unlocked at that version again: it left it unchanged just
+            // now; try again. Anything else means the read is stale.
+            let now = version.load();
+            if now == seen {
+                continue;
+            }
+            if now != seen | crate::version::LOCK_BIT {
+                return LockOutcome::Stale;
+            }
+            if !self.wait_for_unlock(version) {
                 return LockOutcome::Busy;
+            }
+        }
+    }
+
+    /// Locks `version` whatever its word: for an item the transaction did
+    /// not read, and for a word-log entry that holds no read (`tx::words`;
+    /// a read of it in the read log is validated there). A bounded spin while
+    /// another transaction holds it, unbounded when irrevocable. Returns the
+    /// word as it was before locking.
+    #[inline(always)]
+    pub(crate) fn lock_unread(&self, version: &TVersion) -> Result<u64, LockOutcome> {
+        let cur = version.load();
+        if !TVersion::is_locked(cur) && version.try_lock_at(cur) {
+            return Ok(cur);
+        }
+        self.lock_unread_contended(version)
+    }
+
+    /// [`lock_unread`](Self::lock_unread) after its first attempt failed.
+    #[cold]
+    #[inline(never)]
+    fn lock_unread_contended(&self, version: &TVersion) -> Result<u64, LockOutcome> {
+        loop {
+            if let Some(prev) = version.lock_bounded() {
+                return Ok(prev);
+            }
+            if !self.irrevocable {
+                return Err(LockOutcome::Busy);
             }
             crate::sync::yield_now();
         }

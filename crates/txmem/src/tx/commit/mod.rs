@@ -1,4 +1,5 @@
-//! The commit protocol (STO): lock the write set, take a commit version,
+//! The commit protocol (STO): lock the write set (the word log's entries,
+//! then the items), take a commit version,
 //! validate the read set, install, and wake blocked `retry`ers. The part an
 //! object takes in it (the commit context, lock outcomes, the standard lock
 //! step) is in [`lock`].
@@ -59,13 +60,14 @@ impl TxState {
             // validated. The rerun is an ordinary attempt.
             return Err(AbortCause::Snapshot);
         }
-        // A set of one item (one box, one counter) is common enough to have
-        // the protocol compiled for it, loops unrolled, inline; larger sets
-        // share one out-of-line copy.
-        if self.items.len() == 1 {
-            self.commit_writes(1)
-        } else {
-            self.commit_writes_out_of_line()
+        // Sets of no item (words only: boxes, arrays of numbers) and of one
+        // item (a counter, a collection's entry) are common enough to have
+        // the protocol compiled for them, item loops unrolled, inline;
+        // larger sets share one out-of-line copy.
+        match self.items.len() {
+            0 => self.commit_writes(0),
+            1 if self.words.is_empty() => self.commit_writes(1),
+            _ => self.commit_writes_out_of_line(),
         }
     }
 
@@ -79,18 +81,25 @@ impl TxState {
     #[inline(always)]
     fn commit_writes(&mut self, n: usize) -> Result<Committed, AbortCause> {
         let irrevocable = self.irrevocable.is_some();
+        // Phase 1: lock the write set, the word log's first (bounded
+        // spinning keeps it deadlock-free), counting the sets on the way.
+        let mut writes = 0u32;
+        let mut reads = 0u32;
+        if !self.words.is_empty() {
+            match self.lock_words(irrevocable) {
+                Ok(word_reads) => reads = word_reads,
+                Err(outcome) => return Err(self.lock_failed(outcome)),
+            }
+            writes = self.words.len() as u32;
+        }
         let mut ctx = Commit {
             version: 0,
             irrevocable,
             guard: &self.guard,
         };
 
-        // Phase 1: lock the write set (bounded spinning keeps it
-        // deadlock-free), counting the sets on the way.
-        let mut reads = 0u32;
-        let mut writes = 0u32;
         let mut unlocked_reads = false;
-        for (i, it) in self.items[..n].iter_mut().enumerate() {
+        for it in self.items[..n].iter_mut() {
             let read = it.is_read();
             reads += u32::from(read);
             if !it.is_write() {
@@ -102,7 +111,7 @@ impl TxState {
             let obj = unsafe { it.object.as_ref() };
             match obj.lock(it, &ctx) {
                 LockOutcome::Acquired => it.set_locked(true),
-                outcome => return Err(self.lock_failed(i, outcome)),
+                outcome => return Err(self.lock_failed(outcome)),
             }
         }
         reads += self.reads.len() as u32;
@@ -151,18 +160,20 @@ impl TxState {
                 it.set_locked(false);
             }
         }
+        if !self.words.is_empty() {
+            self.install_words(ctx.version);
+        }
         if wake {
             self.wake_waiters();
         }
         Ok(Committed { reads, writes })
     }
 
-    /// Releases the locks taken before item `failed` could not be locked, and
-    /// says why the attempt aborts.
+    /// Releases the locks taken before an item or word could not be
+    /// locked, and says why the attempt aborts.
     #[cold]
     #[inline(never)]
-    fn lock_failed(&mut self, failed: usize, outcome: LockOutcome) -> AbortCause {
-        debug_assert!(!self.items[failed].is_locked());
+    fn lock_failed(&mut self, outcome: LockOutcome) -> AbortCause {
         self.unlock_all();
         match outcome {
             LockOutcome::Busy => AbortCause::LockBusy,
@@ -192,7 +203,8 @@ impl TxState {
             self.items
                 .iter()
                 .filter(|it| it.is_write())
-                .map(|it| it.object_addr()),
+                .map(|it| it.object_addr())
+                .chain(self.words.iter().map(|w| w.object)),
         );
     }
 
@@ -217,5 +229,6 @@ impl TxState {
                 it.set_locked(false);
             }
         }
+        self.unlock_words();
     }
 }
