@@ -1,13 +1,28 @@
 //! The serial gate (one serial transaction runs alone), the hourglass (a starving
 //! transaction keeps new ones out), and the waits for privatization safety.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::desc::{all_descs, TxDesc, INACTIVE};
 
-/// Held by the one serial transaction, or one waiting to become serial. Ordinary transactions
-/// only read it (after publishing their `state`), so it costs nothing while nobody goes serial.
-static SERIAL_LOCK: AtomicBool = AtomicBool::new(false);
+/// The serial gate, a ticket lock: the high half counts the tickets taken, the low half the
+/// tickets served. It is held (halves differ) by the one serial transaction and by those
+/// queued to become serial. Ordinary transactions only read it (after publishing their
+/// `state`), so it costs nothing while nobody goes serial.
+///
+/// Why tickets: the gate used to be a test-and-set flag, and on two cores a thread whose every
+/// transaction is serial (the `serial` method) took it back from its own release before a
+/// waiting thread, yielding between tries, ever saw it free: `privatize_proxy` under `serial`
+/// ran for minutes, its owner thread starved. Tickets serve waiters in turn.
+static SERIAL_GATE: AtomicU64 = AtomicU64::new(0);
+
+/// One ticket, in the gate's high half.
+const TICKET: u64 = 1 << 32;
+
+/// True if the gate word `w` shows a serial transaction running or queued.
+fn gate_held(w: u64) -> bool {
+    (w >> 32) != (w & u64::from(u32::MAX))
+}
 
 fn pause(round: &mut u32) {
     if *round < 64 {
@@ -39,35 +54,43 @@ pub(crate) fn enter_ordinary(tx: &TxDesc) -> u64 {
         // this state, or this thread sees its lock.
         tx.state.store(start, Ordering::Relaxed);
         crate::fence::light(tx.method.reads_states_at_commit());
-        if !SERIAL_LOCK.load(Ordering::Relaxed) {
+        if !gate_held(SERIAL_GATE.load(Ordering::Relaxed)) {
             return start;
         }
         tx.state.store(INACTIVE, Ordering::SeqCst);
         let mut round = 0;
-        while SERIAL_LOCK.load(Ordering::Acquire) {
+        while gate_held(SERIAL_GATE.load(Ordering::Acquire)) {
             pause(&mut round);
         }
     }
 }
 
-/// Takes the gate and waits until no other transaction runs. `tx.state` must be INACTIVE.
+/// Takes a ticket, waits for its turn at the gate, then waits until no other transaction
+/// runs. `tx.state` must be INACTIVE.
 pub(crate) fn enter_serial(tx: &TxDesc) {
+    // The ticket's RMW closes the gate to new ordinary transactions at once (the Dekker
+    // handshake with `enter_ordinary` needs that, not the turn).
+    let ticket = (SERIAL_GATE.fetch_add(TICKET, Ordering::SeqCst) >> 32) as u32;
     let mut round = 0;
-    while SERIAL_LOCK
-        .compare_exchange_weak(false, true, Ordering::SeqCst, Ordering::Relaxed)
-        .is_err()
-    {
+    while SERIAL_GATE.load(Ordering::Acquire) as u32 != ticket {
         pause(&mut round);
     }
     drain_others(tx);
 }
 
-/// Takes the gate only if it is free, without waiting: for a running transaction, which must
-/// not wait for the gate while others may wait for it.
+/// Takes the gate only if it is free (nobody serial, nobody queued), without waiting: for a
+/// running transaction, which must not wait for the gate while others may wait for it.
 pub(crate) fn try_enter_serial(tx: &TxDesc) -> bool {
-    if SERIAL_LOCK
-        .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
-        .is_err()
+    let w = SERIAL_GATE.load(Ordering::Relaxed);
+    if gate_held(w)
+        || SERIAL_GATE
+            .compare_exchange(
+                w,
+                w.wrapping_add(TICKET),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
     {
         return false;
     }
@@ -91,8 +114,12 @@ fn drain_others(tx: &TxDesc) {
     }
 }
 
+/// Serves the next ticket. (A CAS loop rather than an add: the served half wraps without
+/// carrying into the tickets' half.)
 pub(crate) fn leave_serial() {
-    SERIAL_LOCK.store(false, Ordering::Release);
+    let _ = SERIAL_GATE.fetch_update(Ordering::Release, Ordering::Relaxed, |w| {
+        Some((w & !u64::from(u32::MAX)) | u64::from((w as u32).wrapping_add(1)))
+    });
 }
 
 /// Waits until every transaction that started before `version` has finished or moved its
