@@ -72,6 +72,12 @@ cells! {
     tarray_tl2: Registers::array(4), Tl2, ContentionPolicy::Timestamp, 4;
     tarray_revalidate: Registers::array(4), Revalidate, HOURGLASS, 5;
     tarray_none: Registers::array(4), None, LINEAR, 6;
+    word_tbox_tl2: Registers::word_boxes(3), Tl2, BACKOFF, 41;
+    word_tbox_revalidate: Registers::word_boxes(3), Revalidate, ContentionPolicy::Timestamp, 42;
+    word_tbox_none: Registers::word_boxes(3), None, ContentionPolicy::Immediate, 43;
+    word_tarray_tl2: Registers::word_array(4, false), Tl2, HOURGLASS, 44;
+    word_tarray_revalidate: Registers::word_array(4, false), Revalidate, ContentionPolicy::Karma, 45;
+    word_tarray_none: Registers::word_array(4, false), None, LINEAR, 46;
     thashmap_tl2: Map::new(THashMap::new()), Tl2, ContentionPolicy::Immediate, 7;
     thashmap_revalidate: Map::new(THashMap::new()), Revalidate, BACKOFF, 8;
     thashmap_none: Map::new(THashMap::new()), None, ContentionPolicy::Karma, 9;
@@ -107,6 +113,9 @@ macro_rules! read_only_cells {
 read_only_cells! {
     tbox_read_only_tl2: Registers::boxes(3), Tl2, BACKOFF, 31;
     tarray_read_only_none: Registers::array(4), None, ContentionPolicy::Immediate, 32;
+    word_tbox_read_only_tl2: Registers::word_boxes(3), Tl2, LINEAR, 47;
+    word_tarray_history_read_only_tl2: Registers::word_array(4, true), Tl2, BACKOFF, 48;
+    word_tarray_history_read_only_revalidate: Registers::word_array(4, true), Revalidate, ContentionPolicy::Immediate, 49;
     thashmap_read_only_tl2: Map::new(THashMap::new()), Tl2, LINEAR, 33;
     tbtreemap_read_only_revalidate: Map::new(TBTreeMap::with_fanout(4)), Revalidate, BACKOFF, 34;
     tlistset_read_only_tl2: Set::new(TListSet::new()), Tl2, HOURGLASS, 35;

@@ -9,7 +9,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{Barrier, Mutex, OnceLock};
 use std::thread;
 
 use rand::rngs::SmallRng;
@@ -281,6 +281,126 @@ impl ListStore for TArray<Vec<u32>> {
     }
     fn load(&self, k: u32) -> Vec<u32> {
         TArray::load(self, k as usize)
+    }
+}
+
+/// Lists interned under word-sized ids, so that registers of one word
+/// (`TBox<u64>`, `TArray<u64>`: the runtime's word log) can hold the
+/// list-append workload's lists: a register holds the id of its list. Each
+/// write interns its list under a fresh id (0 is the empty list), so ids,
+/// like the lists, are never written twice, and an id a transaction reads
+/// names the list the writer meant.
+pub struct Lists {
+    next: AtomicU32,
+    table: Box<[OnceLock<Vec<u32>>]>,
+}
+
+impl Lists {
+    /// Room for this many writes (attempts that abort use ids too).
+    const CAPACITY: usize = 1 << 18;
+
+    fn new() -> Self {
+        Lists {
+            next: AtomicU32::new(0),
+            table: (0..Self::CAPACITY).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    fn intern(&self, list: Vec<u32>) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed) as usize + 1;
+        assert!(id < Self::CAPACITY, "the workload ran out of list ids");
+        self.table[id].set(list).expect("list ids are fresh");
+        id as u64
+    }
+
+    fn list(&self, id: u64) -> Vec<u32> {
+        if id == 0 {
+            return Vec::new();
+        }
+        self.table[id as usize]
+            .get()
+            .expect("a register holds an id that was interned")
+            .clone()
+    }
+}
+
+/// Word registers: `S` holds list ids, `lists` the lists.
+pub struct Words<S> {
+    ids: S,
+    lists: Lists,
+}
+
+impl ListStore for Words<Vec<TBox<u64>>> {
+    const NAME: &'static str = "word box";
+    fn registers(&self) -> u32 {
+        self.ids.len() as u32
+    }
+    fn get<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Vec<u32>> {
+        Ok(self.lists.list(self.ids[k as usize].get(tx)?))
+    }
+    fn set<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<()> {
+        self.ids[k as usize].set(tx, self.lists.intern(v))
+    }
+    fn update(&self, k: u32, mut f: impl FnMut(&Vec<u32>) -> Vec<u32>) -> Vec<u32> {
+        let id = self.ids[k as usize].update(|&id| self.lists.intern(f(&self.lists.list(id))));
+        self.lists.list(id)
+    }
+    fn load(&self, k: u32) -> Vec<u32> {
+        self.lists.list(self.ids[k as usize].load())
+    }
+}
+
+impl ListStore for Words<TArray<u64>> {
+    const NAME: &'static str = "word slot";
+    fn registers(&self) -> u32 {
+        self.ids.len() as u32
+    }
+    fn get<'e>(&'e self, tx: &mut Transaction<'e>, k: u32) -> TxResult<Vec<u32>> {
+        Ok(self.lists.list(self.ids.get(tx, k as usize)?))
+    }
+    fn set<'e>(&'e self, tx: &mut Transaction<'e>, k: u32, v: Vec<u32>) -> TxResult<()> {
+        self.ids.set(tx, k as usize, self.lists.intern(v))
+    }
+    fn update(&self, k: u32, mut f: impl FnMut(&Vec<u32>) -> Vec<u32>) -> Vec<u32> {
+        let id = self
+            .ids
+            .update(k as usize, |&id| self.lists.intern(f(&self.lists.list(id))));
+        self.lists.list(id)
+    }
+    fn load(&self, k: u32) -> Vec<u32> {
+        self.lists.list(self.ids.load(k as usize))
+    }
+}
+
+impl Registers<Words<Vec<TBox<u64>>>> {
+    /// Word boxes, whose writes go to the runtime's word log.
+    pub fn word_boxes(n: u32) -> Self {
+        Registers {
+            store: Words {
+                ids: (0..n).map(|_| TBox::new(0)).collect(),
+                lists: Lists::new(),
+            },
+            fresh: Fresh::default(),
+        }
+    }
+}
+
+impl Registers<Words<TArray<u64>>> {
+    /// A word array, whose writes go to the runtime's word log unless it
+    /// keeps history (then through items, which save the old value).
+    pub fn word_array(n: u32, history: bool) -> Self {
+        let ids = TArray::new(n as usize, 0);
+        Registers {
+            store: Words {
+                ids: if history {
+                    ids.with_snapshot_history()
+                } else {
+                    ids
+                },
+                lists: Lists::new(),
+            },
+            fresh: Fresh::default(),
+        }
     }
 }
 
