@@ -53,7 +53,7 @@ fn nested_branches_restore_word_writes_level_by_level() {
                     "the inner rollback restores the outer branch's write"
                 );
                 a.modify(tx, |v| v * 10)?;
-                Ok(a.get(tx)?)
+                a.get(tx)
             },
             |_| Ok(0),
         )
