@@ -242,3 +242,42 @@ fn concurrent_increments_through_the_word_log_lose_nothing() {
     let total: u64 = (0..16).map(|i| arr.load(i)).sum();
     assert_eq!(total, 4 * 2000 * 5);
 }
+
+#[test]
+fn a_read_modify_write_in_a_rolled_back_branch_keeps_its_read() {
+    // Both branches retry, so the transaction waits for a change to what
+    // either read: the first branch's read of `x`, taken by its write,
+    // must outlive the rollback that drops the write, or the commit below
+    // would not wake it.
+    let x: &'static TBox<u64> = Box::leak(Box::new(TBox::new(0)));
+    let waiter = thread::spawn(move || {
+        atomically(|tx| {
+            tx.or_else(
+                |tx| {
+                    let old = x.replace(tx, 100)?;
+                    tx.check(old != 0)?;
+                    Ok(old)
+                },
+                |tx| Err(tx.retry()),
+            )
+        })
+    });
+    thread::sleep(std::time::Duration::from_millis(50));
+    atomically(|tx| x.set(tx, 7));
+    assert_eq!(waiter.join().unwrap(), 7);
+    assert_eq!(x.load(), 100);
+}
+
+#[test]
+fn without_read_my_writes_a_modify_reads_the_committed_value() {
+    let x = TBox::new(1u64);
+    TxOptions::new().read_my_writes(false).run(|tx| {
+        x.set(tx, 50)?;
+        // Reads the committed 1 (not the pending 50), a read the commit
+        // validates although the word's entry was already written.
+        x.modify(tx, |v| v + 1)?;
+        assert_eq!(x.get(tx)?, 1);
+        Ok(())
+    });
+    assert_eq!(x.load(), 2);
+}

@@ -89,10 +89,41 @@ impl TxState {
             object,
             key,
         });
+        // (The entry just pushed does not count as an earlier read.)
+        self.check_new_read(word, |st| st.reads.len() > 1)?;
+        Ok((word, value))
+    }
+
+    /// The read of a word that the attempt writes next through the word log
+    /// (a read-modify-write of a word it has not written): the consistent
+    /// read and its opacity check, not logged, since the write takes the
+    /// read over (see `words::write_word`). A snapshot attempt that is about
+    /// to write ends here.
+    #[inline(always)]
+    pub(super) fn observe_for_write<R>(
+        &mut self,
+        version: &TVersion,
+        load: impl FnMut() -> R,
+    ) -> TxResult<(u64, R)> {
+        if self.snapshot {
+            return Err(Self::snapshot_missed());
+        }
+        let (word, value) = self.stable_read(version, load)?;
+        self.check_new_read(word, |st| !st.reads.is_empty())?;
+        Ok((word, value))
+    }
+
+    /// The opacity check of a read at `word` that no item records;
+    /// `logged_before` says whether the read log holds an earlier read.
+    #[inline(always)]
+    fn check_new_read(
+        &mut self,
+        word: u64,
+        logged_before: impl FnOnce(&Self) -> bool,
+    ) -> TxResult<()> {
         if self.needs_view_check(word) {
-            // (The entry just pushed does not count as an earlier read.)
             // (A word write counts: it may hold a read it took over.)
-            let earlier = self.reads.len() > 1 || !self.items.is_empty() || !self.words.is_empty();
+            let earlier = logged_before(self) || !self.items.is_empty() || !self.words.is_empty();
             // A first read under TL2 needs no check (see `check_view`):
             // decided here, so that a read-modify-write of one word, which
             // meets a version past its kept bound every time, makes no call.
@@ -100,7 +131,7 @@ impl TxState {
                 self.check_view(word, earlier)?;
             }
         }
-        Ok((word, value))
+        Ok(())
     }
 
     /// A snapshot attempt met `word`, past its snapshot: the value before

@@ -16,7 +16,7 @@ use crossbeam_epoch::Guard;
 
 use super::handlers::erase_handler;
 use super::savepoint;
-use super::state::TxState;
+use super::state::{TxState, WordWrite};
 use crate::error::{Abort, AbortCause, TxResult};
 use crate::item::Item;
 use crate::object::TObject;
@@ -194,8 +194,38 @@ impl<'env> Transaction<'env> {
         word: &'env AtomicWord,
         bits: MaybeUninit<u64>,
     ) {
+        self.st.write_word(
+            object_addr(object),
+            key,
+            version,
+            word,
+            bits,
+            WordWrite::NOT_READ,
+        )
+    }
+
+    /// A read-modify-write of a word-log subobject that
+    /// [`pending_word`](Self::pending_word) found unwritten: reads it
+    /// consistently under `version` (with the opacity check of any read),
+    /// then buffers `update(value)` as [`write_word`](Self::write_word)
+    /// does, the write taking the read over (it is validated by locking at
+    /// the version read). Returns what `update` returned beside the new
+    /// bits.
+    #[inline(always)]
+    pub(crate) fn update_word<O: TObject, V, R>(
+        &mut self,
+        object: &'env O,
+        key: u64,
+        version: &'env TVersion,
+        word: &'env AtomicWord,
+        load: impl FnMut() -> V,
+        update: impl FnOnce(V) -> (MaybeUninit<u64>, R),
+    ) -> TxResult<R> {
+        let (seen, value) = self.st.observe_for_write(version, load)?;
+        let (bits, out) = update(value);
         self.st
-            .write_word(object_addr(object), key, version, word, bits)
+            .write_word(object_addr(object), key, version, word, bits, seen);
+        Ok(out)
     }
 
     /// [`observe_via`](Self::observe_via), also returning the version word

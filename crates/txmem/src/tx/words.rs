@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use super::commit::lock::{Commit, LockOutcome};
 use super::index;
 use super::savepoint;
-use super::state::{filter_bit, TxState, WordWrite};
+use super::state::{filter_bit, LoggedRead, TxState, WordWrite};
 use crate::version::{TVersion, LOCK_BIT};
 use crate::word::AtomicWord;
 
@@ -60,7 +60,9 @@ impl TxState {
 
     /// Buffers a write of the encoded value `bits` to the word `word`
     /// guarded by `version`, subobject (`addr`, `key`): overwrites the
-    /// attempt's earlier write to it, else appends.
+    /// attempt's earlier write to it, else appends. `read` is the version
+    /// word at which `observe_for_write` just read the subobject for this
+    /// write, or `NOT_READ`.
     #[inline(always)]
     pub(super) fn write_word(
         &mut self,
@@ -69,11 +71,17 @@ impl TxState {
         version: &TVersion,
         word: &AtomicWord,
         bits: MaybeUninit<u64>,
+        read: u64,
     ) {
         self.mutated = true;
         let bit = filter_bit(addr, key);
         if self.item_filter & bit != 0 || self.words_indexed {
             if let Some(p) = self.find_word(addr, key) {
+                if read != WordWrite::NOT_READ {
+                    // Read past the attempt's own write (read-my-writes
+                    // off): a read like any other.
+                    self.log_read(NonNull::from(version), read, addr, key);
+                }
                 if !self.savepoints.is_empty() {
                     savepoint::log_word_before_change(self, p);
                 }
@@ -83,7 +91,16 @@ impl TxState {
         }
         self.item_filter |= bit;
         let version = NonNull::from(version);
-        let read = self.take_read_of(version);
+        let read = if read == WordWrite::NOT_READ {
+            self.take_read_of(version)
+        } else if self.savepoints.is_empty() {
+            read
+        } else {
+            // Inside a branch the read must outlive a rollback that drops
+            // the write.
+            self.log_read(version, read, addr, key);
+            WordWrite::NOT_READ
+        };
         self.words.push(WordWrite {
             version,
             word: NonNull::from(word),
@@ -115,6 +132,18 @@ impl TxState {
             }
             _ => WordWrite::NOT_READ,
         }
+    }
+
+    /// Logs a read of `observe_for_write` that no new word write takes
+    /// over, as `observe_logged` would have.
+    #[cold]
+    fn log_read(&mut self, version: NonNull<TVersion>, word: u64, addr: usize, key: u64) {
+        self.reads.push(LoggedRead {
+            version,
+            word,
+            object: addr,
+            key,
+        });
     }
 
     /// True if the read a word write took over (if any) still holds: the

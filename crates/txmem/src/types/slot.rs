@@ -177,9 +177,25 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         f: impl FnOnce(T) -> (T, R),
     ) -> TxResult<R> {
         if Self::in_word_log(tx, keeps_history) {
-            let (new, out) = f(self.get(tx, object, key, keeps_history, || None)?);
-            self.set(tx, object, key, keeps_history, new);
-            Ok(out)
+            if let Some(bits) = tx.pending_word(object, key) {
+                // SAFETY: as in `read_with`.
+                let pending =
+                    std::mem::ManuallyDrop::new(unsafe { ValueCell::<T>::decode_inline(bits) });
+                let (new, out) = f(T::clone(&pending));
+                self.set(tx, object, key, keeps_history, new);
+                return Ok(out);
+            }
+            tx.update_word(
+                object,
+                key,
+                &self.version,
+                self.cell.word(),
+                || self.cell.with(T::clone),
+                |old| {
+                    let (new, out) = f(old);
+                    (ValueCell::encode(new), out)
+                },
+            )
         } else {
             let id = tx.item(object, key);
             let (new, out) = f(self.read_via_with(tx, ReadVia::Item(id), || None, T::clone)?);
