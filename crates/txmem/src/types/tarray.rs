@@ -161,7 +161,7 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
                 for (slot, index) in slots.iter().zip(range) {
                     acc = match slot.read_within(bound) {
                         Some(v) => f(acc, &v),
-                        None => self.read_with(tx, index, |v| f(acc, v))?,
+                        None => self.read_outside_snapshot(tx, index, |v| f(acc, v))?,
                     };
                 }
             }
@@ -172,6 +172,20 @@ impl<T: Clone + Send + Sync + 'static> TArray<T> {
             }
         }
         Ok(acc)
+    }
+
+    /// [`read_with`](Self::read_with), out of line: `fold`'s read of an
+    /// element its snapshot check could not decide, kept out of the loop
+    /// that checks the others.
+    #[cold]
+    #[inline(never)]
+    fn read_outside_snapshot<'env, R>(
+        &'env self,
+        tx: &mut Transaction<'env>,
+        index: usize,
+        f: impl FnOnce(&T) -> R,
+    ) -> TxResult<R> {
+        self.read_with(tx, index, f)
     }
 
     /// Writes element `index`.
