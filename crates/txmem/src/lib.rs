@@ -42,7 +42,10 @@
 //! a read of a version newer than the transaction's snapshot revalidates and
 //! extends the snapshot instead of aborting (STO's extended check). A read of
 //! a subobject the transaction has not written goes to a compact read log
-//! rather than an item (STO's read-only items).
+//! rather than an item (STO's read-only items), and a write of a value
+//! stored inline in one word (a `TBox<u64>`, a `TArray<f64>` element) to a
+//! word log, whose entries the commit locks and stores directly, as a word
+//! STM does, instead of calling the object for each.
 //!
 //! ## Collections
 //!

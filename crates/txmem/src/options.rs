@@ -138,8 +138,9 @@ impl TxOptions {
     /// tracking set (on by default; STO's *read-only items*). Such a read
     /// is logged as a (version word, value) pair — what a word STM logs —
     /// instead of finding or creating an item, and is validated like any
-    /// other read. Off, every read creates or finds its item (the
-    /// behaviour to compare against).
+    /// other read; and writes of values stored inline in one word go to a
+    /// word log rather than items. Off, every read and write creates or
+    /// finds its item (the behaviour to compare against).
     pub fn untracked_reads(mut self, yes: bool) -> Self {
         self.untracked_reads = yes;
         self
