@@ -4,6 +4,10 @@
 //!
 //! Writes `$OUT_DIR/peer_versions.rs`: a `PEER_VERSIONS` table of
 //! `(crate, version)` pairs, included by `src/harness/versions.rs`.
+//!
+//! Also records the commit the binary is built from (`TXMEM_BUILD_COMMIT`,
+//! empty outside a git checkout), so that a report names the code that
+//! ran, not whatever checkout the command happens to run in.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +69,40 @@ fn main() {
     }
     code.push_str("];\n");
     std::fs::write(out.join("peer_versions.rs"), code).expect("cannot write peer_versions.rs");
+
+    record_commit(&manifest_dir);
+}
+
+/// Sets `TXMEM_BUILD_COMMIT` to the short hash of the checkout's HEAD, and
+/// asks cargo to run this script again when HEAD or the branch it names
+/// moves.
+fn record_commit(dir: &Path) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_default();
+    println!("cargo:rustc-env=TXMEM_BUILD_COMMIT={commit}");
+    if commit.is_empty() {
+        return;
+    }
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(branch);
+    }
+    for name in watched {
+        // (A path that does not exist would rerun the script at every
+        // build: a packed branch has no file of its own.)
+        let path = git(&["rev-parse", "--path-format=absolute", "--git-path", &name]);
+        if let Some(path) = path.filter(|p| Path::new(p).exists()) {
+            println!("cargo:rerun-if-changed={path}");
+        }
+    }
 }
 
 /// The nearest `Cargo.lock` in `dir` or a directory above it (the

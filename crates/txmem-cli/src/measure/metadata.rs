@@ -1,5 +1,5 @@
 //! What every report's settings object says about the run whatever the
-//! command: the checkout it was built from, and the test hooks that ran.
+//! command: the commit it was built from, and the test hooks that ran.
 
 use serde_json::json;
 
@@ -14,12 +14,12 @@ pub fn note_broken_checks(settings: &mut serde_json::Value, measure: &Measuremen
     }
 }
 
-/// The short hash of the checkout's HEAD, where there is one.
+/// The short hash of the commit the binary was built from (recorded by
+/// the build script), where it was built in a git checkout. Not the
+/// checkout the command runs in: a binary kept from an older build names
+/// its own commit.
 pub fn git_commit() -> Option<String> {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    Some(env!("TXMEM_BUILD_COMMIT"))
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
 }
