@@ -1,10 +1,11 @@
 //! One `TBox` increment per transaction in a loop; prints ns per transaction.
 //! Used for profiling and for instruction counts under callgrind:
-//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty] [rw10]`
+//! `valgrind --tool=callgrind target/release/examples/incr_loop 100000 [none] [nostats] [read] [update] [empty] [rw10] [r10] [w10]`
 //! (`update`: the increment as a single-operation transaction, `TBox::update`;
 //! `empty`: a transaction that touches nothing, the runtime's fixed cost;
 //! `rw10`: ten reads of `TArray` elements, then writes of ten others, as
-//! `scripts/peers/tinystm_fixed_cost.c` does on TinySTM).
+//! `scripts/peers/tinystm_fixed_cost.c` does on TinySTM; `r10`: its ten
+//! reads and one write, `w10`: its ten writes alone, to split its cost).
 //! The peers' loops (a mutex, `fast-stm`, `stm`) are in
 //! `examples/increment_ratios.rs`, which also runs one system alone for
 //! callgrind.
@@ -49,6 +50,33 @@ fn main() {
                     a.set(tx, k, s + k as u64)?;
                 }
                 Ok(())
+            });
+        }
+        sum = a.load(19);
+    } else if let Some(reads) = args.iter().find_map(|a| match a.as_str() {
+        "r10" => Some(true),
+        "w10" => Some(false),
+        _ => None,
+    }) {
+        // rw10's halves, each in a loop of its own (rw10's loop, and so its
+        // count, stays as it was).
+        let a = txmem::TArray::new(20, 0u64);
+        for _ in 0..n {
+            run!(|tx| {
+                if reads {
+                    let mut s = 0;
+                    for k in 0..10 {
+                        s += a.get(tx, k)?;
+                    }
+                    // One write, so that the commit validates the reads
+                    // as rw10's does.
+                    a.set(tx, 19, s)
+                } else {
+                    for k in 10..20 {
+                        a.set(tx, k, k as u64)?;
+                    }
+                    Ok(())
+                }
             });
         }
         sum = a.load(19);
