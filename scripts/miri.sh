@@ -26,8 +26,9 @@
 #
 # The subset covers item.rs, cell.rs and history.rs, the hash map, B+ tree
 # and list collections, TBox, TArray and TCounter, a small multi-threaded
-# bank, or_else and savepoints, and read-only snapshot attempts (with
-# history). Tests left out are the long ones (thousands of keys, proptest
+# bank, or_else and savepoints, read-only snapshot attempts (with
+# history), and the word log (rollbacks, taken-over reads, concurrent
+# increments). Tests left out are the long ones (thousands of keys, proptest
 # models, concurrent churn); the tests shrink their own sizes under
 # `cfg(miri)` where a smaller run still exercises the same paths.
 set -euo pipefail
@@ -50,7 +51,7 @@ miri() {
 }
 
 # Every test crate of the subset built in one go (in parallel), then run.
-miri --no-run --lib --test api --test bank --test read_only --test or_else
+miri --no-run --lib --test api --test bank --test read_only --test or_else --test word_log
 
 # Unit tests: items, cells, the hash map's probe (a pending unlink against an
 # older snapshot), resize and placeholders, the queue, versions, the index
@@ -62,6 +63,7 @@ miri --test api
 miri --test bank -- bank_total_is_conserved_in_every_opacity_mode
 # Snapshot attempts, history, fold, read-only map lookups.
 miri --test read_only
+miri --test word_log
 # or_else over the hash map's, the B+ tree's and the list set's inserts (a
 # rolled-back insert's absence, a read before the or_else, a second branch
 # inserting what the first rolled back): the collections' placeholders,

@@ -222,11 +222,12 @@ fn an_irrevocable_transaction_installs_its_word_writes() {
 
 #[test]
 fn concurrent_increments_through_the_word_log_lose_nothing() {
+    const ROUNDS: usize = if cfg!(miri) { 40 } else { 2000 };
     let arr: &'static TArray<u64> = Box::leak(Box::new(TArray::new(16, 0)));
     let threads: Vec<_> = (0..4)
         .map(|t| {
             thread::spawn(move || {
-                for n in 0..2000usize {
+                for n in 0..ROUNDS {
                     atomically(|tx| {
                         // Overlapping read-modify-writes, some elements twice.
                         for k in 0..4 {
@@ -240,7 +241,7 @@ fn concurrent_increments_through_the_word_log_lose_nothing() {
         .collect();
     threads.into_iter().for_each(|t| t.join().unwrap());
     let total: u64 = (0..16).map(|i| arr.load(i)).sum();
-    assert_eq!(total, 4 * 2000 * 5);
+    assert_eq!(total, 4 * ROUNDS as u64 * 5);
 }
 
 #[test]
