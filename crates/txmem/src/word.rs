@@ -2,8 +2,9 @@
 //! saved previous value's (`types::history`), and the target of a buffered
 //! word write (`tx::words`), which the runtime stores at commit.
 //!
-//! Under Miri, which cannot run `atomic-maybe-uninit`'s inline assembly, the
-//! word is a stand-in of the same interface (see `miri_word`).
+//! Under Miri, which cannot run `atomic-maybe-uninit`'s inline assembly,
+//! and under loom, which must see every access to order it, the word is a
+//! stand-in of the same interface (`miri_word`, `loom_word`).
 
 #[cfg(not(any(miri, txmem_loom)))]
 use atomic_maybe_uninit::AtomicMaybeUninit;

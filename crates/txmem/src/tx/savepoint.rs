@@ -1,6 +1,6 @@
 //! Savepoints for `or_else`: undo a branch's effects on the tracking set and
-//! the word log while keeping what it read (a transaction that retries in both branches must
-//! wake on a change to anything either branch read).
+//! the word log while keeping what it read (a transaction that retries in
+//! both branches must wake on a change to anything either branch read).
 
 use super::state::{Saved, Savepoint, TxState};
 use crate::item::READ;
@@ -78,8 +78,9 @@ pub(super) fn roll_back(st: &mut TxState) {
         item.restore_flags(saved.flags | read_now);
         item.value = saved.value;
     }
-    // A word write holds no read: the branch's own ones go, the older ones
-    // it overwrote get their values back.
+    // A word write made inside a branch holds no read (its read stays in
+    // the read log, see `words::write_word`): the branch's own ones go, the
+    // older ones it overwrote get their values back.
     if st.words.len() > sp.words {
         st.words.truncate(sp.words);
         st.reindex_words();

@@ -383,8 +383,9 @@ impl TxState {
     }
 }
 
-/// The filter bit of a subobject (items and word writes alike): six bits mixed from its address (whose
-/// low bits are alignment) and its key (an index, or a node address).
+/// The filter bit of a subobject (items and word writes alike): six bits
+/// mixed from its address (whose low bits are alignment) and its key (an
+/// index, or a node address).
 #[inline(always)]
 pub(super) fn filter_bit(addr: usize, key: u64) -> u64 {
     let h = (addr as u64 >> 4) ^ key ^ (key >> 6);

@@ -36,6 +36,24 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         ValueCell::<T>::INLINE && !keeps_history && tx.uses_word_log()
     }
 
+    /// The value this attempt wrote to the slot through the word log, if it
+    /// did (for a slot [`in_word_log`](Self::in_word_log)).
+    #[inline(always)]
+    fn pending_word<O: TObject>(
+        tx: &Transaction<'_>,
+        object: &O,
+        key: u64,
+    ) -> Option<std::mem::ManuallyDrop<T>> {
+        let bits = tx.pending_word(object, key)?;
+        // SAFETY: the word log's writes to this subobject all come from
+        // `set` and `modify`, which encode a `T` (an object's address and
+        // key name one slot of one type), and an inline `T` has no drop
+        // glue, so the copy owns nothing.
+        Some(std::mem::ManuallyDrop::new(unsafe {
+            ValueCell::<T>::decode_inline(bits)
+        }))
+    }
+
     /// Transactional read by reference of the slot that is subobject `key`
     /// of `object`: the pending write if this transaction wrote the slot,
     /// else the committed value (recorded in the read set), or, for a
@@ -52,12 +70,7 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         f: impl FnOnce(&T) -> R,
     ) -> TxResult<R> {
         let via = if Self::in_word_log(tx, keeps_history) {
-            if let Some(bits) = tx.pending_word(object, key) {
-                // SAFETY: the word log's writes to this subobject all come
-                // from `write`, which encodes a `T` (an object's address and
-                // key name one slot of one type), and an inline `T` has no
-                // drop glue, so the copy owns nothing.
-                let v = std::mem::ManuallyDrop::new(unsafe { ValueCell::<T>::decode_inline(bits) });
+            if let Some(v) = Self::pending_word(tx, object, key) {
                 return Ok(f(&v));
             }
             tx.log_via(object, key)
@@ -177,10 +190,7 @@ impl<T: Clone + Send + Sync + 'static> Slot<T> {
         f: impl FnOnce(T) -> (T, R),
     ) -> TxResult<R> {
         if Self::in_word_log(tx, keeps_history) {
-            if let Some(bits) = tx.pending_word(object, key) {
-                // SAFETY: as in `read_with`.
-                let pending =
-                    std::mem::ManuallyDrop::new(unsafe { ValueCell::<T>::decode_inline(bits) });
+            if let Some(pending) = Self::pending_word(tx, object, key) {
                 let (new, out) = f(T::clone(&pending));
                 self.set(tx, object, key, keeps_history, new);
                 return Ok(out);

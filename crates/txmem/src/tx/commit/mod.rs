@@ -1,6 +1,6 @@
 //! The commit protocol (STO): lock the write set (the word log's entries,
-//! then the items), take a commit version,
-//! validate the read set, install, and wake blocked `retry`ers. The part an
+//! then the items), take a commit version, validate the read set, install,
+//! and wake blocked `retry`ers. The part an
 //! object takes in it (the commit context, lock outcomes, the standard lock
 //! step) is in [`lock`].
 
